@@ -1,0 +1,100 @@
+//! Builds the built-in plugins (`plugins/bash`, `plugins/policy`) as
+//! `wasm32-wasip2` components and copies them into `OUT_DIR`, where
+//! `src/builtin.rs` embeds them with `include_bytes!`.
+//!
+//! Like wasmtime's own test-programs crate, this runs a nested `cargo build`
+//! with its own target directory (reusing the outer one would block on
+//! cargo's build lock) and without the outer build's flags (coverage or
+//! sanitizer RUSTFLAGS break wasm builds).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The plugin crates built here: (package, artifact stem).
+const PLUGINS: &[(&str, &str)] = &[
+    ("toolhost-bash", "toolhost_bash"),
+    ("toolhost-policy", "toolhost_policy"),
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest_dir.parent().unwrap().to_path_buf();
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
+
+    for dir in ["plugins", "wit"] {
+        rerun_for_tree(&root.join(dir));
+    }
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.toml").display());
+
+    // A shared target dir for the plugin builds: under the outer target dir
+    // (next to `debug/`, `release/`), so host debug and release builds share
+    // one plugin build. OUT_DIR is `<target>/<profile>/build/<pkg>-<hash>/out`.
+    let target_dir = out_dir
+        .ancestors()
+        .nth(4)
+        .map(|t| t.join("plugins"))
+        .unwrap_or_else(|| out_dir.join("plugins-target"));
+
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--quiet", "--profile", "plugin", "--target", "wasm32-wasip2"])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    for (package, _) in PLUGINS {
+        cmd.args(["-p", package]);
+    }
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_MAKEFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_LLVM_COV",
+        "CARGO_LLVM_COV_TARGET_DIR",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("failed to run cargo for the wasm plugins");
+    if !status.success() {
+        let installed = Command::new("rustup")
+            .args(["target", "list", "--installed"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).contains("wasm32-wasip2"))
+            .unwrap_or(true);
+        if !installed {
+            panic!(
+                "the wasm32-wasip2 target is not installed; run `rustup target add wasm32-wasip2` \
+                 (this environment does not install targets automatically)"
+            );
+        }
+        panic!("building the built-in wasm plugins failed (see the cargo output above)");
+    }
+    for (_, stem) in PLUGINS {
+        let built = target_dir.join("wasm32-wasip2/plugin").join(format!("{stem}.wasm"));
+        let dest = out_dir.join(format!("{stem}.wasm"));
+        std::fs::copy(&built, &dest)
+            .unwrap_or_else(|e| panic!("copying {} failed: {e}", built.display()));
+    }
+}
+
+/// Asks cargo to rerun this script when any file under `dir` changes
+/// (build outputs excluded).
+fn rerun_for_tree(dir: &Path) {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "target") {
+            continue;
+        }
+        if path.is_dir() {
+            rerun_for_tree(&path);
+        } else {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+}

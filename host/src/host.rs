@@ -1,0 +1,220 @@
+//! [`Host`]: the built-in and loaded plugins, the session engine and the
+//! permission pipeline, behind one "call this tool" API that every front door
+//! (CLI, MCP, control socket) uses.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::builtin;
+use crate::engine::Runtime;
+use crate::permissions::Permissions;
+use crate::plugins::{CallError, LoadError, Limits, PolicyPlugin, Services, ToolError, ToolPlugin, ToolSpec};
+use crate::sessions::{Sessions, SessionsConfig};
+
+/// How to set up a [`Host`].
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The workspace root: commands run inside it (default: the current dir).
+    pub workspace: PathBuf,
+    /// Where sessions' output logs and the compiled-code cache live (default:
+    /// [`HostConfig::default_state_dir`]).
+    pub state_dir: PathBuf,
+    /// The policy rules text handed to the policy plugin (the `--policy`
+    /// file); empty for the plugin's built-in defaults.
+    pub policy_rules: String,
+}
+
+impl HostConfig {
+    /// `$XDG_STATE_HOME/toolhost`, else `$HOME/.local/state/toolhost`, else
+    /// `./.toolhost-state` (DESIGN §8).
+    pub fn default_state_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+            return PathBuf::from(dir).join("toolhost");
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+            return PathBuf::from(home).join(".local/state/toolhost");
+        }
+        PathBuf::from(".toolhost-state")
+    }
+}
+
+/// Errors of the host API.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The configuration is unusable (workspace missing, state dir not
+    /// writable, policy rules refused, ...).
+    #[error("{0}")]
+    Config(String),
+    /// A plugin could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// No loaded plugin offers a tool of this name.
+    #[error("unknown tool `{name}`; available: {available}")]
+    UnknownTool {
+        /// The requested name.
+        name: String,
+        /// The tools that exist, comma-separated.
+        available: String,
+    },
+    /// The arguments were refused (not a JSON object, or the plugin said they
+    /// do not fit the schema).
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The plugin trapped, hit a limit, or could not be run.
+    #[error(transparent)]
+    Plugin(#[from] CallError),
+}
+
+/// The outcome of a tool call that ran (MCP `CallToolResult`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// Text for the agent.
+    pub text: String,
+    /// Structured content (a JSON object), when the tool gives one.
+    pub structured: Option<serde_json::Value>,
+    /// The tool reports failure (MCP `isError`), e.g. a non-zero exit code.
+    pub is_error: bool,
+}
+
+/// A tool the host offers: which plugin, under which (possibly prefixed) name.
+#[derive(Clone)]
+pub struct ToolEntry {
+    /// The name front doors show (the plugin's own name, or `plugin__name`
+    /// when two plugins offer the same name).
+    pub name: String,
+    /// The plugin's own name for it.
+    pub plugin_tool: String,
+    /// The plugin offering it.
+    pub plugin: Arc<ToolPlugin>,
+    /// Its description and JSON Schema.
+    pub spec: ToolSpec,
+}
+
+/// The host: plugins, sessions and permissions.
+pub struct Host {
+    config: HostConfig,
+    services: Arc<Services>,
+    tools: Vec<ToolEntry>,
+    next_call: AtomicU64,
+}
+
+impl Host {
+    /// Sets up the host: checks the workspace, creates the state dir, loads
+    /// the built-in policy and bash plugins, and validates the policy rules.
+    ///
+    /// Errors: [`HostError::Config`] for a bad workspace, state dir or policy
+    /// file; [`HostError::Load`] if a plugin does not load.
+    pub async fn new(config: HostConfig) -> Result<Host, HostError> {
+        let workspace = canonical_dir(&config.workspace, "workspace")?;
+        std::fs::create_dir_all(&config.state_dir).map_err(|e| {
+            HostError::Config(format!("cannot create state dir {}: {e}", config.state_dir.display()))
+        })?;
+        let state_dir = canonical_dir(&config.state_dir, "state dir")?;
+        let config = HostConfig { workspace: workspace.clone(), state_dir: state_dir.clone(), ..config };
+
+        let runtime = Runtime::new(Some(state_dir.join("compiled")))
+            .map_err(|e| HostError::Config(format!("{e:#}")))?;
+        let policy = Arc::new(PolicyPlugin::load(&runtime, builtin::POLICY_ID, builtin::POLICY, Limits::default())?);
+        if let Err(e) = policy.validate(&config.policy_rules).await? {
+            return Err(HostError::Config(format!("policy file refused: line {}: {}", e.line, e.message)));
+        }
+        let sessions = Sessions::new(SessionsConfig::new(workspace.clone(), state_dir))
+            .map_err(|e| HostError::Config(e.to_string()))?;
+        let permissions = Permissions::new(policy, config.policy_rules.clone(), workspace);
+        let services = Arc::new(Services { sessions, permissions });
+
+        let bash_limits = Limits { wall: std::time::Duration::from_secs(11 * 60), ..Limits::default() };
+        let bash =
+            Arc::new(ToolPlugin::load(&runtime, builtin::BASH_ID, builtin::BASH, bash_limits, services.clone()).await?);
+        let tools = merge_tools(&[bash]);
+        Ok(Host { config, services, tools, next_call: AtomicU64::new(1) })
+    }
+
+    /// The configuration in effect (paths canonicalised).
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// The tools of all loaded plugins.
+    pub fn tools(&self) -> &[ToolEntry] {
+        &self.tools
+    }
+
+    /// The session engine.
+    pub fn sessions(&self) -> &Sessions {
+        &self.services.sessions
+    }
+
+    /// Calls tool `name` with `arguments` (must be a JSON object). Assigns the
+    /// call a fresh tool-call id, runs the plugin in a fresh instance, and when
+    /// the call returns kills any foreground process it left running without
+    /// detaching it.
+    pub async fn call_tool(&self, name: &str, arguments: &serde_json::Value) -> Result<ToolResult, HostError> {
+        let Some(entry) = self.tools.iter().find(|t| t.name == name) else {
+            return Err(HostError::UnknownTool {
+                name: name.to_string(),
+                available: self.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        };
+        if !arguments.is_object() {
+            return Err(HostError::InvalidArguments {
+                tool: name.to_string(),
+                message: "arguments must be a JSON object".into(),
+            });
+        }
+        let tool_call_id = format!("tc_{:012x}", self.next_call.fetch_add(1, Ordering::Relaxed));
+        let outcome = entry.plugin.call(&entry.plugin_tool, &tool_call_id, &arguments.to_string()).await;
+        self.services.sessions.end_call(&tool_call_id).await;
+        match outcome? {
+            Ok(output) => Ok(ToolResult {
+                text: output.text,
+                structured: output.structured.and_then(|s| serde_json::from_str(&s).ok()),
+                is_error: output.is_error,
+            }),
+            Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool { name: t, available: name.to_string() }),
+            Err(ToolError::InvalidArguments(message)) => {
+                Err(HostError::InvalidArguments { tool: name.to_string(), message })
+            }
+            Err(ToolError::Failed(text)) => Ok(ToolResult { text, structured: None, is_error: true }),
+        }
+    }
+}
+
+/// Names every tool; a name offered by more than one plugin is prefixed with
+/// its plugin id (`plugin__name`) for all of them.
+fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> Vec<ToolEntry> {
+    let mut entries = Vec::new();
+    for plugin in plugins {
+        for spec in plugin.tools() {
+            let clashes = plugins
+                .iter()
+                .filter(|p| p.tools().iter().any(|t| t.name == spec.name))
+                .count()
+                > 1;
+            let name = if clashes { format!("{}__{}", plugin.id(), spec.name) } else { spec.name.clone() };
+            entries.push(ToolEntry {
+                name,
+                plugin_tool: spec.name.clone(),
+                plugin: plugin.clone(),
+                spec: spec.clone(),
+            });
+        }
+    }
+    entries
+}
+
+fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf, HostError> {
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| HostError::Config(format!("{what} {}: {e}", path.display())))?;
+    if !canonical.is_dir() {
+        return Err(HostError::Config(format!("{what} {} is not a directory", path.display())));
+    }
+    Ok(canonical)
+}

@@ -1,0 +1,174 @@
+//! The `toolhost` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use toolhost::{Host, HostConfig};
+
+/// toolhost: a WebAssembly component host with sandboxed tool plugins.
+///
+/// Tools come from plugins (WASI p2 components); the built-in `bash` plugin
+/// runs shell commands through the host, which owns the processes and asks
+/// the policy plugin before every start.
+#[derive(Parser)]
+#[command(name = "toolhost", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every host-running command takes.
+#[derive(clap::Args)]
+struct HostArgs {
+    /// The workspace root: commands run inside it (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Where output logs and the compiled-plugin cache live
+    /// (default: $XDG_STATE_HOME/toolhost or ~/.local/state/toolhost).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// A policy rules file (TOML) for the policy plugin (default: its built-in rules).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Call one tool once and print its result.
+    ///
+    /// Prints the tool's text on stdout. Exits 0 when the tool succeeded, 1 when
+    /// the tool reports an error (e.g. a non-zero exit code), 2 for usage
+    /// errors (unknown tool, invalid arguments, bad configuration).
+    ///
+    /// Example: toolhost call bash '{"command":"echo hello"}'
+    Call {
+        /// The tool name, e.g. `bash`.
+        tool: String,
+        /// The arguments as a JSON object, e.g. '{"command":"ls"}'.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        /// Print the whole result as JSON ({"text", "structured", "is_error"}).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// List the tools of the loaded plugins.
+    Tools {
+        /// Print JSON (name, description, input schema) instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolhost: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Call { tool, arguments, json, host } => {
+            let arguments: serde_json::Value = match serde_json::from_str(&arguments) {
+                Ok(v) => v,
+                Err(e) => return usage_error(format!("ARGUMENTS is not valid JSON: {e}")),
+            };
+            let host = match start_host(host).await {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            match host.call_tool(&tool, &arguments).await {
+                Ok(result) => {
+                    if json {
+                        let value = serde_json::json!({
+                            "text": result.text,
+                            "structured": result.structured,
+                            "is_error": result.is_error,
+                        });
+                        println!("{value}");
+                    } else {
+                        print!("{}", result.text);
+                        if !result.text.ends_with('\n') {
+                            println!();
+                        }
+                    }
+                    if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS }
+                }
+                Err(e @ (toolhost::HostError::UnknownTool { .. } | toolhost::HostError::InvalidArguments { .. })) => {
+                    usage_error(e.to_string())
+                }
+                Err(e) => {
+                    eprintln!("toolhost: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Command::Tools { json, host } => {
+            let host = match start_host(host).await {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            if json {
+                let tools: Vec<_> = host
+                    .tools()
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "name": t.name,
+                            "description": t.spec.description,
+                            "inputSchema": serde_json::from_str::<serde_json::Value>(&t.spec.input_schema).ok(),
+                            "plugin": t.plugin.id(),
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::Value::Array(tools));
+            } else {
+                for t in host.tools() {
+                    let summary = t.spec.description.lines().next().unwrap_or_default();
+                    println!("{:<16} {}", t.name, summary);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
+    let workspace = match args.workspace {
+        Some(w) => w,
+        None => std::env::current_dir().map_err(|e| usage_error(format!("no current directory: {e}")))?,
+    };
+    let policy_rules = match &args.policy {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| usage_error(format!("cannot read policy file {}: {e}", path.display())))?,
+        None => String::new(),
+    };
+    let config = HostConfig {
+        workspace,
+        state_dir: args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
+        policy_rules,
+    };
+    Host::new(config).await.map_err(|e| usage_error(e.to_string()))
+}
+
+fn usage_error(message: String) -> ExitCode {
+    eprintln!("toolhost: {message}");
+    ExitCode::from(2)
+}

@@ -1,0 +1,88 @@
+//! What the running kernel supports, computed once per process.
+
+use std::io;
+use std::sync::OnceLock;
+
+/// Kernel features relevant to the sandbox, as found by [`probe`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelSupport {
+    /// Landlock ABI version reported by the kernel (`None`: not built in or not enabled at
+    /// boot, see `lsm=` on the kernel command line).
+    pub landlock_abi: Option<i32>,
+    /// seccomp filters available (`prctl(PR_GET_SECCOMP)` succeeds).
+    pub seccomp: bool,
+    /// A process can create a user namespace (`unshare(CLONE_NEWUSER)` in a throwaway child).
+    pub user_namespaces: bool,
+    /// A child can get a private mount namespace the way [`super::mounts`] does it (directly
+    /// with `CAP_SYS_ADMIN`, else through a user namespace) and make `/` private.
+    pub mount_namespace: bool,
+    /// Why the mount namespace probe failed, if it did.
+    pub mount_namespace_error: Option<String>,
+}
+
+/// Probes the kernel once (the first call forks two short-lived children that only issue
+/// `unshare`/`mount` syscalls and `_exit`); later calls return the cached answer.
+pub fn probe() -> KernelSupport {
+    static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
+    SUPPORT
+        .get_or_init(|| {
+            let mount = in_forked_child(|| {
+                super::mounts::enter_namespace()?;
+                super::mounts::make_root_private()
+            });
+            let userns = in_forked_child(|| {
+                // SAFETY: plain syscall in the throwaway child.
+                if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+            // SAFETY: plain prctl.
+            let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
+            let support = KernelSupport {
+                landlock_abi: super::landlock::kernel_abi(),
+                seccomp,
+                user_namespaces: userns.is_ok(),
+                mount_namespace: mount.is_ok(),
+                mount_namespace_error: mount.err().map(|e| e.to_string()),
+            };
+            tracing::debug!(?support, "sandbox kernel probe");
+            support
+        })
+        .clone()
+}
+
+/// Runs `f` in a forked child and reports its result (an errno travels as the exit status).
+/// `f` must be async-signal-safe: the parent may be multi-threaded.
+fn in_forked_child(f: fn() -> io::Result<()>) -> io::Result<()> {
+    // SAFETY: the child only runs `f` (async-signal-safe by contract) and `_exit`s.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            let code = match f() {
+                Ok(()) => 0,
+                Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
+            };
+            libc::_exit(code);
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(err);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            match libc::WEXITSTATUS(status) {
+                0 => Ok(()),
+                255 => Err(io::Error::other("probe child failed")),
+                code => Err(io::Error::from_raw_os_error(code)),
+            }
+        } else {
+            Err(io::Error::other("probe child was killed"))
+        }
+    }
+}

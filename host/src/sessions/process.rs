@@ -1,0 +1,355 @@
+//! Process plumbing: request validation (shell, cwd, env), the dedicated spawner
+//! thread, the async-signal-safe child setup, `/proc` scanning and group signalling.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag};
+use nix::sys::signal::{self, Signal};
+use nix::sys::stat::Mode;
+use nix::unistd::{self, AccessFlags, Pid};
+use tokio::process::Child;
+use tokio::sync::oneshot;
+
+use super::SessionError;
+
+/// Environment variables copied from the host when set (plus every `LC_*`).
+pub const ENV_ALLOWLIST: &[&str] = &["PATH", "HOME", "LANG", "TZ", "USER", "LOGNAME", "TMPDIR"];
+
+/// `PATH` given to the child when the host has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Pipe capacity asked for each output pipe (best effort), in bytes.
+const PIPE_SIZE: i32 = 256 * 1024;
+
+/// Checks an environment variable name: not empty, no `=`, no NUL.
+pub(crate) fn validate_env_pair(name: &str, value: &str) -> Result<(), SessionError> {
+    if name.is_empty() || name.contains('=') || name.contains('\0') {
+        return Err(SessionError::InvalidRequest(format!(
+            "invalid environment variable name {name:?}: it must be non-empty and contain no `=` or NUL"
+        )));
+    }
+    if value.contains('\0') {
+        return Err(SessionError::InvalidRequest(format!(
+            "the value of environment variable `{name}` contains a NUL byte"
+        )));
+    }
+    Ok(())
+}
+
+/// The environment a child gets: the allowlisted host variables, `TERM=dumb`, then
+/// `extra` (operator pairs) and `request` pairs, later pairs overriding earlier ones.
+pub(crate) fn build_env(
+    extra: &[(String, String)],
+    request: &[(String, String)],
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    for (key, value) in std::env::vars_os() {
+        let allowed = key
+            .to_str()
+            .is_some_and(|k| ENV_ALLOWLIST.contains(&k) || k.starts_with("LC_"));
+        if allowed {
+            env.push((key, value));
+        }
+    }
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    env.push(("TERM".into(), "dumb".into()));
+    for (k, v) in extra.iter().chain(request) {
+        env.push((k.into(), v.into()));
+    }
+    env
+}
+
+/// Resolves the shell: `None` is `/bin/sh`; otherwise an absolute path to an
+/// executable regular file.
+pub(crate) fn resolve_shell(shell: Option<&str>) -> Result<PathBuf, SessionError> {
+    let shell = shell.unwrap_or("/bin/sh");
+    let invalid = |why: &str| SessionError::InvalidRequest(format!("shell `{shell}` {why}"));
+    if shell.contains('\0') {
+        return Err(invalid("contains a NUL byte"));
+    }
+    let path = PathBuf::from(shell);
+    if !path.is_absolute() {
+        return Err(invalid("is not an absolute path (e.g. /bin/bash)"));
+    }
+    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => invalid("does not exist"),
+        _ => invalid(&format!("cannot be inspected: {e}")),
+    })?;
+    if !meta.is_file() {
+        return Err(invalid("is not a regular file"));
+    }
+    if unistd::access(&path, AccessFlags::X_OK).is_err() {
+        return Err(invalid("is not executable"));
+    }
+    Ok(path)
+}
+
+/// Lexical normalisation (`.` dropped, `..` pops) used to word errors for paths that
+/// cannot be opened without revealing whether something outside the workspace exists.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Opens the working directory: `cwd` relative to `workspace` (canonical) or absolute.
+/// The opened directory's real path (all symlinks resolved, read back from
+/// `/proc/self/fd`) must lie inside `workspace`. The child `fchdir`s to this very fd,
+/// so a symlink swapped in after the check cannot redirect it.
+pub(crate) fn open_cwd(
+    workspace: &Path,
+    cwd: Option<&str>,
+) -> Result<(OwnedFd, PathBuf), SessionError> {
+    let given = cwd.unwrap_or("");
+    if given.contains('\0') {
+        return Err(SessionError::InvalidRequest(
+            "cwd contains a NUL byte".to_owned(),
+        ));
+    }
+    let path = if given.is_empty() {
+        workspace.to_path_buf()
+    } else {
+        workspace.join(given)
+    };
+    let outside = || {
+        SessionError::InvalidRequest(format!(
+            "cwd `{given}` is outside the workspace `{}`; use a path inside it (relative paths are relative to the workspace root)",
+            workspace.display()
+        ))
+    };
+    let fd = match nix::fcntl::open(
+        &path,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(_) if !lexically_normal(&path).starts_with(workspace) => return Err(outside()),
+        Err(Errno::ENOENT) => {
+            return Err(SessionError::InvalidRequest(format!(
+                "cwd `{given}` does not exist in the workspace `{}`",
+                workspace.display()
+            )));
+        }
+        Err(Errno::ENOTDIR) => {
+            return Err(SessionError::InvalidRequest(format!(
+                "cwd `{given}` is not a directory"
+            )));
+        }
+        Err(e) => {
+            return Err(SessionError::InvalidRequest(format!(
+                "cwd `{given}` cannot be opened: {}",
+                e.desc()
+            )));
+        }
+    };
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|e| SessionError::Io(format!("cannot resolve cwd `{given}`: {e}")))?;
+    if !real.starts_with(workspace) {
+        return Err(outside());
+    }
+    Ok((fd, real))
+}
+
+/// What a child's stdin is connected to.
+pub(crate) enum StdinSetup {
+    Null,
+    Piped,
+}
+
+/// Builds the command `shell -c command` with a cleared environment, the child-side
+/// setup installed, and piped stdout/stderr.
+pub(crate) fn build_command(
+    shell: &Path,
+    command: &str,
+    env: Vec<(OsString, OsString)>,
+    cwd: OwnedFd,
+    stdin: StdinSetup,
+) -> tokio::process::Command {
+    let mut cmd = std::process::Command::new(shell);
+    cmd.arg("-c")
+        .arg(command)
+        .env_clear()
+        .envs(env)
+        .stdin(match stdin {
+            StdinSetup::Null => Stdio::null(),
+            StdinSetup::Piped => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let parent = Pid::this();
+    // SAFETY: `child_setup` only makes async-signal-safe system calls (fchdir, setsid,
+    // prctl, getppid) and does not allocate; it runs in the forked child before exec.
+    unsafe {
+        cmd.pre_exec(move || child_setup(&cwd, parent));
+    }
+    // SANDBOX HOOK: a kernel confinement step (Landlock, no_new_privs, seccomp) is
+    // installed here, after our own pre_exec closure so it runs last before exec:
+    //     sandbox.install(&mut cmd);   // fn install(self, cmd: &mut std::process::Command)
+    // and its description replaces `SANDBOX_NONE` in the session's snapshot.
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
+    cmd
+}
+
+/// Runs in the forked child between fork and exec: async-signal-safe, no allocation.
+fn child_setup(cwd: &OwnedFd, parent: Pid) -> io::Result<()> {
+    let errno = |e: Errno| io::Error::from_raw_os_error(e as i32);
+    unistd::fchdir(cwd.as_fd()).map_err(errno)?;
+    unistd::setsid().map_err(errno)?;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
+    // The host may have died between fork and prctl: then nothing would kill us.
+    if unistd::getppid() != parent {
+        return Err(io::Error::from_raw_os_error(Errno::ESRCH as i32));
+    }
+    Ok(())
+}
+
+/// Raises the capacity of a pipe (best effort; failures are ignored).
+pub(crate) fn raise_pipe_size(fd: impl AsFd) {
+    let _ = nix::fcntl::fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+}
+
+struct SpawnJob {
+    cmd: tokio::process::Command,
+    reply: oneshot::Sender<io::Result<Child>>,
+}
+
+/// One long-lived thread that forks every child. `PR_SET_PDEATHSIG` fires when the
+/// *thread* that forked a child exits, so children must not be forked from threads
+/// that come and go (tokio's blocking pool). The thread has the runtime entered so
+/// tokio can register the child and its pipes. It ends when the [`Spawner`] is dropped,
+/// which (by design) SIGKILLs the shells it started.
+pub(crate) struct Spawner {
+    jobs: mpsc::Sender<SpawnJob>,
+}
+
+impl Spawner {
+    pub(crate) fn start(handle: tokio::runtime::Handle) -> io::Result<Spawner> {
+        let (jobs, rx) = mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("toolhost-spawner".to_owned())
+            .spawn(move || {
+                let _runtime = handle.enter();
+                while let Ok(mut job) = rx.recv() {
+                    let result = job.cmd.spawn();
+                    // If the requester went away the child is dropped: kill_on_drop.
+                    let _ = job.reply.send(result);
+                }
+            })?;
+        Ok(Spawner { jobs })
+    }
+
+    pub(crate) async fn spawn(&self, cmd: tokio::process::Command) -> io::Result<Child> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(SpawnJob { cmd, reply })
+            .map_err(|_| io::Error::other("the spawner thread has stopped"))?;
+        rx.await
+            .map_err(|_| io::Error::other("the spawner thread has stopped"))?
+    }
+}
+
+/// Fields of `/proc/<pid>/stat` we use.
+struct ProcStat {
+    state: char,
+    pgrp: i32,
+    session: i32,
+}
+
+fn read_stat(pid: i32) -> Option<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session ...`; comm may hold spaces and parens.
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some(ProcStat {
+        state,
+        pgrp,
+        session,
+    })
+}
+
+/// Live (non-zombie) processes whose session id or process group id is `sid`,
+/// found by scanning `/proc/*/stat`. The host's own process is never included.
+pub fn group_members(sid: u32) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|&pid| {
+            read_stat(pid as i32).is_some_and(|s| {
+                s.state != 'Z' && (s.session == sid as i32 || s.pgrp == sid as i32)
+            })
+        })
+        .collect()
+}
+
+/// True when `pid` leads its own session or process group (so group signalling is
+/// safe and meaningful for it).
+pub(crate) fn leads_group(pid: u32) -> bool {
+    read_stat(pid as i32).is_some_and(|s| s.session == pid as i32 || s.pgrp == pid as i32)
+}
+
+/// True when signalling group `pid` could reach the host itself or init.
+fn is_forbidden_group(pid: u32) -> bool {
+    let pid = pid as i32;
+    pid <= 1
+        || pid == std::process::id() as i32
+        || pid == unistd::getpgrp().as_raw()
+        || unistd::getsid(None).is_ok_and(|s| s.as_raw() == pid)
+}
+
+/// Sends `sig` to every process of the group led by `pid` (when `group`), or to `pid`
+/// alone. Adds the pids signalled to `seen`. Never signals the host's own group.
+pub(crate) fn signal_processes(pid: u32, group: bool, sig: Signal, seen: &mut HashSet<u32>) {
+    if is_forbidden_group(pid) {
+        tracing::warn!(
+            pid,
+            "refusing to signal the host's own process group or init"
+        );
+        return;
+    }
+    if !group {
+        if signal::kill(Pid::from_raw(pid as i32), sig).is_ok() {
+            seen.insert(pid);
+        }
+        return;
+    }
+    let before = seen.len();
+    for member in group_members(pid) {
+        if signal::kill(Pid::from_raw(member as i32), sig).is_ok() {
+            seen.insert(member);
+        }
+    }
+    if signal::killpg(Pid::from_raw(pid as i32), sig).is_ok() && seen.len() == before {
+        seen.insert(pid);
+    }
+}
+
+/// Polling interval while waiting for a signalled group to go away (only during a
+/// kill's grace period).
+pub(crate) const SURVIVOR_POLL: Duration = Duration::from_millis(10);

@@ -1,0 +1,384 @@
+//! One session: its shared state, the task that captures its output and waits for its
+//! exit, and the terminate (TERM, grace, KILL) sequence.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use tokio::sync::watch;
+
+use super::output::{EventLog, OutputBuffer};
+use super::process;
+use super::{
+    DetachInfo, EndReason, EventKind, ExitStatus, OutputChunk, OutputStream, SessionId,
+    SessionObserver, SessionStatus, Snapshot,
+};
+
+/// Size of each read from an output pipe, in bytes.
+const READ_BUFFER: usize = 64 * 1024;
+
+pub(crate) struct Session {
+    pub(crate) id: SessionId,
+    pub(crate) owner: Option<Arc<str>>,
+    pub(crate) command: String,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) output_path: PathBuf,
+    pub(crate) started: Instant,
+    pub(crate) pid: u32,
+    /// The process leads its own group/session: signal the whole group.
+    pub(crate) group: bool,
+    /// Started with an open stdin pipe.
+    pub(crate) stdin_open: bool,
+    pub(crate) stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    pub(crate) read_cursor: tokio::sync::Mutex<u64>,
+    pub(crate) sandbox: String,
+    state: Mutex<State>,
+    /// Bumped (to the last seq) on every event; subscribers wait on it.
+    notify: watch::Sender<u64>,
+    observer: Option<Arc<dyn SessionObserver>>,
+}
+
+pub(crate) struct State {
+    pub(crate) exit: Option<ExitStatus>,
+    pub(crate) ended_at: Option<Instant>,
+    pub(crate) child_exited: bool,
+    pub(crate) detached: bool,
+    pub(crate) kill_reason: Option<EndReason>,
+    pub(crate) output: OutputBuffer,
+    pub(crate) events: EventLog,
+    pub(crate) log_error: Option<String>,
+}
+
+impl State {
+    pub(crate) fn status(&self) -> SessionStatus {
+        match &self.exit {
+            None => SessionStatus::Running,
+            Some(exit) => exit.reason.status(),
+        }
+    }
+}
+
+pub(crate) struct SessionInit {
+    pub(crate) id: SessionId,
+    pub(crate) owner: Option<Arc<str>>,
+    pub(crate) command: String,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) output_path: PathBuf,
+    pub(crate) pid: u32,
+    pub(crate) group: bool,
+    pub(crate) stdin: Option<ChildStdin>,
+    pub(crate) stdin_open: bool,
+    pub(crate) memory_bytes: usize,
+    pub(crate) observer: Option<Arc<dyn SessionObserver>>,
+}
+
+impl Session {
+    /// Creates the session and records its `Started` event (seq 1).
+    pub(crate) fn new(init: SessionInit) -> Arc<Session> {
+        let (notify, _) = watch::channel(0);
+        let session = Arc::new(Session {
+            id: init.id,
+            owner: init.owner,
+            command: init.command,
+            tool_call_id: init.tool_call_id.clone(),
+            output_path: init.output_path,
+            started: Instant::now(),
+            pid: init.pid,
+            group: init.group,
+            stdin_open: init.stdin_open,
+            stdin: tokio::sync::Mutex::new(init.stdin),
+            read_cursor: tokio::sync::Mutex::new(0),
+            sandbox: super::SANDBOX_NONE.to_owned(),
+            state: Mutex::new(State {
+                exit: None,
+                ended_at: None,
+                child_exited: false,
+                detached: init.tool_call_id.is_none(),
+                kill_reason: None,
+                output: OutputBuffer::new(init.memory_bytes),
+                events: EventLog::new(init.memory_bytes.max(64 * 1024)),
+                log_error: None,
+            }),
+            notify,
+            observer: init.observer,
+        });
+        {
+            let mut st = session.lock();
+            session.push_event(&mut st, EventKind::Started(init.pid));
+        }
+        session
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn elapsed_ms(&self, st: &State) -> u64 {
+        let end = st.ended_at.unwrap_or_else(Instant::now);
+        end.saturating_duration_since(self.started).as_millis() as u64
+    }
+
+    /// Records an event, tells the observer (under the lock, so in seq order) and
+    /// wakes subscribers.
+    pub(crate) fn push_event(&self, st: &mut State, kind: EventKind) -> u64 {
+        let at_ms = self.started.elapsed().as_millis() as u64;
+        let event = st.events.push(kind, at_ms);
+        let seq = event.seq;
+        if let Some(observer) = &self.observer {
+            observer.on_event(&self.id, event);
+        }
+        self.notify.send_replace(seq);
+        seq
+    }
+
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.notify.subscribe()
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let st = self.lock();
+        let (output_tail, truncated) = st.output.tail_text();
+        Snapshot {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            status: st.status(),
+            exit: st.exit.clone(),
+            pid: Some(self.pid),
+            elapsed_ms: self.elapsed_ms(&st),
+            output_tail,
+            output_bytes: st.output.total(),
+            truncated,
+            last_seq: st.events.last_seq(),
+            detached: st.detached,
+            tool_call_id: self.tool_call_id.clone(),
+            output_path: self.output_path.clone(),
+            sandbox: self.sandbox.clone(),
+        }
+    }
+
+    pub(crate) fn detach_info(&self, st: &State, reason: &str) -> DetachInfo {
+        DetachInfo {
+            id: self.id.clone(),
+            reason: reason.to_owned(),
+            output_bytes: st.output.total(),
+            tool_call_id: self.tool_call_id.clone(),
+        }
+    }
+
+    /// Resolves once the session has ended.
+    pub(crate) async fn ended(&self) {
+        let mut rx = self.watch();
+        loop {
+            rx.borrow_and_update();
+            if self.lock().exit.is_some() {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn record_output(&self, log: &mut Option<File>, stream: OutputStream, data: &[u8]) {
+        let write_error = match log.as_mut().map(|f| f.write_all(data)) {
+            Some(Err(e)) => Some(e),
+            _ => None,
+        };
+        let mut st = self.lock();
+        if let Some(e) = write_error {
+            tracing::warn!(session = %self.id, error = %e, "output log write failed; log is incomplete from here");
+            st.log_error = Some(format!(
+                "writing {} failed at byte {}: {e}",
+                self.output_path.display(),
+                st.output.total()
+            ));
+            *log = None;
+        }
+        let offset = st.output.total();
+        st.output.push(stream, data);
+        self.push_event(
+            &mut st,
+            EventKind::Output(OutputChunk {
+                stream,
+                offset,
+                data: data.to_vec(),
+            }),
+        );
+    }
+}
+
+async fn read_some<R: AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> std::io::Result<usize> {
+    match pipe {
+        Some(pipe) => pipe.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Durations the session task and the terminate sequence use.
+#[derive(Clone, Copy)]
+pub(crate) struct Timing {
+    pub(crate) drain_grace: Duration,
+    pub(crate) kill_grace: Duration,
+}
+
+/// The life of a session after spawn: capture stdout and stderr in arrival order,
+/// wait for the direct child, enforce the timeout, drain the pipes for at most
+/// `drain_grace` after the exit, then record the `Exited` event.
+pub(crate) async fn run(
+    session: Arc<Session>,
+    mut child: Child,
+    mut stdout: Option<ChildStdout>,
+    mut stderr: Option<ChildStderr>,
+    mut log: Option<File>,
+    timeout: Option<Duration>,
+    timing: Timing,
+) {
+    let mut out_buf = vec![0u8; READ_BUFFER];
+    let mut err_buf = vec![0u8; READ_BUFFER];
+    let start = tokio::time::Instant::from_std(session.started);
+    let timeout_at = timeout.map(|t| start + t);
+    let mut timed_out = false;
+    let mut exit: Option<std::io::Result<std::process::ExitStatus>> = None;
+    let mut drain_deadline: Option<tokio::time::Instant> = None;
+    loop {
+        if exit.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
+        }
+        tokio::select! {
+            result = child.wait(), if exit.is_none() => {
+                session.lock().child_exited = true;
+                exit = Some(result);
+                drain_deadline = Some(tokio::time::Instant::now() + timing.drain_grace);
+            }
+            result = read_some(&mut stdout, &mut out_buf) => match result {
+                Ok(n) if n > 0 => session.record_output(&mut log, OutputStream::Stdout, &out_buf[..n]),
+                _ => stdout = None,
+            },
+            result = read_some(&mut stderr, &mut err_buf) => match result {
+                Ok(n) if n > 0 => session.record_output(&mut log, OutputStream::Stderr, &err_buf[..n]),
+                _ => stderr = None,
+            },
+            () = sleep_until_opt(timeout_at), if !timed_out && exit.is_none() => {
+                timed_out = true;
+                let session = session.clone();
+                tokio::spawn(async move {
+                    terminate(&session, EndReason::TimedOut, None, timing).await;
+                });
+            }
+            () = sleep_until_opt(drain_deadline) => break,
+        }
+    }
+    // A grandchild may still hold the pipes: drop our ends and end the run anyway.
+    drop(stdout);
+    drop(stderr);
+    let exit = {
+        let mut st = session.lock();
+        let reason = st.kill_reason.clone().unwrap_or(EndReason::Exited);
+        let exit = match exit {
+            Some(Ok(status)) => ExitStatus::from_std(status, reason),
+            Some(Err(e)) => ExitStatus {
+                code: None,
+                signal: None,
+                reason: EndReason::Failed(format!("waiting for the process failed: {e}")),
+            },
+            None => ExitStatus {
+                code: None,
+                signal: None,
+                reason: EndReason::Failed("the session task ended unexpectedly".to_owned()),
+            },
+        };
+        st.output.finish();
+        st.output.release();
+        st.exit = Some(exit.clone());
+        st.ended_at = Some(Instant::now());
+        session.push_event(&mut st, EventKind::Exited(exit.clone()));
+        exit
+    };
+    if let Ok(mut stdin) = session.stdin.try_lock() {
+        stdin.take();
+    }
+    tracing::debug!(session = %session.id, ?exit, "session ended");
+}
+
+/// Signals the session's processes. `signal: None` is the terminate sequence:
+/// SIGTERM to every process of the group, wait up to `kill_grace` for them to go,
+/// SIGKILL whatever is left, then wait (bounded) for the session to end. With a
+/// signal, it is sent once and this returns at once. Returns how many distinct
+/// processes were signalled. `reason` becomes the session's end reason unless one
+/// was already set (a terminating signal only).
+pub(crate) async fn terminate(
+    session: &Arc<Session>,
+    reason: EndReason,
+    signal: Option<Signal>,
+    timing: Timing,
+) -> u32 {
+    let terminating = signal.is_none_or(is_terminating);
+    if terminating {
+        let mut st = session.lock();
+        if st.exit.is_none() && st.kill_reason.is_none() {
+            st.kill_reason = Some(reason);
+        }
+    }
+    let mut seen = HashSet::new();
+    let survivors = |session: &Session| -> usize {
+        if session.group {
+            process::group_members(session.pid).len()
+        } else if session.lock().child_exited {
+            0
+        } else {
+            1
+        }
+    };
+    if let Some(sig) = signal {
+        if !session.group && session.lock().child_exited {
+            return 0;
+        }
+        process::signal_processes(session.pid, session.group, sig, &mut seen);
+        return seen.len() as u32;
+    }
+    if !session.group && session.lock().child_exited {
+        return 0;
+    }
+    process::signal_processes(session.pid, session.group, Signal::SIGTERM, &mut seen);
+    let deadline = Instant::now() + timing.kill_grace;
+    while survivors(session) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(process::SURVIVOR_POLL).await;
+    }
+    if survivors(session) > 0 {
+        process::signal_processes(session.pid, session.group, Signal::SIGKILL, &mut seen);
+    }
+    let bound = timing.drain_grace + Duration::from_secs(5);
+    let _ = tokio::time::timeout(bound, session.ended()).await;
+    seen.len() as u32
+}
+
+/// Signals whose default action ends the process.
+fn is_terminating(sig: Signal) -> bool {
+    !matches!(
+        sig,
+        Signal::SIGCHLD
+            | Signal::SIGCONT
+            | Signal::SIGSTOP
+            | Signal::SIGTSTP
+            | Signal::SIGTTIN
+            | Signal::SIGTTOU
+            | Signal::SIGURG
+            | Signal::SIGWINCH
+    )
+}

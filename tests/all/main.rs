@@ -1,0 +1,9 @@
+//! Integration tests for toolhost: one binary, one module per area.
+//!
+//! `cli` drives the built `toolhost` binary on real commands; the others use
+//! the library API with real processes and the real embedded plugins.
+
+mod cli;
+mod plugins;
+mod sandbox;
+mod sessions;

@@ -1,0 +1,1088 @@
+//! Real-process tests of the session engine (`toolhost::sessions`).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use toolhost::sessions::*;
+
+const HANG: Duration = Duration::from_secs(20);
+
+struct Env {
+    ws: tempfile::TempDir,
+    _state: tempfile::TempDir,
+    sessions: Sessions,
+}
+
+fn env_with(tweak: impl FnOnce(&mut SessionsConfig)) -> Env {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let state = tempfile::tempdir().expect("tempdir");
+    let mut config = SessionsConfig::new(ws.path(), state.path());
+    config.kill_grace = Duration::from_millis(500);
+    tweak(&mut config);
+    let sessions = Sessions::new(config).expect("Sessions::new");
+    Env {
+        ws,
+        _state: state,
+        sessions,
+    }
+}
+
+fn env() -> Env {
+    env_with(|_| {})
+}
+
+const HOST: Caller = Caller::Host;
+
+async fn start(s: &Sessions, req: StartRequest) -> SessionId {
+    s.start(&HOST, req).await.expect("start")
+}
+
+async fn run(s: &Sessions, command: &str) -> (Snapshot, Vec<u8>) {
+    let id = start(s, StartRequest::new(command)).await;
+    let snap = wait_end(s, &id).await;
+    (snap, all_output(s, &id).await)
+}
+
+/// Follows a session's events until it ends; returns every event.
+async fn events_until_end(s: &Sessions, id: &SessionId) -> Vec<SessionEvent> {
+    let mut sub = s.subscribe(&HOST, id, 1).expect("subscribe");
+    let mut events = Vec::new();
+    tokio::time::timeout(HANG, async {
+        while !sub.finished() {
+            sub.ready().await;
+            events.extend(sub.next(256));
+        }
+    })
+    .await
+    .expect("session did not end in time");
+    events
+}
+
+/// Waits (event-driven) for a session to end, discarding its events.
+async fn wait_end(s: &Sessions, id: &SessionId) -> Snapshot {
+    let mut sub = s.subscribe(&HOST, id, 1).expect("subscribe");
+    tokio::time::timeout(HANG, async {
+        while !sub.finished() {
+            sub.ready().await;
+            sub.next(256);
+        }
+    })
+    .await
+    .expect("session did not end in time");
+    s.check(&HOST, id).expect("check")
+}
+
+async fn all_output(s: &Sessions, id: &SessionId) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let r = s
+            .read_output(&HOST, id, out.len() as u64, MAX_READ_BYTES)
+            .await
+            .expect("read_output");
+        out.extend_from_slice(&r.data);
+        if r.data.is_empty() {
+            return out;
+        }
+    }
+}
+
+/// Polls /proc (bounded) until no live process of group `sid` remains.
+async fn group_gone(sid: u32) -> bool {
+    let deadline = Instant::now() + HANG;
+    while Instant::now() < deadline {
+        if group_members(sid).is_empty() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// Waits (bounded) until the group has `n` live processes.
+async fn group_has(sid: u32, n: usize) {
+    let deadline = Instant::now() + HANG;
+    while group_members(sid).len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "group {sid} never reached {n} processes"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn kill_leftovers(sid: u32) {
+    for pid in group_members(sid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+}
+
+fn invalid(r: Result<SessionId, SessionError>) -> String {
+    match r {
+        Err(SessionError::InvalidRequest(m)) => m,
+        other => panic!("expected InvalidRequest, got {other:?}"),
+    }
+}
+
+fn assert_seqs_contiguous(events: &[SessionEvent]) {
+    let mut expected = 1;
+    for e in events {
+        assert_eq!(e.seq, expected, "events: {events:?}");
+        expected = match &e.kind {
+            EventKind::Omitted(r) => {
+                assert_eq!(r.first_seq, e.seq);
+                r.last_seq + 1
+            }
+            _ => e.seq + 1,
+        };
+    }
+    assert!(matches!(
+        events.first().map(|e| &e.kind),
+        Some(EventKind::Started(_))
+    ));
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(EventKind::Exited(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_code_output_and_events() {
+    let e = env();
+    let id = start(
+        &e.sessions,
+        StartRequest::new("echo out; echo err >&2; exit 3"),
+    )
+    .await;
+    assert!(id.starts_with("bg_") && id.len() == 15);
+    let events = events_until_end(&e.sessions, &id).await;
+    assert_seqs_contiguous(&events);
+    let snap = e.sessions.check(&HOST, &id).unwrap();
+    assert_eq!(snap.status, SessionStatus::Exited);
+    assert_eq!(
+        snap.exit,
+        Some(ExitStatus {
+            code: Some(3),
+            signal: None,
+            reason: EndReason::Exited
+        })
+    );
+    assert_eq!(snap.output_bytes, 8);
+    assert_eq!(snap.last_seq, events.last().unwrap().seq);
+    assert!(snap.detached && snap.tool_call_id.is_none());
+    assert_eq!(snap.sandbox, "none");
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    for ev in &events {
+        if let EventKind::Output(c) = &ev.kind {
+            match c.stream {
+                OutputStream::Stdout => stdout.extend_from_slice(&c.data),
+                OutputStream::Stderr => stderr.extend_from_slice(&c.data),
+            }
+        }
+    }
+    assert_eq!(stdout, b"out\n");
+    assert_eq!(stderr, b"err\n");
+    let log = std::fs::read(&snap.output_path).unwrap();
+    assert_eq!(log.len(), 8);
+    assert_eq!(snap.output_tail.len(), 8);
+    assert_eq!(all_output(&e.sessions, &id).await, log);
+    assert!(
+        snap.output_path
+            .ends_with(format!("sessions/{id}/output.log"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_is_built_from_the_allowlist() {
+    // SAFETY: set once before any child is spawned by this test; the variable is only
+    // read by this test's assertions.
+    unsafe { std::env::set_var("TOOLHOST_TEST_SECRET", "hunter2") };
+    let e = env_with(|c| c.extra_env = vec![("OPERATOR_VAR".into(), "op".into())]);
+    let mut req = StartRequest::new("env");
+    req.env = vec![("REQ_VAR".into(), "a=b c".into())];
+    let id = start(&e.sessions, req).await;
+    wait_end(&e.sessions, &id).await;
+    let out = String::from_utf8(all_output(&e.sessions, &id).await).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(!out.contains("TOOLHOST_TEST_SECRET"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    assert!(lines.contains(&"TERM=dumb"), "{out}");
+    assert!(lines.contains(&"OPERATOR_VAR=op"), "{out}");
+    assert!(lines.contains(&"REQ_VAR=a=b c"), "{out}");
+    assert!(lines.iter().any(|l| l.starts_with("PATH=")), "{out}");
+    for name in out
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+    {
+        let allowed = ENV_ALLOWLIST.contains(&name)
+            || name.starts_with("LC_")
+            || [
+                "TERM",
+                "OPERATOR_VAR",
+                "REQ_VAR",
+                "PWD",
+                "SHLVL",
+                "_",
+                "OLDPWD",
+            ]
+            .contains(&name);
+        assert!(allowed, "unexpected variable {name} in child env");
+    }
+    for bad in ["", "A=B", "NUL\0"] {
+        let mut req = StartRequest::new("true");
+        req.env = vec![(bad.into(), "x".into())];
+        invalid(e.sessions.start(&HOST, req).await);
+    }
+    let mut req = StartRequest::new("true");
+    req.env = vec![("OK".into(), "nul\0".into())];
+    invalid(e.sessions.start(&HOST, req).await);
+    assert!(
+        e.sessions.list(&HOST).len() == 1,
+        "rejected requests created nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cwd_must_resolve_inside_the_workspace() {
+    let e = env();
+    let ws = e.sessions.workspace().to_path_buf();
+    std::fs::create_dir_all(ws.join("sub/dir")).unwrap();
+    std::fs::write(ws.join("file"), b"x").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("escape")).unwrap();
+    std::os::unix::fs::symlink(ws.join("sub"), ws.join("inside_link")).unwrap();
+
+    for (cwd, expect) in [
+        ("sub/dir", ws.join("sub/dir")),
+        (ws.join("sub").to_str().unwrap(), ws.join("sub")),
+        ("inside_link", ws.join("sub")),
+        ("sub/dir/..", ws.join("sub")),
+    ] {
+        let mut req = StartRequest::new("pwd -P");
+        req.cwd = Some(cwd.to_owned());
+        let id = start(&e.sessions, req).await;
+        wait_end(&e.sessions, &id).await;
+        let out = all_output(&e.sessions, &id).await;
+        assert_eq!(
+            String::from_utf8(out).unwrap().trim_end(),
+            expect.to_str().unwrap()
+        );
+    }
+    let refused = [
+        ("/", "outside the workspace"),
+        ("..", "outside the workspace"),
+        ("sub/../../..", "outside the workspace"),
+        ("escape", "outside the workspace"),
+        ("/nonexistent-toolhost-dir", "outside the workspace"),
+        ("missing", "does not exist"),
+        ("file", "not a directory"),
+        ("nul\0", "NUL"),
+    ];
+    for (cwd, text) in refused {
+        let mut req = StartRequest::new("pwd");
+        req.cwd = Some(cwd.to_owned());
+        let msg = invalid(e.sessions.start(&HOST, req).await);
+        assert!(msg.contains(text), "cwd {cwd:?}: {msg}");
+    }
+    assert_eq!(e.sessions.list(&HOST).len(), 4);
+    drop(e.ws);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shell_command_and_timeout_validation() {
+    let e = env();
+    let ws = e.sessions.workspace().to_path_buf();
+    let not_exec = ws.join("not_exec");
+    std::fs::write(&not_exec, b"#!/bin/sh\n").unwrap();
+    let shells = [
+        ("sh".to_owned(), "absolute"),
+        ("/nonexistent/sh".to_owned(), "does not exist"),
+        (ws.to_str().unwrap().to_owned(), "not a regular file"),
+        (not_exec.to_str().unwrap().to_owned(), "not executable"),
+    ];
+    for (shell, text) in shells {
+        let mut req = StartRequest::new("true");
+        req.shell = Some(shell.clone());
+        let msg = invalid(e.sessions.start(&HOST, req).await);
+        assert!(msg.contains(text), "{shell}: {msg}");
+    }
+    invalid(
+        e.sessions
+            .start(&HOST, StartRequest::new("echo a\0b"))
+            .await,
+    );
+    for t in [
+        Duration::ZERO,
+        MAX_TIMEOUT + Duration::from_millis(1),
+        Duration::MAX,
+    ] {
+        let mut req = StartRequest::new("true");
+        req.timeout = Some(t);
+        invalid(e.sessions.start(&HOST, req).await);
+    }
+    assert!(e.sessions.list(&HOST).is_empty());
+
+    let mut req = StartRequest::new("echo \"$BASH_VERSION\" | cut -c1");
+    req.shell = Some("/bin/bash".into());
+    let id = start(&e.sessions, req).await;
+    wait_end(&e.sessions, &id).await;
+    let out = all_output(&e.sessions, &id).await;
+    assert!(out[0].is_ascii_digit(), "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_leads_its_own_session_and_group() {
+    let e = env();
+    let (snap, out) = run(&e.sessions, "cat /proc/$$/stat").await;
+    let text = String::from_utf8(out).unwrap();
+    let fields: Vec<&str> = text[text.rfind(')').unwrap() + 2..].split(' ').collect();
+    let pid = snap.pid.unwrap().to_string();
+    assert_eq!(fields[2], pid, "pgrp");
+    assert_eq!(fields[3], pid, "session");
+    let host_sid = nix::unistd::getsid(None).unwrap().as_raw().to_string();
+    assert_ne!(fields[3], host_sid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_has_pdeathsig_sigkill() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("python3 missing: cannot read PR_GET_PDEATHSIG; skipped");
+        return;
+    }
+    let e = env();
+    // `exec` keeps the pid (and its parent-death signal); 2 = PR_GET_PDEATHSIG.
+    let (snap, out) = run(
+        &e.sessions,
+        "exec python3 -c 'import ctypes; s = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(s)); print(s.value)'",
+    )
+    .await;
+    assert_eq!(snap.exit.unwrap().code, Some(0));
+    assert_eq!(String::from_utf8(out).unwrap(), "9\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_engine_kills_running_groups() {
+    let e = env();
+    let id = start(&e.sessions, StartRequest::new("sleep 1000 & sleep 1000")).await;
+    let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
+    group_has(pid, 3).await;
+    drop(e.sessions);
+    assert!(group_gone(pid).await, "processes survived the engine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grandchild_holding_the_pipe_does_not_block_the_end() {
+    let e = env();
+    let t0 = Instant::now();
+    let (snap, out) = run(&e.sessions, "sleep 30 & echo started").await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(out, b"started\n");
+    assert_eq!(snap.exit.unwrap().code, Some(0));
+    kill_leftovers(snap.pid.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_wakes_subscriber_without_waiting_for_the_drain_grace() {
+    let e = env_with(|c| c.drain_grace = Duration::from_secs(30));
+    let t0 = Instant::now();
+    let (snap, _) = run(&e.sessions, "echo hi").await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(snap.status, SessionStatus::Exited);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_kills_the_whole_group() {
+    let e = env();
+    let mut req = StartRequest::new("sleep 1000 & sleep 1000 & echo up; wait");
+    req.timeout = Some(Duration::from_millis(300));
+    let id = start(&e.sessions, req).await;
+    let snap = wait_end(&e.sessions, &id).await;
+    let exit = snap.exit.unwrap();
+    assert_eq!(exit.reason, EndReason::TimedOut);
+    assert_eq!(snap.status, SessionStatus::TimedOut);
+    assert_eq!(exit.code, None);
+    assert_eq!(exit.signal.as_deref(), Some("SIGTERM"));
+    assert!(
+        group_gone(snap.pid.unwrap()).await,
+        "group survived the timeout"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_flood_still_times_out() {
+    let e = env();
+    let mut req = StartRequest::new("yes");
+    req.timeout = Some(Duration::from_millis(500));
+    let t0 = Instant::now();
+    let id = start(&e.sessions, req).await;
+    let snap = wait_end(&e.sessions, &id).await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(snap.status, SessionStatus::TimedOut);
+    assert!(snap.output_bytes > 0 && snap.truncated);
+    let log_len = std::fs::metadata(&snap.output_path).unwrap().len();
+    assert_eq!(log_len, snap.output_bytes);
+    assert!(group_gone(snap.pid.unwrap()).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_terminates_group_and_counts_processes() {
+    let e = env();
+    let id = start(
+        &e.sessions,
+        StartRequest::new("sleep 1000 & sleep 1000 & wait"),
+    )
+    .await;
+    let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
+    group_has(pid, 3).await;
+    let info = e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    assert_eq!(info.signalled, 3);
+    let snap = wait_end(&e.sessions, &id).await;
+    assert_eq!(snap.status, SessionStatus::Killed);
+    let exit = snap.exit.unwrap();
+    assert_eq!(exit.reason, EndReason::Killed("plugin".into()));
+    assert_eq!(exit.code, None);
+    assert!(group_gone(pid).await);
+    let again = e.sessions.kill(&HOST, &id, None, "plugin").await;
+    assert!(
+        matches!(again, Err(SessionError::SessionExited(_))),
+        "{again:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_escalates_to_sigkill_when_term_is_ignored() {
+    let e = env_with(|c| c.kill_grace = Duration::from_millis(200));
+    let id = start(
+        &e.sessions,
+        StartRequest::new("trap '' TERM; sleep 1000 & echo ready; wait"),
+    )
+    .await;
+    let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
+    group_has(pid, 2).await;
+    e.sessions
+        .kill(&HOST, &id, None, "control-client")
+        .await
+        .unwrap();
+    let snap = wait_end(&e.sessions, &id).await;
+    let exit = snap.exit.unwrap();
+    assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(exit.code, None);
+    assert!(group_gone(pid).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_reports_the_signal_not_code_zero() {
+    let e = env();
+    let id = start(&e.sessions, StartRequest::new("sleep 1000; true")).await;
+    let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
+    group_has(pid, 2).await;
+    let info = e
+        .sessions
+        .kill(&HOST, &id, Some(Signal::SIGKILL), "plugin")
+        .await
+        .unwrap();
+    assert!(info.signalled >= 1);
+    let snap = wait_end(&e.sessions, &id).await;
+    let exit = snap.exit.unwrap();
+    assert_eq!(exit.code, None);
+    assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(exit.reason, EndReason::Killed("plugin".into()));
+    assert!(group_gone(pid).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_stdin_gives_eof_at_once() {
+    let e = env();
+    let (snap, out) = run(&e.sessions, "cat").await;
+    assert_eq!(snap.exit.unwrap().code, Some(0));
+    assert!(out.is_empty());
+    let (snap, _) = run(&e.sessions, "read x").await;
+    assert_eq!(snap.exit.unwrap().code, Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_bytes_and_open_pipe_round_trip() {
+    let e = env();
+    let mut req = StartRequest::new("cat");
+    req.stdin = StdinMode::Bytes(b"abc\0\xff\n".to_vec());
+    let id = start(&e.sessions, req).await;
+    wait_end(&e.sessions, &id).await;
+    assert_eq!(all_output(&e.sessions, &id).await, b"abc\0\xff\n");
+
+    let mut req = StartRequest::new("cat; echo done");
+    req.stdin = StdinMode::Open;
+    let id = start(&e.sessions, req).await;
+    e.sessions.write_stdin(&HOST, &id, b"hello ").await.unwrap();
+    e.sessions
+        .write_stdin(&HOST, &id, b"world\n")
+        .await
+        .unwrap();
+    e.sessions.close_stdin(&HOST, &id).await.unwrap();
+    e.sessions.close_stdin(&HOST, &id).await.unwrap();
+    let snap = wait_end(&e.sessions, &id).await;
+    assert_eq!(snap.exit.as_ref().unwrap().code, Some(0));
+    assert_eq!(all_output(&e.sessions, &id).await, b"hello world\ndone\n");
+    let r = e.sessions.write_stdin(&HOST, &id, b"late").await;
+    assert_eq!(r, Err(SessionError::SessionExited(snap.exit.unwrap())));
+
+    let id = start(&e.sessions, StartRequest::new("sleep 1000")).await;
+    let r = e.sessions.write_stdin(&HOST, &id, b"x").await;
+    assert!(matches!(r, Err(SessionError::InvalidRequest(_))), "{r:?}");
+    e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_multibyte_character_is_decoded_whole() {
+    let e = env();
+    let (snap, out) = run(&e.sessions, r"printf '\342\202'; sleep 0.1; printf '\254'").await;
+    assert_eq!(out, "€".as_bytes());
+    assert_eq!(snap.output_tail, "€");
+    assert!(!snap.truncated);
+    let (snap, out) = run(&e.sessions, r"printf 'a\377b'").await;
+    assert_eq!(out, b"a\xffb");
+    assert_eq!(snap.output_tail, "a\u{fffd}b");
+    let (snap, _) = run(&e.sessions, r"printf 'x\342\202'").await;
+    assert_eq!(snap.output_tail, "x\u{fffd}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_tail_is_bounded_and_cut_on_a_char_boundary() {
+    let e = env();
+    // 3-byte chars; 20000 of them is 60000 bytes, far over the 16 KiB tail.
+    let (snap, out) = run(
+        &e.sessions,
+        "i=0; while [ $i -lt 20000 ]; do printf '€'; i=$((i+1)); done",
+    )
+    .await;
+    assert_eq!(out.len(), 60000);
+    assert!(snap.truncated);
+    assert!(snap.output_tail.len() <= OUTPUT_TAIL_MAX_BYTES);
+    assert!(snap.output_tail.len() > OUTPUT_TAIL_MAX_BYTES - 3);
+    assert!(snap.output_tail.chars().all(|c| c == '€'));
+}
+
+#[test]
+fn char_boundary_helpers_at_every_offset() {
+    let s = "a\u{e9}\u{20ac}\u{1f600}b"; // 1 + 2 + 3 + 4 + 1 bytes
+    let bytes = s.as_bytes();
+    let boundaries: Vec<usize> = (0..=s.len()).filter(|&i| s.is_char_boundary(i)).collect();
+    assert_eq!(boundaries, vec![0, 1, 3, 6, 10, 11]);
+    for i in 0..=s.len() + 2 {
+        let floor = boundaries
+            .iter()
+            .copied()
+            .filter(|&b| b <= i)
+            .max()
+            .unwrap();
+        let ceil = boundaries
+            .iter()
+            .copied()
+            .find(|&b| b >= i)
+            .unwrap_or(s.len());
+        assert_eq!(floor_char_boundary(bytes, i), floor, "floor at {i}");
+        assert_eq!(ceil_char_boundary(bytes, i), ceil, "ceil at {i}");
+        assert_eq!(truncate_str(s, i), &s[..floor], "truncate at {i}");
+        let tail = tail_str(s, i);
+        assert!(tail.len() <= i && s.ends_with(tail));
+        let start = s.len().saturating_sub(i);
+        let expected_start = boundaries.iter().copied().find(|&b| b >= start).unwrap();
+        assert_eq!(tail, &s[expected_start..], "tail at {i}");
+    }
+    // Invalid bytes never panic and stay within bounds.
+    let junk = [0x80u8, 0xbf, 0xe2, 0x82, 0xff, 0xf0];
+    for i in 0..=junk.len() {
+        assert!(floor_char_boundary(&junk, i) <= i);
+        assert!(ceil_char_boundary(&junk, i) >= i.min(junk.len()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tombstones_unknown_ids_and_retention() {
+    let e = env_with(|c| c.retention = Duration::from_millis(200));
+    let (snap, _) = run(&e.sessions, "echo bye; exit 7").await;
+    let id = snap.id.clone();
+    let tomb = e.sessions.check(&HOST, &id).unwrap();
+    assert_eq!(tomb.exit.as_ref().unwrap().code, Some(7));
+    assert_eq!(tomb.output_tail, "bye\n");
+    assert_eq!(tomb.last_seq, snap.last_seq);
+    let exited = Err(SessionError::SessionExited(tomb.exit.clone().unwrap()));
+    assert_eq!(e.sessions.write_stdin(&HOST, &id, b"x").await, exited);
+    assert_eq!(e.sessions.close_stdin(&HOST, &id).await, exited);
+    assert_eq!(e.sessions.detach(&HOST, &id, "r").map(|_| ()), exited);
+    for bad in [
+        "",
+        "bg_",
+        "bg_zzzzzzzzzzzz",
+        "BG_000000000001",
+        "bg_0000000000001",
+        "bg_ffffffffffff",
+    ] {
+        assert_eq!(
+            e.sessions.check(&HOST, bad),
+            Err(SessionError::UnknownSession(bad.to_owned()))
+        );
+        assert!(matches!(
+            e.sessions.kill(&HOST, bad, None, "x").await,
+            Err(SessionError::UnknownSession(_))
+        ));
+        assert!(matches!(
+            e.sessions.read_output(&HOST, bad, 0, 10).await,
+            Err(SessionError::UnknownSession(_))
+        ));
+        assert!(matches!(
+            e.sessions.subscribe(&HOST, bad, 1),
+            Err(SessionError::UnknownSession(_))
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        e.sessions.check(&HOST, &id),
+        Err(SessionError::UnknownSession(id.to_string()))
+    );
+    assert!(e.sessions.list(&HOST).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_private_to_the_plugin_that_started_them() {
+    let e = env();
+    let a = Caller::Plugin("a".into());
+    let b = Caller::Plugin("b".into());
+    let id = e
+        .sessions
+        .start(&a, StartRequest::new("echo mine"))
+        .await
+        .unwrap();
+    wait_end(&e.sessions, &id).await;
+    assert!(e.sessions.check(&a, &id).is_ok());
+    assert_eq!(
+        e.sessions.check(&b, &id),
+        Err(SessionError::UnknownSession(id.to_string()))
+    );
+    assert!(matches!(
+        e.sessions.read_output(&b, &id, 0, 10).await,
+        Err(SessionError::UnknownSession(_))
+    ));
+    assert_eq!(e.sessions.list(&a).len(), 1);
+    assert!(e.sessions.list(&b).is_empty());
+    assert_eq!(e.sessions.list(&HOST).len(), 1);
+    let host_id = start(&e.sessions, StartRequest::new("true")).await;
+    assert!(matches!(
+        e.sessions.check(&a, &host_id),
+        Err(SessionError::UnknownSession(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_replay_and_respect_from_seq() {
+    let e = env();
+    let (snap, _) = run(&e.sessions, "echo a; echo b >&2; echo c").await;
+    let mut sub = e.sessions.subscribe(&HOST, &snap.id, 1).unwrap();
+    tokio::time::timeout(HANG, sub.ready()).await.unwrap();
+    let all = sub.next(1000);
+    assert_seqs_contiguous(&all);
+    assert_eq!(all.len() as u64, snap.last_seq);
+    assert!(sub.finished());
+    assert!(sub.next(10).is_empty());
+    tokio::time::timeout(HANG, sub.ready()).await.unwrap();
+
+    let mut tail = e
+        .sessions
+        .subscribe(&HOST, &snap.id, snap.last_seq)
+        .unwrap();
+    let only = tail.next(10);
+    assert_eq!(only.len(), 1);
+    assert!(matches!(only[0].kind, EventKind::Exited(_)));
+    let mut paged = e.sessions.subscribe(&HOST, &snap.id, 0).unwrap();
+    assert_eq!(paged.next(2).len(), 2);
+    assert_eq!(paged.cursor(), 3);
+    assert_eq!(paged.next(1000), all[2..].to_vec());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_events_stay_bounded_with_omitted_ranges() {
+    let e = env_with(|c| c.output_memory_bytes = 64 * 1024);
+    let (snap, out) = run(&e.sessions, "head -c 2000000 /dev/urandom").await;
+    assert_eq!(out.len(), 2_000_000);
+    let mut sub = e.sessions.subscribe(&HOST, &snap.id, 1).unwrap();
+    let events = sub.next(usize::MAX);
+    assert_seqs_contiguous(&events);
+    let held: usize = events
+        .iter()
+        .map(|e| match &e.kind {
+            EventKind::Output(c) => c.data.len(),
+            _ => 0,
+        })
+        .sum();
+    assert!(held <= 128 * 1024, "held {held} bytes of events");
+    // Omitted offsets point at the bytes the range stood for; outputs are contiguous.
+    let mut next_offset = 0u64;
+    for ev in &events {
+        match &ev.kind {
+            EventKind::Omitted(r) => assert_eq!(r.offset, next_offset),
+            EventKind::Output(c) => {
+                assert!(c.offset >= next_offset);
+                assert_eq!(
+                    &out[c.offset as usize..c.offset as usize + c.data.len()],
+                    &c.data[..]
+                );
+                next_offset = c.offset + c.data.len() as u64;
+                continue;
+            }
+            _ => continue,
+        }
+        // After an omitted range the next output starts further on.
+        next_offset = u64::MAX;
+        let next_out = events
+            .iter()
+            .skip_while(|x| x.seq <= ev.seq)
+            .find_map(|x| match &x.kind {
+                EventKind::Output(c) => Some(c.offset),
+                _ => None,
+            });
+        next_offset = next_out.unwrap_or(next_offset);
+    }
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Omitted(_)))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn detach_keeps_the_process_running() {
+    let e = env();
+    let mut req = StartRequest::new("echo first; read x; echo second");
+    req.tool_call_id = Some("call-1".into());
+    req.stdin = StdinMode::Open;
+    let id = start(&e.sessions, req).await;
+    assert!(e.sessions.is_running("call-1"));
+    let pid = e.sessions.check(&HOST, &id).unwrap().pid;
+    assert_eq!(e.sessions.pid("call-1"), pid);
+    assert_eq!(
+        e.sessions.running_calls(),
+        vec![("call-1".to_owned(), id.clone())]
+    );
+    assert!(!e.sessions.check(&HOST, &id).unwrap().detached);
+
+    let mut sub = e.sessions.subscribe(&HOST, &id, 1).unwrap();
+    let waiter = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        loop {
+            sub.ready().await;
+            let batch = sub.next(256);
+            let detached = batch
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::Detached(_)));
+            seen.extend(batch);
+            if detached || sub.finished() {
+                return seen;
+            }
+        }
+    });
+    // Wait for the first line so the detach happens mid-run.
+    let deadline = Instant::now() + HANG;
+    while e.sessions.check(&HOST, &id).unwrap().output_bytes < 6 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let info = e.sessions.detach_call("call-1", "user asked").unwrap();
+    assert_eq!(info.id, id);
+    assert_eq!(info.output_bytes, 6);
+    assert_eq!(info.tool_call_id.as_deref(), Some("call-1"));
+    let seen = tokio::time::timeout(HANG, waiter).await.unwrap().unwrap();
+    let last = seen.last().unwrap();
+    assert_eq!(last.kind, EventKind::Detached(info.clone()));
+    assert!(!e.sessions.is_running("call-1"));
+    assert!(e.sessions.running_calls().is_empty());
+    assert!(matches!(
+        e.sessions.detach_call("call-1", "again"),
+        Err(SessionError::InvalidRequest(_))
+    ));
+    let snap = e.sessions.check(&HOST, &id).unwrap();
+    assert!(snap.detached && snap.status == SessionStatus::Running);
+    assert_eq!(e.sessions.end_call("call-1").await, 0);
+
+    e.sessions.write_stdin(&HOST, &id, b"go\n").await.unwrap();
+    let snap = wait_end(&e.sessions, &id).await;
+    assert_eq!(snap.exit.unwrap().code, Some(0));
+    assert_eq!(all_output(&e.sessions, &id).await, b"first\nsecond\n");
+    assert_eq!(
+        detach_marker(&id, "user asked"),
+        format!("\n\n[Detached to background task {id}: user asked]")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_call_kills_only_undetached_runs() {
+    let e = env();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut req = StartRequest::new("sleep 1000");
+        req.tool_call_id = Some("call-2".into());
+        ids.push(start(&e.sessions, req).await);
+    }
+    e.sessions.detach(&HOST, &ids[0], "keep").unwrap();
+    assert_eq!(e.sessions.end_call("call-2").await, 1);
+    let killed = wait_end(&e.sessions, &ids[1]).await;
+    assert_eq!(
+        killed.exit.unwrap().reason,
+        EndReason::Killed("tool-call-ended".into())
+    );
+    assert_eq!(
+        e.sessions.check(&HOST, &ids[0]).unwrap().status,
+        SessionStatus::Running
+    );
+    e.sessions.shutdown().await;
+    let snap = e.sessions.check(&HOST, &ids[0]).unwrap();
+    assert_eq!(
+        snap.exit.unwrap().reason,
+        EndReason::Killed("host-shutdown".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_output_caps_and_cursor() {
+    let e = env_with(|c| c.output_memory_bytes = 4096);
+    let (snap, _) = run(&e.sessions, "seq 1 300000").await;
+    let expected: Vec<u8> = (1..=300000)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    assert_eq!(snap.output_bytes, expected.len() as u64);
+    let first = e
+        .sessions
+        .read_output(&HOST, &snap.id, 0, u32::MAX)
+        .await
+        .unwrap();
+    assert_eq!(first.data.len(), MAX_READ_BYTES as usize);
+    assert!(!first.eof);
+    let mid = e
+        .sessions
+        .read_output(&HOST, &snap.id, 10_000, 7)
+        .await
+        .unwrap();
+    assert_eq!(mid.data, &expected[10_000..10_007]);
+    let end = e
+        .sessions
+        .read_output(&HOST, &snap.id, expected.len() as u64 - 5, 100)
+        .await
+        .unwrap();
+    assert!(end.eof);
+    assert_eq!(end.data, &expected[expected.len() - 5..]);
+    let past = e
+        .sessions
+        .read_output(&HOST, &snap.id, expected.len() as u64 + 1, 1)
+        .await;
+    assert!(matches!(past, Err(SessionError::InvalidRequest(_))));
+
+    let mut got = Vec::new();
+    loop {
+        let r = e
+            .sessions
+            .read_new_output(&HOST, &snap.id, 300_000)
+            .await
+            .unwrap();
+        assert_eq!(r.offset, got.len() as u64);
+        assert_eq!(r.total_bytes, expected.len() as u64);
+        got.extend_from_slice(&r.data);
+        if r.eof {
+            break;
+        }
+    }
+    assert_eq!(got, expected);
+    let r = e
+        .sessions
+        .read_new_output(&HOST, &snap.id, 10)
+        .await
+        .unwrap();
+    assert!(r.data.is_empty() && r.eof);
+}
+
+fn vm_hwm_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_gib_of_output_keeps_memory_flat_and_log_exact() {
+    let e = env();
+    let before = vm_hwm_kib();
+    let t0 = Instant::now();
+    let id = start(
+        &e.sessions,
+        StartRequest::new("head -c 1073741824 /dev/zero"),
+    )
+    .await;
+    let mut sub = e.sessions.subscribe(&HOST, &id, 1).unwrap();
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !sub.finished() {
+            sub.ready().await;
+            sub.next(256);
+        }
+    })
+    .await
+    .expect("flood did not finish");
+    let snap = e.sessions.check(&HOST, &id).unwrap();
+    let after = vm_hwm_kib();
+    eprintln!("1 GiB in {:?}; VmHWM {before} -> {after} KiB", t0.elapsed());
+    assert_eq!(snap.exit.unwrap().code, Some(0));
+    assert_eq!(snap.output_bytes, 1 << 30);
+    assert!(
+        after.saturating_sub(before) < 64 * 1024,
+        "VmHWM grew {before} -> {after} KiB"
+    );
+    let mut file = std::fs::File::open(&snap.output_path).unwrap();
+    assert_eq!(file.metadata().unwrap().len(), 1 << 30);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        assert!(
+            buf[..n].iter().all(|&b| b == 0),
+            "non-zero byte near {total}"
+        );
+        total += n as u64;
+    }
+    assert_eq!(total, 1 << 30);
+    drop(file);
+    std::fs::remove_file(&snap.output_path).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopted_child_is_managed_like_any_session() {
+    let e = env();
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.args(["-c", "echo adopted; echo oops >&2; exit 4"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let child = cmd.spawn().unwrap();
+    let id = e
+        .sessions
+        .adopt(&HOST, child, "adopted-cmd".into(), None)
+        .unwrap();
+    let snap = wait_end(&e.sessions, &id).await;
+    assert_eq!(snap.command, "adopted-cmd");
+    assert_eq!(snap.exit.unwrap().code, Some(4));
+    let out = all_output(&e.sessions, &id).await;
+    assert_eq!(out.len(), 13);
+    assert!(out.starts_with(b"adopted\n") || out.starts_with(b"oops\n"));
+
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.args(["-c", "sleep 1000 & wait"]).process_group(0);
+    let child = cmd.spawn().unwrap();
+    let id = e
+        .sessions
+        .adopt(&HOST, child, "sleeper".into(), Some("call-9".into()))
+        .unwrap();
+    assert!(e.sessions.is_running("call-9"));
+    let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
+    group_has(pid, 2).await;
+    let info = e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    assert_eq!(info.signalled, 2);
+    let snap = wait_end(&e.sessions, &id).await;
+    assert_eq!(snap.status, SessionStatus::Killed);
+    assert!(group_gone(pid).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_sessions_is_enforced() {
+    let e = env_with(|c| c.max_sessions = 1);
+    let id = start(&e.sessions, StartRequest::new("sleep 1000")).await;
+    let r = e.sessions.start(&HOST, StartRequest::new("true")).await;
+    assert!(matches!(r, Err(SessionError::ResourceLimit(_))), "{r:?}");
+    e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+    let id = start(&e.sessions, StartRequest::new("true")).await;
+    wait_end(&e.sessions, &id).await;
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(SessionId, SessionEvent)>>);
+
+impl SessionObserver for Recorder {
+    fn on_event(&self, session: &SessionId, event: &SessionEvent) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((session.clone(), event.clone()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_sees_every_event_in_order() {
+    let recorder = Arc::new(Recorder::default());
+    let obs = recorder.clone();
+    let e = env_with(move |c| c.observer = Some(obs));
+    let id = start(&e.sessions, StartRequest::new("echo one; echo two")).await;
+    let events = events_until_end(&e.sessions, &id).await;
+    let seen: Vec<SessionEvent> = recorder
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(s, _)| *s == id)
+        .map(|(_, e)| e.clone())
+        .collect();
+    assert_eq!(seen, events);
+}
+
+#[test]
+fn ids_signals_and_errors() {
+    assert!(SessionId::parse("bg_00000000002a").is_ok());
+    assert!("bg_00000000002A".parse::<SessionId>().is_err());
+    assert_eq!(parse_signal("SIGINT").unwrap(), Signal::SIGINT);
+    assert_eq!(parse_signal("term").unwrap(), Signal::SIGTERM);
+    assert_eq!(parse_signal("9").unwrap(), Signal::SIGKILL);
+    assert!(matches!(
+        parse_signal("SIGNOPE"),
+        Err(SessionError::InvalidRequest(_))
+    ));
+    let e = SessionError::SessionExited(ExitStatus {
+        code: None,
+        signal: Some("SIGKILL".into()),
+        reason: EndReason::Killed("plugin".into()),
+    });
+    assert_eq!(
+        e.to_string(),
+        "the session has already ended (ended by SIGKILL, killed by plugin); its output stays readable with read_output"
+    );
+}
+
+#[test]
+fn new_requires_a_runtime_and_a_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Sessions::new(SessionsConfig::new(dir.path(), dir.path()));
+    assert!(matches!(r, Err(SessionError::InvalidRequest(_))));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _g = rt.enter();
+    let r = Sessions::new(SessionsConfig::new(dir.path().join("missing"), dir.path()));
+    assert!(matches!(r, Err(SessionError::InvalidRequest(_))));
+    let mut config = SessionsConfig::new(dir.path(), dir.path());
+    config.extra_env = vec![("A=B".into(), "x".into())];
+    assert!(matches!(
+        Sessions::new(config),
+        Err(SessionError::InvalidRequest(_))
+    ));
+}
