@@ -8,7 +8,9 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use exports::toolhost::plugin::tool::{Guest, ToolCall, ToolError, ToolHints, ToolOutput, ToolSpec};
+use exports::toolhost::plugin::tool::{
+    Guest, ToolCall, ToolError, ToolHints, ToolOutput, ToolSpec,
+};
 use toolhost::plugin::sessions::{self, EventKind, StartRequest, StdinMode};
 
 struct Bash;
@@ -67,9 +69,16 @@ impl Guest for Bash {
                         let mut text = String::from_utf8_lossy(&out).into_owned();
                         let is_error = status.code != Some(0);
                         if is_error {
-                            text.push_str(&format!("\n[exit code {:?}, signal {:?}]", status.code, status.signal));
+                            text.push_str(&format!(
+                                "\n[exit code {:?}, signal {:?}]",
+                                status.code, status.signal
+                            ));
                         }
-                        return Ok(ToolOutput { text, structured: None, is_error });
+                        return Ok(ToolOutput {
+                            text,
+                            structured: None,
+                            is_error,
+                        });
                     }
                     _ => {}
                 }
