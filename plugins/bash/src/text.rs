@@ -436,6 +436,16 @@ mod tests {
     }
 
     #[test]
+    fn progress_flood_is_linear_and_collapses() {
+        let mut input = String::new();
+        for i in 0..200_000 {
+            input.push_str(&format!("\x1b[2K\rdownloading {i}/200000"));
+        }
+        input.push_str("\ndone\n");
+        assert_eq!(clean(input.as_bytes()), "downloading 199999/200000\ndone\n");
+    }
+
+    #[test]
     fn decodes_invalid_utf8_lossily() {
         let cases: &[(&[u8], &str)] = &[
             (b"a\xffb", "a\u{fffd}b"),
