@@ -1,6 +1,8 @@
 //! The component glue: `toolhost:plugin/tool-plugin@0.1.0`.
-
-use serde::Deserialize;
+//!
+//! Thin on purpose: it converts between the WIT types and the native modules
+//! ([`crate::args`], [`crate::text`], [`crate::report`], [`crate::tools`]) and
+//! makes the `sessions` calls. The plugin keeps no state between calls.
 
 wit_bindgen::generate!({
     path: "../../wit/v0.1.0",
@@ -8,74 +10,517 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use exports::toolhost::plugin::tool::{Guest, ToolCall, ToolError, ToolHints, ToolOutput, ToolSpec};
-use toolhost::plugin::sessions::{self, EventKind, StartRequest, StdinMode};
+use exports::toolhost::plugin::tool::{
+    Guest, ToolCall, ToolError, ToolHints, ToolOutput, ToolSpec,
+};
+use serde_json::Value;
+use toolhost::plugin::sessions::{self as s, EventKind, StartRequest, StdinMode, Subscription};
+use wasi::clocks::monotonic_clock;
+use wasi::io::poll;
+
+use crate::report::{self, Ending, Outcome, Reason, SessionError, Status};
+use crate::text::{self, Capture, MAX_CHARS, TAIL_BYTES};
+use crate::{args, tools};
+
+/// Bytes asked for per `read-output`/`read-new-output` call (the host's maximum).
+const READ_CHUNK: u32 = 1 << 20;
+/// Bytes drained through `read-new-output` in one result before the rest of the
+/// range is skipped and only its last bytes are read.
+const DRAIN_CAP: u64 = 64 << 20;
+/// How long `kill_shell` waits to report how the session ended.
+const KILL_WAIT_MS: u64 = 1_000;
 
 struct Bash;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BashArgs {
-    command: String,
-    timeout_ms: Option<u64>,
-}
-
 impl Guest for Bash {
     fn describe() -> Vec<ToolSpec> {
-        vec![ToolSpec {
-            name: "bash".into(),
-            description: "Run a shell command in the workspace and return its output.".into(),
-            input_schema: serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The command line to run with sh -c."},
-                    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000}
+        tools::specs()
+            .into_iter()
+            .map(|spec| ToolSpec {
+                name: spec.name.into(),
+                description: spec.description.into(),
+                input_schema: spec.input_schema,
+                hints: ToolHints {
+                    read_only: spec.hints.read_only,
+                    destructive: spec.hints.destructive,
+                    idempotent: spec.hints.idempotent,
+                    open_world: spec.hints.open_world,
                 },
-                "required": ["command"],
-                "additionalProperties": false
             })
-            .to_string(),
-            hints: ToolHints { read_only: false, destructive: true, idempotent: false, open_world: true },
-        }]
+            .collect()
     }
 
     fn call(call: ToolCall) -> Result<ToolOutput, ToolError> {
-        if call.name != "bash" {
-            return Err(ToolError::UnknownTool(call.name));
+        let invalid = ToolError::InvalidArguments;
+        match call.name.as_str() {
+            tools::BASH => Ok(bash(
+                &call.tool_call_id,
+                args::bash(&call.arguments).map_err(invalid)?,
+            )),
+            tools::BASH_OUTPUT => Ok(bash_output(
+                args::bash_output(&call.arguments).map_err(invalid)?,
+            )),
+            tools::KILL_SHELL => Ok(kill_shell(
+                args::kill_shell(&call.arguments).map_err(invalid)?,
+            )),
+            tools::WRITE_STDIN => Ok(write_stdin(
+                args::write_stdin(&call.arguments).map_err(invalid)?,
+            )),
+            tools::LIST_SHELLS => {
+                args::list_shells(&call.arguments).map_err(invalid)?;
+                Ok(list_shells())
+            }
+            _ => Err(ToolError::UnknownTool(call.name)),
         }
-        let args: BashArgs = serde_json::from_str(&call.arguments)
-            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        let id = sessions::start(&StartRequest {
-            command: args.command,
-            cwd: None,
-            env: vec![],
-            stdin: StdinMode::Closed,
-            timeout_ms: Some(args.timeout_ms.unwrap_or(120_000)),
-            shell: None,
-            tool_call_id: Some(call.tool_call_id),
-        })
-        .map_err(|e| ToolError::Failed(format!("{e:?}")))?;
-        let sub = sessions::subscribe(&id, 1).map_err(|e| ToolError::Failed(format!("{e:?}")))?;
-        let pollable = sub.subscribe();
-        let mut out = Vec::new();
-        loop {
-            pollable.block();
-            for ev in sub.next() {
-                match ev.kind {
-                    EventKind::Output(chunk) => out.extend_from_slice(&chunk.data),
-                    EventKind::Exited(status) => {
-                        let mut text = String::from_utf8_lossy(&out).into_owned();
-                        let is_error = status.code != Some(0);
-                        if is_error {
-                            text.push_str(&format!("\n[exit code {:?}, signal {:?}]", status.code, status.signal));
-                        }
-                        return Ok(ToolOutput { text, structured: None, is_error });
-                    }
-                    _ => {}
+    }
+}
+
+export!(Bash);
+
+// ---- conversions -------------------------------------------------------------
+
+fn ending(e: s::ExitStatus) -> Ending {
+    Ending {
+        code: e.code,
+        signal: e.signal,
+        reason: match e.reason {
+            s::EndReason::Exited => Reason::Exited,
+            s::EndReason::TimedOut => Reason::TimedOut,
+            s::EndReason::Killed(by) => Reason::Killed(by),
+            s::EndReason::Failed(why) => Reason::Failed(why),
+        },
+    }
+}
+
+fn status(st: s::SessionStatus) -> Status {
+    match st {
+        s::SessionStatus::Running => Status::Running,
+        s::SessionStatus::Exited => Status::Exited,
+        s::SessionStatus::TimedOut => Status::TimedOut,
+        s::SessionStatus::Killed => Status::Killed,
+        s::SessionStatus::Failed => Status::Failed,
+    }
+}
+
+fn session_error(e: s::SessionError) -> SessionError {
+    match e {
+        s::SessionError::UnknownSession(id) => SessionError::UnknownSession(id),
+        s::SessionError::SessionExited(st) => SessionError::SessionExited(ending(st)),
+        s::SessionError::Denied(r) => SessionError::Denied(r),
+        s::SessionError::InvalidRequest(m) => SessionError::InvalidRequest(m),
+        s::SessionError::ResourceLimit(m) => SessionError::ResourceLimit(m),
+        s::SessionError::Io(m) => SessionError::Io(m),
+    }
+}
+
+// ---- results -----------------------------------------------------------------
+
+fn output(text: String, structured: Option<Value>, is_error: bool) -> ToolOutput {
+    ToolOutput {
+        text,
+        structured: structured.map(|v| v.to_string()),
+        is_error,
+    }
+}
+
+fn error_output(what: &str, id: Option<&str>, err: s::SessionError) -> ToolOutput {
+    output(
+        report::session_error_text(what, id, &session_error(err)),
+        None,
+        true,
+    )
+}
+
+/// Output text plus its trailer, and the structured result, from a snapshot.
+fn session_result(
+    snap: &s::Snapshot,
+    capture: &Capture,
+    empty_label: &str,
+    trailer: String,
+    ending: Option<&Ending>,
+    detached: bool,
+) -> (String, Value) {
+    let rendered = capture.render(MAX_CHARS, &snap.output_path);
+    let text = report::compose(&rendered.text, capture.total(), empty_label, &trailer);
+    let json = Outcome {
+        session_id: &snap.id,
+        status: ending.map_or(status(snap.status), Ending::status),
+        ending,
+        output_bytes: snap.output_bytes,
+        truncated: rendered.truncated,
+        output_path: &snap.output_path,
+        detached,
+        elapsed_ms: snap.elapsed_ms,
+    }
+    .to_json();
+    (text, json)
+}
+
+// ---- reading output and waiting ------------------------------------------------
+
+/// Reads the output no earlier read returned (up to the total at the first
+/// read), advancing the session's read cursor. A character split across reads
+/// is stitched back together; a trailing incomplete one is left for the next
+/// read while the session may still write.
+fn read_new(id: &str) -> Result<Capture, s::SessionError> {
+    let mut capture = Capture::new();
+    let first = s::read_new_output(id, READ_CHUNK)?;
+    let lead = text::leading_continuation_len(&first.data);
+    if lead > 0 && first.offset > 0 {
+        let back = first.offset.min(3);
+        if let Ok(prev) = s::read_output(id, first.offset - back, back as u32) {
+            let k = text::incomplete_suffix_len(&prev.data);
+            capture.push(&prev.data[prev.data.len() - k..]);
+        }
+    }
+    capture.push(&first.data);
+    let end = first.total_bytes;
+    let mut pos = first.offset + first.data.len() as u64;
+    let mut eof = first.eof;
+    let mut drained = first.data.len() as u64;
+    while pos < end && !eof {
+        if drained >= DRAIN_CAP {
+            // A flood: skip to the last bytes of the range (the read cursor
+            // stays where draining stopped).
+            let tail_start = end.saturating_sub(TAIL_BYTES as u64).max(pos);
+            let tail = s::read_output(id, tail_start, (end - tail_start) as u32)?;
+            capture.skip(tail_start - pos);
+            capture.push(&tail.data);
+            eof = tail.eof && tail_start + tail.data.len() as u64 >= tail.total_bytes;
+            break;
+        }
+        let next = s::read_new_output(id, READ_CHUNK)?;
+        if next.data.is_empty() {
+            eof = next.eof;
+            break;
+        }
+        pos = next.offset + next.data.len() as u64;
+        drained += next.data.len() as u64;
+        eof = next.eof;
+        capture.push(&next.data);
+    }
+    if !eof {
+        capture.hold_back_incomplete_end();
+    }
+    Ok(capture)
+}
+
+/// How a wait ended.
+enum Waited {
+    /// The session ended (with its exit status when known).
+    Ended(Option<s::ExitStatus>),
+    /// The run was detached into a background task.
+    Detached(s::DetachInfo),
+    /// The time limit passed first.
+    Elapsed,
+}
+
+/// Waits on `sub` until the session ends, it is detached (when
+/// `stop_on_detach`), or `limit_ms` passes. Blocks in `wasi:io/poll.poll`
+/// over the subscription's pollable and a monotonic-clock timer: no busy loop.
+fn wait(id: &str, sub: &Subscription, limit_ms: Option<u64>, stop_on_detach: bool) -> Waited {
+    let ready = sub.subscribe();
+    let timer =
+        limit_ms.map(|ms| monotonic_clock::subscribe_duration(ms.saturating_mul(1_000_000)));
+    let scan = |events: Vec<s::SessionEvent>| {
+        for event in events {
+            match event.kind {
+                EventKind::Exited(st) => return Some(Waited::Ended(Some(st))),
+                EventKind::Detached(info) if stop_on_detach => return Some(Waited::Detached(info)),
+                _ => {}
+            }
+        }
+        None
+    };
+    loop {
+        let events = sub.next();
+        if !events.is_empty() {
+            if let Some(done) = scan(events) {
+                return done;
+            }
+        } else if ready.ready() {
+            // Ready with nothing to return means the session ended and every
+            // event was returned (an `exited` event we never saw was dropped
+            // from memory): ask for the final state instead of spinning.
+            match s::check(id) {
+                Ok(snap) if snap.status == s::SessionStatus::Running => {
+                    // An event raced in between `next` and `ready`; back off
+                    // briefly in case a host keeps the pollable ready.
+                    monotonic_clock::subscribe_duration(10_000_000).block();
+                }
+                Ok(snap) => return Waited::Ended(snap.exit),
+                Err(_) => return Waited::Ended(None),
+            }
+        }
+        match &timer {
+            None => ready.block(),
+            Some(timer) => {
+                let fired = poll::poll(&[&ready, timer]);
+                if fired.contains(&1) {
+                    // Time is up; take what arrived meanwhile into account.
+                    return scan(sub.next()).unwrap_or(Waited::Elapsed);
                 }
             }
         }
     }
 }
 
-export!(Bash);
+// ---- tools -------------------------------------------------------------------
+
+fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
+    let request = StartRequest {
+        command: a.command.clone(),
+        cwd: a.cwd.clone(),
+        env: Vec::new(),
+        stdin: if a.interactive {
+            StdinMode::Open
+        } else {
+            StdinMode::Closed
+        },
+        timeout_ms: a.timeout_ms,
+        shell: None,
+        tool_call_id: (!a.background).then(|| tool_call_id.to_owned()),
+    };
+    let id = match s::start(&request) {
+        Ok(id) => id,
+        Err(e) => return error_output("start the command", None, e),
+    };
+    if a.background {
+        return started_in_background(&id, &a);
+    }
+    let sub = match s::subscribe(&id, 1) {
+        Ok(sub) => sub,
+        Err(e) => return error_output("follow the command", Some(&id), e),
+    };
+    let mut detach_reason = None;
+    let mut end = None;
+    match wait(&id, &sub, a.yield_ms, true) {
+        Waited::Ended(st) => end = Some(st),
+        Waited::Detached(info) => detach_reason = Some(info.reason),
+        Waited::Elapsed => {
+            let reason = if a.interactive {
+                "yield_ms elapsed; stdin is open for write_stdin"
+            } else {
+                "yield_ms elapsed"
+            };
+            match s::detach(&id, reason) {
+                Ok(info) => detach_reason = Some(info.reason),
+                // It ended just as the time ran out.
+                Err(s::SessionError::SessionExited(st)) => end = Some(Some(st)),
+                Err(e) => return error_output("detach the command", Some(&id), e),
+            }
+        }
+    }
+    drop(sub);
+    let snap = match s::check(&id) {
+        Ok(snap) => snap,
+        Err(e) => return error_output("check the command", Some(&id), e),
+    };
+    let capture = match read_new(&id) {
+        Ok(c) => c,
+        Err(e) => return error_output("read the command's output", Some(&id), e),
+    };
+    if let Some(reason) = detach_reason {
+        let trailer = report::detached_trailer(&id, &reason);
+        let (text, json) = session_result(&snap, &capture, "(no output)", trailer, None, true);
+        return output(text, Some(json), false);
+    }
+    let ending = end.flatten().or(snap.exit.clone()).map(ending);
+    let (trailer, is_error) = match &ending {
+        Some(e) => (
+            report::status_line(e, a.timeout_ms, snap.elapsed_ms),
+            e.is_error(),
+        ),
+        None => ("[ended; the host reported no exit status]".to_owned(), true),
+    };
+    let (text, json) = session_result(
+        &snap,
+        &capture,
+        "(no output)",
+        trailer,
+        ending.as_ref(),
+        snap.detached,
+    );
+    output(text, Some(json), is_error)
+}
+
+fn started_in_background(id: &str, a: &args::Bash) -> ToolOutput {
+    let timeout = a
+        .timeout_ms
+        .map_or("no timeout".to_owned(), |t| format!("killed after {t} ms"));
+    let stdin = if a.interactive {
+        "; stdin is open: send input with write_stdin"
+    } else {
+        ""
+    };
+    let text = format!(
+        "Started background task {id} ({timeout}{stdin}); use bash_output with \
+         session_id \"{id}\" to read its output and kill_shell to stop it."
+    );
+    let json = serde_json::json!({
+        "session_id": id,
+        "status": "running",
+        "exit_code": null,
+        "signal": null,
+        "timed_out": false,
+        "output_bytes": 0,
+        "truncated": false,
+        "output_path": s::check(id).map(|snap| snap.output_path).unwrap_or_default(),
+        "detached": true,
+    });
+    output(text, Some(json), false)
+}
+
+/// Waits up to `ms` for the session to end, watching events after `last_seq`.
+fn wait_for_end(id: &str, last_seq: u64, ms: u64) {
+    if ms == 0 {
+        return;
+    }
+    if let Ok(sub) = s::subscribe(id, last_seq + 1) {
+        let _ = wait(id, &sub, Some(ms), false);
+    }
+}
+
+/// The text and structured result of a session's new output plus its state.
+fn new_output_result(id: &str) -> ToolOutput {
+    // Check first: when the snapshot says ended, the read below is complete.
+    let snap = match s::check(id) {
+        Ok(snap) => snap,
+        Err(e) => return error_output("check the session", Some(id), e),
+    };
+    let capture = match read_new(id) {
+        Ok(c) => c,
+        Err(e) => return error_output("read the session's output", Some(id), e),
+    };
+    let ending = snap.exit.clone().map(ending);
+    let (trailer, is_error) = match &ending {
+        Some(e) => (report::status_line(e, None, snap.elapsed_ms), e.is_error()),
+        None => (report::running_line(id, snap.elapsed_ms, false), false),
+    };
+    let (text, json) = session_result(
+        &snap,
+        &capture,
+        "(no new output)",
+        trailer,
+        ending.as_ref(),
+        snap.detached,
+    );
+    output(text, Some(json), is_error)
+}
+
+fn bash_output(a: args::BashOutput) -> ToolOutput {
+    if a.wait_ms > 0 {
+        match s::check(&a.session_id) {
+            Ok(snap) if snap.status == s::SessionStatus::Running => {
+                wait_for_end(&a.session_id, snap.last_seq, a.wait_ms);
+            }
+            Ok(_) => {}
+            Err(e) => return error_output("check the session", Some(&a.session_id), e),
+        }
+    }
+    new_output_result(&a.session_id)
+}
+
+fn write_stdin(a: args::WriteStdin) -> ToolOutput {
+    let id = a.session_id.as_str();
+    let snap = match s::check(id) {
+        Ok(snap) => snap,
+        Err(e) => return error_output("write to stdin", Some(id), e),
+    };
+    let sub = s::subscribe(id, snap.last_seq + 1).ok();
+    let hint = "\n(Only sessions started with `bash` and `interactive: true` have an open stdin.)";
+    if !a.input.is_empty()
+        && let Err(e) = s::write_stdin(id, a.input.as_bytes())
+    {
+        let invalid = matches!(e, s::SessionError::InvalidRequest(_));
+        let mut out = error_output("write to stdin", Some(id), e);
+        if invalid {
+            out.text.push_str(hint);
+        }
+        return out;
+    }
+    if a.close_stdin
+        && let Err(e) = s::close_stdin(id)
+    {
+        return error_output("close stdin", Some(id), e);
+    }
+    if let Some(sub) = sub
+        && a.yield_ms > 0
+    {
+        let _ = wait(id, &sub, Some(a.yield_ms), false);
+    }
+    new_output_result(id)
+}
+
+fn kill_shell(a: args::KillShell) -> ToolOutput {
+    let id = a.session_id.as_str();
+    let last_seq = match s::check(id) {
+        Ok(snap) => snap.last_seq,
+        Err(e) => return error_output("kill the session", Some(id), e),
+    };
+    match s::kill(id, a.signal.as_deref()) {
+        Ok(info) => {
+            let sent = a
+                .signal
+                .clone()
+                .unwrap_or_else(|| "SIGTERM (then SIGKILL after a grace)".into());
+            let ends = a
+                .signal
+                .as_deref()
+                .is_none_or(|s| s == "SIGTERM" || s == "SIGKILL");
+            if ends {
+                wait_for_end(id, last_seq, KILL_WAIT_MS);
+            }
+            let after = match s::check(id) {
+                Ok(snap) => match snap.exit.map(ending) {
+                    Some(e) => format!(
+                        " It has ended {}.",
+                        report::status_line(&e, None, snap.elapsed_ms)
+                    ),
+                    None => {
+                        " It is still running; check again with bash_output or list_shells.".into()
+                    }
+                },
+                Err(_) => String::new(),
+            };
+            let text = format!(
+                "Sent {sent} to {} process(es) in the process group of session {id}.{after} \
+                 Unread output stays readable with bash_output.",
+                info.signalled
+            );
+            let json = serde_json::json!({"session_id": id, "signalled": info.signalled, "signal": a.signal});
+            output(text, Some(json), false)
+        }
+        Err(s::SessionError::SessionExited(st)) => {
+            let e = ending(st);
+            let text = format!(
+                "Session {id} had already ended {}; nothing was signalled.",
+                report::status_line(&e, None, 0)
+            );
+            let json = serde_json::json!({"session_id": id, "signalled": 0, "already_ended": true});
+            output(text, Some(json), false)
+        }
+        Err(e) => error_output("kill the session", Some(id), e),
+    }
+}
+
+fn list_shells() -> ToolOutput {
+    let rows: Vec<report::Row> = s::list()
+        .into_iter()
+        .map(|snap| report::Row {
+            status: status(snap.status),
+            ending: snap.exit.map(ending),
+            id: snap.id,
+            command: snap.command,
+            elapsed_ms: snap.elapsed_ms,
+            output_bytes: snap.output_bytes,
+            detached: snap.detached,
+            output_path: snap.output_path,
+        })
+        .collect();
+    output(
+        report::list_text(&rows),
+        Some(report::list_json(&rows)),
+        false,
+    )
+}
