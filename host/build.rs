@@ -24,8 +24,14 @@ fn main() {
     for dir in ["plugins", "wit"] {
         rerun_for_tree(&root.join(dir));
     }
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.toml").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.toml").display()
+    );
 
     // A shared target dir for the plugin builds: under the outer target dir
     // (next to `debug/`, `release/`), so host debug and release builds share
@@ -39,7 +45,14 @@ fn main() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&root)
-        .args(["build", "--quiet", "--profile", "plugin", "--target", "wasm32-wasip2"])
+        .args([
+            "build",
+            "--quiet",
+            "--profile",
+            "plugin",
+            "--target",
+            "wasm32-wasip2",
+        ])
         .arg("--target-dir")
         .arg(&target_dir);
     for (package, _) in PLUGINS {
@@ -58,7 +71,9 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("failed to run cargo for the wasm plugins");
+    let status = cmd
+        .status()
+        .expect("failed to run cargo for the wasm plugins");
     if !status.success() {
         let installed = Command::new("rustup")
             .args(["target", "list", "--installed"])
@@ -74,7 +89,9 @@ fn main() {
         panic!("building the built-in wasm plugins failed (see the cargo output above)");
     }
     for (_, stem) in PLUGINS {
-        let built = target_dir.join("wasm32-wasip2/plugin").join(format!("{stem}.wasm"));
+        let built = target_dir
+            .join("wasm32-wasip2/plugin")
+            .join(format!("{stem}.wasm"));
         let dest = out_dir.join(format!("{stem}.wasm"));
         std::fs::copy(&built, &dest)
             .unwrap_or_else(|e| panic!("copying {} failed: {e}", built.display()));
@@ -85,7 +102,9 @@ fn main() {
 /// (build outputs excluded).
 fn rerun_for_tree(dir: &Path) {
     println!("cargo:rerun-if-changed={}", dir.display());
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.file_name().is_some_and(|n| n == "target") {

@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use wasmtime::Result;
-use wasmtime::error::Context;
 use sha2::{Digest, Sha256};
+use wasmtime::Result;
 use wasmtime::component::Component;
+use wasmtime::error::Context;
 use wasmtime::{Config, Engine};
 
 /// How often the epoch advances: the granularity of CPU-time limits (10 ms).
@@ -81,7 +81,13 @@ impl Runtime {
         }
         let stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.weak(), stop.clone())?;
-        Ok(Runtime { inner: Arc::new(RuntimeInner { engine, cache_dir, stop }) })
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                cache_dir,
+                stop,
+            }),
+        })
     }
 
     /// The wasmtime engine.
@@ -102,14 +108,20 @@ impl Runtime {
             let component = Component::new(engine, bytes)?;
             return Ok((component, CompileSource::Compiled));
         };
-        let path = dir.join(format!("{}-{:016x}.cwasm", sha256_hex(bytes), self.engine_hash()));
+        let path = dir.join(format!(
+            "{}-{:016x}.cwasm",
+            sha256_hex(bytes),
+            self.engine_hash()
+        ));
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of an
             // engine with the same compatibility hash, into a directory only
             // this user can write (created 0700 above).
             match unsafe { Component::deserialize_file(engine, &path) } {
                 Ok(component) => return Ok((component, CompileSource::Cache)),
-                Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable compiled cache entry: {e}"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "ignoring unusable compiled cache entry: {e}")
+                }
             }
         }
         let component = Component::new(engine, bytes)?;
@@ -121,7 +133,9 @@ impl Runtime {
 
     fn engine_hash(&self) -> u64 {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.engine().precompile_compatibility_hash().hash(&mut hasher);
+        self.engine()
+            .precompile_compatibility_hash()
+            .hash(&mut hasher);
         hasher.finish()
     }
 }

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::builtin;
 use crate::engine::Runtime;
 use crate::permissions::Permissions;
-use crate::plugins::{CallError, LoadError, Limits, PolicyPlugin, Services, ToolError, ToolPlugin, ToolSpec};
+use crate::plugins::{
+    CallError, Limits, LoadError, PolicyPlugin, Services, ToolError, ToolPlugin, ToolSpec,
+};
 use crate::sessions::{Sessions, SessionsConfig};
 
 /// How to set up a [`Host`].
@@ -113,27 +115,61 @@ impl Host {
     pub async fn new(config: HostConfig) -> Result<Host, HostError> {
         let workspace = canonical_dir(&config.workspace, "workspace")?;
         std::fs::create_dir_all(&config.state_dir).map_err(|e| {
-            HostError::Config(format!("cannot create state dir {}: {e}", config.state_dir.display()))
+            HostError::Config(format!(
+                "cannot create state dir {}: {e}",
+                config.state_dir.display()
+            ))
         })?;
         let state_dir = canonical_dir(&config.state_dir, "state dir")?;
-        let config = HostConfig { workspace: workspace.clone(), state_dir: state_dir.clone(), ..config };
+        let config = HostConfig {
+            workspace: workspace.clone(),
+            state_dir: state_dir.clone(),
+            ..config
+        };
 
         let runtime = Runtime::new(Some(state_dir.join("compiled")))
             .map_err(|e| HostError::Config(format!("{e:#}")))?;
-        let policy = Arc::new(PolicyPlugin::load(&runtime, builtin::POLICY_ID, builtin::POLICY, Limits::default())?);
+        let policy = Arc::new(PolicyPlugin::load(
+            &runtime,
+            builtin::POLICY_ID,
+            builtin::POLICY,
+            Limits::default(),
+        )?);
         if let Err(e) = policy.validate(&config.policy_rules).await? {
-            return Err(HostError::Config(format!("policy file refused: line {}: {}", e.line, e.message)));
+            return Err(HostError::Config(format!(
+                "policy file refused: line {}: {}",
+                e.line, e.message
+            )));
         }
         let sessions = Sessions::new(SessionsConfig::new(workspace.clone(), state_dir))
             .map_err(|e| HostError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, config.policy_rules.clone(), workspace);
-        let services = Arc::new(Services { sessions, permissions });
+        let services = Arc::new(Services {
+            sessions,
+            permissions,
+        });
 
-        let bash_limits = Limits { wall: std::time::Duration::from_secs(11 * 60), ..Limits::default() };
-        let bash =
-            Arc::new(ToolPlugin::load(&runtime, builtin::BASH_ID, builtin::BASH, bash_limits, services.clone()).await?);
+        let bash_limits = Limits {
+            wall: std::time::Duration::from_secs(11 * 60),
+            ..Limits::default()
+        };
+        let bash = Arc::new(
+            ToolPlugin::load(
+                &runtime,
+                builtin::BASH_ID,
+                builtin::BASH,
+                bash_limits,
+                services.clone(),
+            )
+            .await?,
+        );
         let tools = merge_tools(&[bash]);
-        Ok(Host { config, services, tools, next_call: AtomicU64::new(1) })
+        Ok(Host {
+            config,
+            services,
+            tools,
+            next_call: AtomicU64::new(1),
+        })
     }
 
     /// The configuration in effect (paths canonicalised).
@@ -155,11 +191,20 @@ impl Host {
     /// call a fresh tool-call id, runs the plugin in a fresh instance, and when
     /// the call returns kills any foreground process it left running without
     /// detaching it.
-    pub async fn call_tool(&self, name: &str, arguments: &serde_json::Value) -> Result<ToolResult, HostError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<ToolResult, HostError> {
         let Some(entry) = self.tools.iter().find(|t| t.name == name) else {
             return Err(HostError::UnknownTool {
                 name: name.to_string(),
-                available: self.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
+                available: self
+                    .tools
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             });
         };
         if !arguments.is_object() {
@@ -169,19 +214,32 @@ impl Host {
             });
         }
         let tool_call_id = format!("tc_{:012x}", self.next_call.fetch_add(1, Ordering::Relaxed));
-        let outcome = entry.plugin.call(&entry.plugin_tool, &tool_call_id, &arguments.to_string()).await;
+        let outcome = entry
+            .plugin
+            .call(&entry.plugin_tool, &tool_call_id, &arguments.to_string())
+            .await;
         self.services.sessions.end_call(&tool_call_id).await;
         match outcome? {
             Ok(output) => Ok(ToolResult {
                 text: output.text,
-                structured: output.structured.and_then(|s| serde_json::from_str(&s).ok()),
+                structured: output
+                    .structured
+                    .and_then(|s| serde_json::from_str(&s).ok()),
                 is_error: output.is_error,
             }),
-            Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool { name: t, available: name.to_string() }),
-            Err(ToolError::InvalidArguments(message)) => {
-                Err(HostError::InvalidArguments { tool: name.to_string(), message })
-            }
-            Err(ToolError::Failed(text)) => Ok(ToolResult { text, structured: None, is_error: true }),
+            Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool {
+                name: t,
+                available: name.to_string(),
+            }),
+            Err(ToolError::InvalidArguments(message)) => Err(HostError::InvalidArguments {
+                tool: name.to_string(),
+                message,
+            }),
+            Err(ToolError::Failed(text)) => Ok(ToolResult {
+                text,
+                structured: None,
+                is_error: true,
+            }),
         }
     }
 }
@@ -197,7 +255,11 @@ fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> Vec<ToolEntry> {
                 .filter(|p| p.tools().iter().any(|t| t.name == spec.name))
                 .count()
                 > 1;
-            let name = if clashes { format!("{}__{}", plugin.id(), spec.name) } else { spec.name.clone() };
+            let name = if clashes {
+                format!("{}__{}", plugin.id(), spec.name)
+            } else {
+                spec.name.clone()
+            };
             entries.push(ToolEntry {
                 name,
                 plugin_tool: spec.name.clone(),
@@ -214,7 +276,10 @@ fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf, HostError> {
         .canonicalize()
         .map_err(|e| HostError::Config(format!("{what} {}: {e}", path.display())))?;
     if !canonical.is_dir() {
-        return Err(HostError::Config(format!("{what} {} is not a directory", path.display())));
+        return Err(HostError::Config(format!(
+            "{what} {} is not a directory",
+            path.display()
+        )));
     }
     Ok(canonical)
 }

@@ -73,7 +73,10 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("toolhost: cannot start the async runtime: {e}");
@@ -85,7 +88,12 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Call { tool, arguments, json, host } => {
+        Command::Call {
+            tool,
+            arguments,
+            json,
+            host,
+        } => {
             let arguments: serde_json::Value = match serde_json::from_str(&arguments) {
                 Ok(v) => v,
                 Err(e) => return usage_error(format!("ARGUMENTS is not valid JSON: {e}")),
@@ -109,11 +117,16 @@ async fn run(cli: Cli) -> ExitCode {
                             println!();
                         }
                     }
-                    if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS }
+                    if result.is_error {
+                        ExitCode::from(1)
+                    } else {
+                        ExitCode::SUCCESS
+                    }
                 }
-                Err(e @ (toolhost::HostError::UnknownTool { .. } | toolhost::HostError::InvalidArguments { .. })) => {
-                    usage_error(e.to_string())
-                }
+                Err(
+                    e @ (toolhost::HostError::UnknownTool { .. }
+                    | toolhost::HostError::InvalidArguments { .. }),
+                ) => usage_error(e.to_string()),
                 Err(e) => {
                     eprintln!("toolhost: {e}");
                     ExitCode::from(1)
@@ -153,7 +166,8 @@ async fn run(cli: Cli) -> ExitCode {
 async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
     let workspace = match args.workspace {
         Some(w) => w,
-        None => std::env::current_dir().map_err(|e| usage_error(format!("no current directory: {e}")))?,
+        None => std::env::current_dir()
+            .map_err(|e| usage_error(format!("no current directory: {e}")))?,
     };
     let policy_rules = match &args.policy {
         Some(path) => std::fs::read_to_string(path)
@@ -165,7 +179,9 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
         state_dir: args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
         policy_rules,
     };
-    Host::new(config).await.map_err(|e| usage_error(e.to_string()))
+    Host::new(config)
+        .await
+        .map_err(|e| usage_error(e.to_string()))
 }
 
 fn usage_error(message: String) -> ExitCode {

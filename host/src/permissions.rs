@@ -21,7 +21,11 @@ impl Permissions {
     /// A pipeline asking `policy` under `rules` (the `--policy` file's text;
     /// empty for the plugin's defaults). `workspace` is the canonical root.
     pub fn new(policy: Arc<PolicyPlugin>, rules: String, workspace: PathBuf) -> Permissions {
-        Permissions { policy, rules, workspace }
+        Permissions {
+            policy,
+            rules,
+            workspace,
+        }
     }
 
     /// Decides whether `call` may start `request`. `Err(reason)` means denied;

@@ -29,15 +29,28 @@ fn stdout(out: &Output) -> String {
 #[test]
 fn call_bash_echo_prints_output_and_exits_zero() {
     let (ws, state) = dirs();
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"echo hello"}"#]);
-    assert_eq!(stdout(&out), "hello\n", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command":"echo hello"}"#],
+    );
+    assert_eq!(
+        stdout(&out),
+        "hello\n",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.status.code(), Some(0));
 }
 
 #[test]
 fn failing_command_prints_output_and_exit_code_and_exits_nonzero() {
     let (ws, state) = dirs();
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"echo before; exit 3"}"#]);
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command":"echo before; exit 3"}"#],
+    );
     let text = stdout(&out);
     assert!(text.starts_with("before\n"), "stdout: {text:?}");
     assert!(text.contains("exit code 3"), "stdout: {text:?}");
@@ -48,7 +61,11 @@ fn failing_command_prints_output_and_exit_code_and_exits_nonzero() {
 fn command_runs_in_the_workspace() {
     let (ws, state) = dirs();
     std::fs::write(ws.path().join("marker.txt"), "in the workspace\n").unwrap();
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"cat marker.txt"}"#]);
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command":"cat marker.txt"}"#],
+    );
     assert_eq!(stdout(&out), "in the workspace\n");
     assert_eq!(out.status.code(), Some(0));
 }
@@ -62,19 +79,29 @@ fn unknown_tool_and_bad_json_are_usage_errors() {
     let out = toolhost(ws.path(), state.path(), &["call", "bash", "{not json"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command": 5}"#]);
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command": 5}"#],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid arguments for `bash`"));
 }
 
 #[test]
 fn help_explains_itself() {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost")).arg("--help").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .arg("--help")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(text.contains("WebAssembly component host"), "{text}");
     assert!(text.contains("call"), "{text}");
-    let out = Command::new(env!("CARGO_BIN_EXE_toolhost")).args(["call", "--help"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["call", "--help"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(text.contains("toolhost call bash"), "{text}");
@@ -84,11 +111,19 @@ fn help_explains_itself() {
 #[test]
 fn second_start_loads_plugins_from_the_compiled_cache() {
     let (ws, state) = dirs();
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"true"}"#]);
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command":"true"}"#],
+    );
     assert_eq!(out.status.code(), Some(0));
     let compiled: Vec<_> = std::fs::read_dir(state.path().join("compiled"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(compiled.iter().filter(|n| n.ends_with(".cwasm")).count(), 2, "{compiled:?}");
+    assert_eq!(
+        compiled.iter().filter(|n| n.ends_with(".cwasm")).count(),
+        2,
+        "{compiled:?}"
+    );
 }

@@ -30,7 +30,12 @@ impl GuestLog {
     /// A log stream for `plugin`'s `stream` ("stdout" or "stderr").
     pub fn new(plugin: Arc<str>, stream: &'static str) -> GuestLog {
         GuestLog {
-            inner: Arc::new(Mutex::new(LineBuffer { plugin, stream, line: Vec::new(), total: 0 })),
+            inner: Arc::new(Mutex::new(LineBuffer {
+                plugin,
+                stream,
+                line: Vec::new(),
+                total: 0,
+            })),
         }
     }
 

@@ -113,7 +113,9 @@ impl ResourceLimiter for Limiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         if desired > self.limits.table_elements {
-            return Err(wasmtime::Error::new(LimitExceeded::Table { limit: self.limits.table_elements }));
+            return Err(wasmtime::Error::new(LimitExceeded::Table {
+                limit: self.limits.table_elements,
+            }));
         }
         Ok(true)
     }

@@ -13,8 +13,8 @@ pub mod sessions_api;
 
 use std::sync::Arc;
 
-use wasmtime::error::Context as _;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::error::Context as _;
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -58,7 +58,10 @@ pub struct CallState {
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -125,16 +128,27 @@ pub enum CallError {
 impl CallError {
     fn from_wasmtime(plugin: &str, err: wasmtime::Error) -> CallError {
         if let Some(limit) = err.chain().find_map(|e| e.downcast_ref::<LimitExceeded>()) {
-            return CallError::Limit { plugin: plugin.to_string(), limit: limit.clone() };
+            return CallError::Limit {
+                plugin: plugin.to_string(),
+                limit: limit.clone(),
+            };
         }
         if let Some(trap) = err.downcast_ref::<wasmtime::Trap>() {
             let message = match trap {
-                wasmtime::Trap::StackOverflow => "call stack exhausted (deep recursion)".to_string(),
+                wasmtime::Trap::StackOverflow => {
+                    "call stack exhausted (deep recursion)".to_string()
+                }
                 other => other.to_string(),
             };
-            return CallError::Trap { plugin: plugin.to_string(), message };
+            return CallError::Trap {
+                plugin: plugin.to_string(),
+                message,
+            };
         }
-        CallError::Trap { plugin: plugin.to_string(), message: format!("{err:#}") }
+        CallError::Trap {
+            plugin: plugin.to_string(),
+            message: format!("{err:#}"),
+        }
     }
 }
 
@@ -167,9 +181,10 @@ impl ToolPlugin {
         limits: Limits,
         services: Arc<Services>,
     ) -> Result<ToolPlugin, LoadError> {
-        let (component, source) = runtime
-            .compile(bytes)
-            .map_err(|e| LoadError::Invalid { plugin: id.to_string(), message: format!("{e:#}") })?;
+        let (component, source) = runtime.compile(bytes).map_err(|e| LoadError::Invalid {
+            plugin: id.to_string(),
+            message: format!("{e:#}"),
+        })?;
         let linker = tool_linker(runtime).map_err(|e| LoadError::Invalid {
             plugin: id.to_string(),
             message: format!("{e:#}"),
@@ -180,15 +195,28 @@ impl ToolPlugin {
             world: "toolhost:plugin/tool-plugin@0.1.0".into(),
             message: format!("{e:#}"),
         })?;
-        let mut plugin =
-            ToolPlugin { id: id.into(), pre, limits, tools: Vec::new(), services, source };
-        let info = CallInfo { plugin: plugin.id.clone(), tool: String::new(), tool_call_id: String::new() };
+        let mut plugin = ToolPlugin {
+            id: id.into(),
+            pre,
+            limits,
+            tools: Vec::new(),
+            services,
+            source,
+        };
+        let info = CallInfo {
+            plugin: plugin.id.clone(),
+            tool: String::new(),
+            tool_call_id: String::new(),
+        };
         let tools = plugin
             .run(info, |bindings, store| {
                 Box::pin(async move { bindings.toolhost_plugin_tool().call_describe(store).await })
             })
             .await
-            .map_err(|e| LoadError::Describe { plugin: id.to_string(), message: e.to_string() })?;
+            .map_err(|e| LoadError::Describe {
+                plugin: id.to_string(),
+                message: e.to_string(),
+            })?;
         plugin.tools = tools;
         Ok(plugin)
     }
@@ -221,7 +249,12 @@ impl ToolPlugin {
             arguments: arguments.to_string(),
         };
         self.run(info, move |bindings, store| {
-            Box::pin(async move { bindings.toolhost_plugin_tool().call_call(store, &call).await })
+            Box::pin(async move {
+                bindings
+                    .toolhost_plugin_tool()
+                    .call_call(store, &call)
+                    .await
+            })
         })
         .await
     }
@@ -237,7 +270,12 @@ impl ToolPlugin {
         > + Send,
     ) -> Result<R, CallError> {
         let plugin = self.id.to_string();
-        let mut store = new_store(&self.pre.engine().clone(), &self.limits, info, Some(self.services.clone()));
+        let mut store = new_store(
+            &self.pre.engine().clone(),
+            &self.limits,
+            info,
+            Some(self.services.clone()),
+        );
         let work = async {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
@@ -245,7 +283,12 @@ impl ToolPlugin {
         match tokio::time::timeout(self.limits.wall, work).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(CallError::from_wasmtime(&plugin, e)),
-            Err(_) => Err(CallError::Limit { plugin, limit: LimitExceeded::Wall { limit: self.limits.wall } }),
+            Err(_) => Err(CallError::Limit {
+                plugin,
+                limit: LimitExceeded::Wall {
+                    limit: self.limits.wall,
+                },
+            }),
         }
     }
 }
@@ -268,20 +311,38 @@ pub type RulesError = policy_plugin::exports::toolhost::plugin::policy::RulesErr
 
 impl PolicyPlugin {
     /// Loads a policy plugin from component bytes.
-    pub fn load(runtime: &Runtime, id: &str, bytes: &[u8], limits: Limits) -> Result<PolicyPlugin, LoadError> {
-        let (component, source) = runtime
-            .compile(bytes)
-            .map_err(|e| LoadError::Invalid { plugin: id.to_string(), message: format!("{e:#}") })?;
+    pub fn load(
+        runtime: &Runtime,
+        id: &str,
+        bytes: &[u8],
+        limits: Limits,
+    ) -> Result<PolicyPlugin, LoadError> {
+        let (component, source) = runtime.compile(bytes).map_err(|e| LoadError::Invalid {
+            plugin: id.to_string(),
+            message: format!("{e:#}"),
+        })?;
         let mut linker = Linker::new(runtime.engine());
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| LoadError::Invalid { plugin: id.to_string(), message: format!("{e:#}") })?;
-        let pre = instantiate_pre(&linker, &component, id, "toolhost:plugin/policy-plugin@0.1.0")?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| LoadError::Invalid {
+            plugin: id.to_string(),
+            message: format!("{e:#}"),
+        })?;
+        let pre = instantiate_pre(
+            &linker,
+            &component,
+            id,
+            "toolhost:plugin/policy-plugin@0.1.0",
+        )?;
         let pre = policy_plugin::PolicyPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
             plugin: id.to_string(),
             world: "toolhost:plugin/policy-plugin@0.1.0".into(),
             message: format!("{e:#}"),
         })?;
-        Ok(PolicyPlugin { id: id.into(), pre, limits, source })
+        Ok(PolicyPlugin {
+            id: id.into(),
+            pre,
+            limits,
+            source,
+        })
     }
 
     /// The plugin id.
@@ -293,17 +354,29 @@ impl PolicyPlugin {
     pub async fn validate(&self, rules: &str) -> Result<Result<(), RulesError>, CallError> {
         let rules = rules.to_string();
         self.run(move |bindings, store| {
-            Box::pin(async move { bindings.toolhost_plugin_policy().call_validate(store, &rules).await })
+            Box::pin(async move {
+                bindings
+                    .toolhost_plugin_policy()
+                    .call_validate(store, &rules)
+                    .await
+            })
         })
         .await
     }
 
     /// Calls `decide(rules, request)`.
-    pub async fn decide(&self, rules: &str, request: PermissionRequest) -> Result<Decision, CallError> {
+    pub async fn decide(
+        &self,
+        rules: &str,
+        request: PermissionRequest,
+    ) -> Result<Decision, CallError> {
         let rules = rules.to_string();
         self.run(move |bindings, store| {
             Box::pin(async move {
-                bindings.toolhost_plugin_policy().call_decide(store, &rules, &request).await
+                bindings
+                    .toolhost_plugin_policy()
+                    .call_decide(store, &rules, &request)
+                    .await
             })
         })
         .await
@@ -319,7 +392,11 @@ impl PolicyPlugin {
         > + Send,
     ) -> Result<R, CallError> {
         let plugin = self.id.to_string();
-        let info = CallInfo { plugin: self.id.clone(), tool: String::new(), tool_call_id: String::new() };
+        let info = CallInfo {
+            plugin: self.id.clone(),
+            tool: String::new(),
+            tool_call_id: String::new(),
+        };
         let mut store = new_store(self.pre.engine(), &self.limits, info, None);
         let work = async {
             let bindings = self.pre.instantiate_async(&mut store).await?;
@@ -328,7 +405,12 @@ impl PolicyPlugin {
         match tokio::time::timeout(self.limits.wall, work).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(CallError::from_wasmtime(&plugin, e)),
-            Err(_) => Err(CallError::Limit { plugin, limit: LimitExceeded::Wall { limit: self.limits.wall } }),
+            Err(_) => Err(CallError::Limit {
+                plugin,
+                limit: LimitExceeded::Wall {
+                    limit: self.limits.wall,
+                },
+            }),
         }
     }
 }
@@ -350,11 +432,13 @@ fn instantiate_pre(
     id: &str,
     world: &str,
 ) -> Result<wasmtime::component::InstancePre<CallState>, LoadError> {
-    linker.instantiate_pre(component).map_err(|e| LoadError::WrongWorld {
-        plugin: id.to_string(),
-        world: world.to_string(),
-        message: format!("{e:#}"),
-    })
+    linker
+        .instantiate_pre(component)
+        .map_err(|e| LoadError::WrongWorld {
+            plugin: id.to_string(),
+            world: world.to_string(),
+            message: format!("{e:#}"),
+        })
 }
 
 /// A fresh store for one call: a WASI context that grants nothing, the

@@ -35,7 +35,9 @@ impl CallState {
     fn sessions(&self) -> wasmtime::Result<&engine::Sessions> {
         match &self.services {
             Some(services) => Ok(&services.sessions),
-            None => Err(wasmtime::Error::msg("this plugin has no access to sessions")),
+            None => Err(wasmtime::Error::msg(
+                "this plugin has no access to sessions",
+            )),
         }
     }
 }
@@ -45,7 +47,9 @@ type WitResult<T> = wasmtime::Result<Result<T, wit::SessionError>>;
 impl wit::Host for CallState {
     async fn start(&mut self, request: wit::StartRequest) -> WitResult<String> {
         let Some(services) = self.services.clone() else {
-            return Ok(Err(wit::SessionError::Denied("this plugin may not start processes".into())));
+            return Ok(Err(wit::SessionError::Denied(
+                "this plugin may not start processes".into(),
+            )));
         };
         let request = match start_request(request) {
             Ok(r) => r,
@@ -54,14 +58,27 @@ impl wit::Host for CallState {
         if let Err(reason) = services.permissions.check_start(&self.call, &request).await {
             return Ok(Err(wit::SessionError::Denied(reason)));
         }
-        Ok(services.sessions.start(&self.caller(), request).await.map(|id| id.to_string()).map_err(session_error))
+        Ok(services
+            .sessions
+            .start(&self.caller(), request)
+            .await
+            .map(|id| id.to_string())
+            .map_err(session_error))
     }
 
     async fn check(&mut self, id: String) -> WitResult<wit::Snapshot> {
-        Ok(self.sessions()?.check(&self.caller(), &id).map(snapshot).map_err(session_error))
+        Ok(self
+            .sessions()?
+            .check(&self.caller(), &id)
+            .map(snapshot)
+            .map_err(session_error))
     }
 
-    async fn subscribe(&mut self, id: String, from_seq: u64) -> WitResult<Resource<SubscriptionResource>> {
+    async fn subscribe(
+        &mut self,
+        id: String,
+        from_seq: u64,
+    ) -> WitResult<Resource<SubscriptionResource>> {
         let sub = match self.sessions()?.subscribe(&self.caller(), &id, from_seq) {
             Ok(sub) => sub,
             Err(e) => return Ok(Err(session_error(e))),
@@ -70,15 +87,27 @@ impl wit::Host for CallState {
     }
 
     async fn detach(&mut self, id: String, reason: String) -> WitResult<wit::DetachInfo> {
-        Ok(self.sessions()?.detach(&self.caller(), &id, &reason).map(detach_info).map_err(session_error))
+        Ok(self
+            .sessions()?
+            .detach(&self.caller(), &id, &reason)
+            .map(detach_info)
+            .map_err(session_error))
     }
 
     async fn write_stdin(&mut self, id: String, data: Vec<u8>) -> WitResult<()> {
-        Ok(self.sessions()?.write_stdin(&self.caller(), &id, &data).await.map_err(session_error))
+        Ok(self
+            .sessions()?
+            .write_stdin(&self.caller(), &id, &data)
+            .await
+            .map_err(session_error))
     }
 
     async fn close_stdin(&mut self, id: String) -> WitResult<()> {
-        Ok(self.sessions()?.close_stdin(&self.caller(), &id).await.map_err(session_error))
+        Ok(self
+            .sessions()?
+            .close_stdin(&self.caller(), &id)
+            .await
+            .map_err(session_error))
     }
 
     async fn kill(&mut self, id: String, signal: Option<String>) -> WitResult<wit::KillInfo> {
@@ -90,33 +119,66 @@ impl wit::Host for CallState {
             .sessions()?
             .kill(&self.caller(), &id, signal, "plugin")
             .await
-            .map(|k| wit::KillInfo { signalled: k.signalled })
+            .map(|k| wit::KillInfo {
+                signalled: k.signalled,
+            })
             .map_err(session_error))
     }
 
-    async fn read_output(&mut self, id: String, offset: u64, max_bytes: u32) -> WitResult<wit::OutputRange> {
+    async fn read_output(
+        &mut self,
+        id: String,
+        offset: u64,
+        max_bytes: u32,
+    ) -> WitResult<wit::OutputRange> {
         let max = max_bytes.min(MAX_READ_BYTES);
-        Ok(self.sessions()?.read_output(&self.caller(), &id, offset, max).await.map(output_range).map_err(session_error))
+        Ok(self
+            .sessions()?
+            .read_output(&self.caller(), &id, offset, max)
+            .await
+            .map(output_range)
+            .map_err(session_error))
     }
 
     async fn read_new_output(&mut self, id: String, max_bytes: u32) -> WitResult<wit::OutputRange> {
         let max = max_bytes.min(MAX_READ_BYTES);
-        Ok(self.sessions()?.read_new_output(&self.caller(), &id, max).await.map(output_range).map_err(session_error))
+        Ok(self
+            .sessions()?
+            .read_new_output(&self.caller(), &id, max)
+            .await
+            .map(output_range)
+            .map_err(session_error))
     }
 
     async fn list(&mut self) -> wasmtime::Result<Vec<wit::Snapshot>> {
-        Ok(self.sessions()?.list(&self.caller()).into_iter().map(snapshot).collect())
+        Ok(self
+            .sessions()?
+            .list(&self.caller())
+            .into_iter()
+            .map(snapshot)
+            .collect())
     }
 }
 
 impl wit::HostSubscription for CallState {
-    async fn subscribe(&mut self, this: Resource<SubscriptionResource>) -> wasmtime::Result<Resource<DynPollable>> {
+    async fn subscribe(
+        &mut self,
+        this: Resource<SubscriptionResource>,
+    ) -> wasmtime::Result<Resource<DynPollable>> {
         wasmtime_wasi::p2::subscribe(&mut self.table, this)
     }
 
-    async fn next(&mut self, this: Resource<SubscriptionResource>) -> wasmtime::Result<Vec<wit::SessionEvent>> {
+    async fn next(
+        &mut self,
+        this: Resource<SubscriptionResource>,
+    ) -> wasmtime::Result<Vec<wit::SessionEvent>> {
         let sub = self.table.get_mut(&this)?;
-        Ok(sub.inner.next(MAX_EVENTS_PER_NEXT).into_iter().map(event).collect())
+        Ok(sub
+            .inner
+            .next(MAX_EVENTS_PER_NEXT)
+            .into_iter()
+            .map(event)
+            .collect())
     }
 
     async fn drop(&mut self, this: Resource<SubscriptionResource>) -> wasmtime::Result<()> {
@@ -127,7 +189,11 @@ impl wit::HostSubscription for CallState {
 
 fn start_request(r: wit::StartRequest) -> Result<engine::StartRequest, wit::SessionError> {
     let timeout = match r.timeout_ms {
-        Some(0) => return Err(wit::SessionError::InvalidRequest("timeout-ms must be at least 1".into())),
+        Some(0) => {
+            return Err(wit::SessionError::InvalidRequest(
+                "timeout-ms must be at least 1".into(),
+            ));
+        }
         Some(ms) => Some(std::time::Duration::from_millis(ms)),
         None => None,
     };
@@ -206,7 +272,12 @@ fn detach_info(d: engine::DetachInfo) -> wit::DetachInfo {
 }
 
 fn output_range(r: engine::OutputRange) -> wit::OutputRange {
-    wit::OutputRange { offset: r.offset, data: r.data, total_bytes: r.total_bytes, eof: r.eof }
+    wit::OutputRange {
+        offset: r.offset,
+        data: r.data,
+        total_bytes: r.total_bytes,
+        eof: r.eof,
+    }
 }
 
 fn event(e: engine::SessionEvent) -> wit::SessionEvent {
@@ -228,5 +299,9 @@ fn event(e: engine::SessionEvent) -> wit::SessionEvent {
             offset: r.offset,
         }),
     };
-    wit::SessionEvent { seq: e.seq, at_ms: e.at_ms, kind }
+    wit::SessionEvent {
+        seq: e.seq,
+        at_ms: e.at_ms,
+        kind,
+    }
 }

@@ -327,6 +327,9 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
     }
     let ending = end.flatten().or(snap.exit.clone()).map(ending);
     let (trailer, is_error) = match &ending {
+        // A clean exit needs no status line: the output is the answer (the
+        // exit code is still in the structured content).
+        Some(e) if !e.is_error() => (String::new(), false),
         Some(e) => (
             report::status_line(e, a.timeout_ms, snap.elapsed_ms),
             e.is_error(),

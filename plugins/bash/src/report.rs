@@ -151,7 +151,8 @@ pub fn detached_trailer(task_id: &str, reason: &str) -> String {
     format!("[Detached to background task {task_id}: {reason}]")
 }
 
-/// Joins output text and a trailer line: `BODY\n\nTRAILER`.
+/// Joins output text and a trailer line: `BODY\n\nTRAILER`, or just `BODY`
+/// when the trailer is empty.
 ///
 /// `output_bytes` is the number of raw bytes the body was made from: with 0,
 /// the body is `empty_label` (e.g. `(no output)`); when the bytes held only
@@ -165,6 +166,9 @@ pub fn compose(body: &str, output_bytes: u64, empty_label: &str, trailer: &str) 
     } else {
         body
     };
+    if trailer.is_empty() {
+        return body.to_owned();
+    }
     format!("{body}\n\n{trailer}")
 }
 
@@ -465,6 +469,7 @@ mod tests {
             compose("", 8, "(no output)", "[exit code 0]"),
             "(no printable output)\n\n[exit code 0]"
         );
+        assert_eq!(compose("hello\n", 6, "(no output)", ""), "hello");
         assert_eq!(
             compose(
                 "partial",

@@ -2,7 +2,9 @@
 
 /// Returns the deny reason when `command` contains a deny pattern.
 pub fn first_deny<'a>(deny: &'a [String], command: &str) -> Option<&'a str> {
-    deny.iter().find(|p| command.contains(p.as_str())).map(|p| p.as_str())
+    deny.iter()
+        .find(|p| command.contains(p.as_str()))
+        .map(|p| p.as_str())
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -12,7 +14,9 @@ mod component {
         world: "toolhost:plugin/policy-plugin@0.1.0",
         generate_all,
     });
-    use exports::toolhost::plugin::policy::{Action, Decision, Guest, PermissionRequest, RulesError};
+    use exports::toolhost::plugin::policy::{
+        Action, Decision, Guest, PermissionRequest, RulesError,
+    };
 
     struct Policy;
 
@@ -21,7 +25,11 @@ mod component {
             Ok(())
         }
         fn decide(rules: String, request: PermissionRequest) -> Decision {
-            let deny: Vec<String> = rules.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+            let deny: Vec<String> = rules
+                .lines()
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect();
             let Action::ProcessStart(start) = request.action;
             match super::first_deny(&deny, &start.command) {
                 Some(p) => Decision::Deny(format!("matches deny pattern `{p}`")),
