@@ -1,20 +1,116 @@
 //! The permission pipeline every process start passes (DESIGN §5).
 //!
-//! Walking-skeleton cut: the policy plugin's `decide` is consulted before
-//! every start; `ask` is refused with a reason (no approver yet).
+//! Order, fixed here and impossible for a plugin to skip (the plugin only
+//! reaches `sessions.start`, whose host implementation calls
+//! [`Permissions::check_start`] before the engine spawns anything):
+//!
+//! 1. the plugin's manifest exec grant;
+//! 2. the host's hard rules (cwd inside the workspace, env names) — checked by
+//!    the session engine when it resolves the request;
+//! 3. the policy plugin's `decide`;
+//! 4. for `ask`, the first [`Approver`] that can answer (an attached control
+//!    client, MCP elicitation, a TTY prompt); with none, deny with a reason
+//!    that says how to allow the command.
+//!
+//! Outcomes use the Agent Client Protocol vocabulary (`allow_once`,
+//! `allow_always`, `reject_once`, `reject_always`, `cancelled`);
+//! `allow_always` / `reject_always` are remembered for the host session.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::bindings::v0_1_0::policy_plugin::exports::toolhost::plugin::policy as wit;
 use crate::plugins::{CallInfo, PolicyPlugin};
 use crate::sessions::StartRequest;
 
-/// The pipeline's configuration and the policy plugin it asks.
+/// A question for an approver: which call wants to run what, and why the
+/// policy asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The plugin asking.
+    pub plugin: String,
+    /// The tool it runs.
+    pub tool: String,
+    /// The tool call it runs.
+    pub tool_call_id: String,
+    /// The command line.
+    pub command: String,
+    /// The resolved working directory.
+    pub cwd: String,
+    /// The policy's prompt.
+    pub prompt: String,
+}
+
+/// An approver's answer (ACP `RequestPermissionOutcome` + option kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// Run it, this time.
+    AllowOnce,
+    /// Run it, and the same command again for the rest of the host session.
+    AllowAlways,
+    /// Refuse it, this time.
+    RejectOnce,
+    /// Refuse it, and the same command again for the rest of the host session.
+    RejectAlways,
+    /// The prompt was withdrawn (the client went away, the call was cancelled).
+    Cancelled,
+}
+
+impl ApprovalOutcome {
+    /// The ACP name: `allow_once`, `allow_always`, `reject_once`,
+    /// `reject_always`, `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalOutcome::AllowOnce => "allow_once",
+            ApprovalOutcome::AllowAlways => "allow_always",
+            ApprovalOutcome::RejectOnce => "reject_once",
+            ApprovalOutcome::RejectAlways => "reject_always",
+            ApprovalOutcome::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses an ACP name (see [`ApprovalOutcome::as_str`]).
+    pub fn parse(name: &str) -> Option<ApprovalOutcome> {
+        Some(match name {
+            "allow_once" => ApprovalOutcome::AllowOnce,
+            "allow_always" => ApprovalOutcome::AllowAlways,
+            "reject_once" => ApprovalOutcome::RejectOnce,
+            "reject_always" => ApprovalOutcome::RejectAlways,
+            "cancelled" => ApprovalOutcome::Cancelled,
+            _ => return None,
+        })
+    }
+
+    fn allows(self) -> bool {
+        matches!(
+            self,
+            ApprovalOutcome::AllowOnce | ApprovalOutcome::AllowAlways
+        )
+    }
+}
+
+/// Someone who can answer an `ask`: an attached control client, an MCP client
+/// through elicitation, a person at a TTY.
+pub trait Approver: Send + Sync {
+    /// A short name for logs and events, e.g. `tty` or `control-client`.
+    fn name(&self) -> &str;
+
+    /// Asks; `None` means this approver cannot answer now (e.g. no client is
+    /// attached), so the next one is tried.
+    fn ask<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<ApprovalOutcome>> + Send + 'a>>;
+}
+
+/// The pipeline's configuration, the policy plugin it asks and the approvers.
 pub struct Permissions {
     policy: Arc<PolicyPlugin>,
     rules: String,
     workspace: PathBuf,
+    approvers: Mutex<Vec<Arc<dyn Approver>>>,
+    /// Commands answered `allow_always` / `reject_always` in this host session.
+    remembered: Mutex<Vec<(String, ApprovalOutcome)>>,
 }
 
 impl Permissions {
@@ -25,7 +121,17 @@ impl Permissions {
             policy,
             rules,
             workspace,
+            approvers: Mutex::new(Vec::new()),
+            remembered: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Adds an approver; approvers are asked in the order they were added.
+    pub fn add_approver(&self, approver: Arc<dyn Approver>) {
+        self.approvers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(approver);
     }
 
     /// Decides whether `call` may start `request`. `Err(reason)` means denied;
@@ -47,15 +153,64 @@ impl Permissions {
                 shell: request.shell.clone().unwrap_or_else(|| "/bin/sh".into()),
             }),
         };
-        match self.policy.decide(&self.rules, req).await {
-            Ok(wit::Decision::Allow) => Ok(()),
-            Ok(wit::Decision::Deny(reason)) => Err(format!("denied by policy: {reason}")),
-            Ok(wit::Decision::Ask(ask)) => Err(format!(
-                "the policy asks for approval ({}) and no approver is available; add an allow rule to the --policy file",
-                ask.prompt
-            )),
+        let ask = match self.policy.decide(&self.rules, req).await {
+            Ok(wit::Decision::Allow) => return Ok(()),
+            Ok(wit::Decision::Deny(reason)) => return Err(format!("denied by policy: {reason}")),
+            Ok(wit::Decision::Ask(ask)) => ask,
             // Fail closed: a policy that traps or hits a limit denies.
-            Err(e) => Err(format!("denied: the policy plugin failed ({e})")),
+            Err(e) => return Err(format!("denied: the policy plugin failed ({e})")),
+        };
+        if let Some(outcome) = self.remembered(&request.command) {
+            return decide_outcome(outcome, "remembered for this host session");
         }
+        let approval = ApprovalRequest {
+            plugin: call.plugin.to_string(),
+            tool: call.tool.clone(),
+            tool_call_id: call.tool_call_id.clone(),
+            command: request.command.clone(),
+            cwd: cwd.display().to_string(),
+            prompt: ask.prompt.clone(),
+        };
+        let approvers: Vec<_> = self
+            .approvers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for approver in approvers {
+            if let Some(outcome) = approver.ask(&approval).await {
+                if matches!(
+                    outcome,
+                    ApprovalOutcome::AllowAlways | ApprovalOutcome::RejectAlways
+                ) {
+                    self.remembered
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((request.command.clone(), outcome));
+                }
+                return decide_outcome(outcome, approver.name());
+            }
+        }
+        Err(format!(
+            "the policy asks for approval ({}) and no approver is available (no TTY or attached \
+             client). To allow it, add a matching pattern to the `allow` list of the --policy file.",
+            ask.prompt
+        ))
+    }
+
+    fn remembered(&self, command: &str) -> Option<ApprovalOutcome> {
+        let remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+        remembered
+            .iter()
+            .rev()
+            .find(|(c, _)| c == command)
+            .map(|(_, o)| *o)
+    }
+}
+
+fn decide_outcome(outcome: ApprovalOutcome, by: &str) -> Result<(), String> {
+    if outcome.allows() {
+        Ok(())
+    } else {
+        Err(format!("rejected by {by} ({})", outcome.as_str()))
     }
 }
