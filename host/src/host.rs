@@ -28,6 +28,16 @@ pub struct HostConfig {
 }
 
 impl HostConfig {
+    /// A configuration with every default: the given workspace and state dir,
+    /// the policy plugin's built-in rules.
+    pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> HostConfig {
+        HostConfig {
+            workspace: workspace.into(),
+            state_dir: state_dir.into(),
+            policy_rules: String::new(),
+        }
+    }
+
     /// `$XDG_STATE_HOME/toolhost`, else `$HOME/.local/state/toolhost`, else
     /// `./.toolhost-state` (DESIGN §8).
     pub fn default_state_dir() -> PathBuf {

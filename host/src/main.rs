@@ -174,11 +174,11 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
             .map_err(|e| usage_error(format!("cannot read policy file {}: {e}", path.display())))?,
         None => String::new(),
     };
-    let config = HostConfig {
+    let mut config = HostConfig::new(
         workspace,
-        state_dir: args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
-        policy_rules,
-    };
+        args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
+    );
+    config.policy_rules = policy_rules;
     Host::new(config)
         .await
         .map_err(|e| usage_error(e.to_string()))

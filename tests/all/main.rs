@@ -3,6 +3,7 @@
 //! `cli` drives the built `toolhost` binary on real commands; the others use
 //! the library API with real processes and the real embedded plugins.
 
+mod bash;
 mod cli;
 mod plugins;
 mod sandbox;

@@ -1,0 +1,291 @@
+//! The bash plugin's tools end to end through the Rust API: the real embedded
+//! wasm plugin, the real host `sessions` implementation, real processes.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost::{Host, HostConfig, ToolResult};
+
+/// A host over a fresh workspace whose policy allows everything (these tests
+/// are about the bash tools, not the policy).
+pub struct Fixture {
+    pub ws: tempfile::TempDir,
+    pub _state: tempfile::TempDir,
+    pub host: Host,
+}
+
+pub async fn fixture() -> Fixture {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut config = HostConfig::new(ws.path(), state.path());
+    config.policy_rules = "default = \"allow\"\n".into();
+    let host = Host::new(config).await.expect("host starts");
+    Fixture {
+        ws,
+        _state: state,
+        host,
+    }
+}
+
+impl Fixture {
+    pub async fn call(&self, tool: &str, args: Value) -> ToolResult {
+        self.host
+            .call_tool(tool, &args)
+            .await
+            .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+    }
+}
+
+fn structured(r: &ToolResult) -> &Value {
+    r.structured.as_ref().expect("structured content")
+}
+
+fn session_id(r: &ToolResult) -> String {
+    structured(r)["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreground_success_and_failure() {
+    let f = fixture().await;
+    let ok = f.call("bash", json!({"command": "echo hello"})).await;
+    assert_eq!(ok.text, "hello");
+    assert!(!ok.is_error);
+    assert_eq!(structured(&ok)["exit_code"], 0);
+    assert_eq!(structured(&ok)["output_bytes"], 6);
+
+    let fail = f
+        .call("bash", json!({"command": "echo oops >&2; exit 3"}))
+        .await;
+    assert_eq!(fail.text, "oops\n\n[exit code 3]");
+    assert!(fail.is_error);
+    assert_eq!(structured(&fail)["exit_code"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signal_and_timeout_are_errors_with_status_lines() {
+    let f = fixture().await;
+    let killed = f.call("bash", json!({"command": "kill -KILL $$"})).await;
+    assert!(killed.is_error);
+    assert!(
+        killed.text.ends_with("[killed by SIGKILL]"),
+        "{}",
+        killed.text
+    );
+    assert_eq!(structured(&killed)["signal"], "SIGKILL");
+    assert_eq!(structured(&killed)["exit_code"], Value::Null);
+
+    let started = Instant::now();
+    let timed_out = f
+        .call(
+            "bash",
+            json!({"command": "echo begin; sleep 30", "timeout_ms": 300}),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "timeout did not fire"
+    );
+    assert!(timed_out.is_error);
+    assert_eq!(
+        timed_out.text,
+        "begin\n\n[timed out after 300 ms; process group killed]"
+    );
+    assert_eq!(structured(&timed_out)["timed_out"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ansi_and_carriage_returns_are_cleaned_and_long_output_is_cut_in_the_middle() {
+    let f = fixture().await;
+    let r = f
+        .call(
+            "bash",
+            json!({"command": r"printf '\033[31mred\033[0m\n10%%\r50%%\r100%%\n'"}),
+        )
+        .await;
+    assert_eq!(r.text, "red\n100%");
+
+    // 100,000 'é' (2 bytes each): cut to at most 30000 characters, never
+    // inside a character, with a marker naming the full log.
+    let r = f
+        .call(
+            "bash",
+            json!({"command": "yes é | head -n 50000 | tr -d '\\n'"}),
+        )
+        .await;
+    assert!(!r.is_error);
+    assert!(
+        r.text.chars().count() <= 30_000 + 200,
+        "{}",
+        r.text.chars().count()
+    );
+    assert!(
+        r.text.contains("characters omitted; full output: "),
+        "{}",
+        &r.text[..100]
+    );
+    let path = structured(&r)["output_path"].as_str().unwrap().to_string();
+    assert!(r.text.contains(&path));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 100_000);
+    assert_eq!(structured(&r)["truncated"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_task_output_and_kill() {
+    let f = fixture().await;
+    let started = f
+        .call("bash", json!({"command": "echo first; sleep 0.3; echo second; sleep 60", "run_in_background": true}))
+        .await;
+    assert!(!started.is_error, "{}", started.text);
+    let id = session_id(&started);
+    assert!(id.starts_with("bg_") && id.len() == 15, "{id}");
+
+    // Wait until both lines are there, then read them once.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = String::new();
+    while !seen.contains("second") {
+        assert!(Instant::now() < deadline, "never saw `second`: {seen:?}");
+        let out = f
+            .call("bash_output", json!({"session_id": id, "wait_ms": 200}))
+            .await;
+        seen.push_str(out.text.split("\n\n[").next().unwrap_or_default());
+        seen.push('\n');
+    }
+    assert_eq!(
+        seen.matches("first").count(),
+        1,
+        "output repeated: {seen:?}"
+    );
+
+    let listed = f.call("list_shells", json!({})).await;
+    assert!(listed.text.contains(&id), "{}", listed.text);
+
+    let killed = f.call("kill_shell", json!({"session_id": id})).await;
+    assert!(!killed.is_error, "{}", killed.text);
+    let snapshot = f
+        .host
+        .sessions()
+        .check(&toolhost::sessions::Caller::Host, &id)
+        .unwrap();
+    assert_eq!(snapshot.status, toolhost::sessions::SessionStatus::Killed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yield_ms_detaches_a_foreground_run_into_a_background_task() {
+    let f = fixture().await;
+    let r = f
+        .call(
+            "bash",
+            json!({"command": "echo early; sleep 2; echo late", "yield_ms": 300}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    let id = session_id(&r);
+    assert_eq!(
+        r.text,
+        format!("early\n\n[Detached to background task {id}: yield_ms elapsed]")
+    );
+    // The run keeps going after the call returned; its output stays retrievable.
+    let later = f
+        .call("bash_output", json!({"session_id": id, "wait_ms": 20000}))
+        .await;
+    assert!(later.text.starts_with("late"), "{}", later.text);
+    assert!(!later.text.contains("early"), "{}", later.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_session_takes_stdin() {
+    let f = fixture().await;
+    let r = f
+        .call(
+            "bash",
+            json!({"command": "read name; echo hello $name", "interactive": true, "yield_ms": 200}),
+        )
+        .await;
+    let id = session_id(&r);
+    let w = f
+        .call(
+            "write_stdin",
+            json!({"session_id": id, "input": "world\n", "yield_ms": 5000}),
+        )
+        .await;
+    assert!(w.text.starts_with("hello world"), "{}", w.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_is_closed_so_cat_returns_at_once() {
+    let f = fixture().await;
+    let r = f
+        .call("bash", json!({"command": "cat; read x; echo rc=$?"}))
+        .await;
+    assert_eq!(r.text, "rc=1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backgrounded_grandchild_does_not_hold_the_call() {
+    let f = fixture().await;
+    let started = Instant::now();
+    let r = f
+        .call("bash", json!({"command": "sleep 30 & echo started"}))
+        .await;
+    assert_eq!(r.text, "started");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_clear_errors() {
+    let f = fixture().await;
+    for (args, needle) in [
+        (json!({"command": "true", "timeout_ms": 0}), "timeout_ms"),
+        (
+            json!({"command": "true", "timeout_ms": 600001}),
+            "timeout_ms",
+        ),
+        (json!({"command": "true", "bogus": 1}), "bogus"),
+        (json!({}), "command"),
+    ] {
+        match f.host.call_tool("bash", &args).await {
+            Err(toolhost::HostError::InvalidArguments { message, .. }) => {
+                assert!(message.contains(needle), "{args}: {message}")
+            }
+            other => panic!("{args}: expected invalid arguments, got {other:?}"),
+        }
+    }
+    let r = f.call("bash", json!({"command": "true", "cwd": "/"})).await;
+    assert!(
+        r.is_error && r.text.contains("outside the workspace"),
+        "{}",
+        r.text
+    );
+    let r = f
+        .call("bash", json!({"command": "true", "cwd": "no/such/dir"}))
+        .await;
+    assert!(r.is_error && r.text.contains("no/such/dir"), "{}", r.text);
+    let r = f
+        .call("bash_output", json!({"session_id": "bg_00000000ffff"}))
+        .await;
+    assert!(
+        r.is_error && r.text.contains("no session bg_00000000ffff"),
+        "{}",
+        r.text
+    );
+    let r = f
+        .call("bash", json!({"command": "printf '\\377\\376ok'"}))
+        .await;
+    assert!(!r.is_error);
+    assert!(r.text.ends_with("ok"), "{:?}", r.text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cwd_is_relative_to_the_workspace() {
+    let f = fixture().await;
+    std::fs::create_dir(f.ws.path().join("sub")).unwrap();
+    let r = f
+        .call("bash", json!({"command": "pwd", "cwd": "sub"}))
+        .await;
+    let expected = f.ws.path().canonicalize().unwrap().join("sub");
+    assert_eq!(Path::new(&r.text), expected);
+}
