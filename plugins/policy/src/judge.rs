@@ -45,7 +45,11 @@ fn layer_match(p: &Pattern, layer: &Layer, list: List) -> Match {
     if !name.resolved || !name.text.contains('/') {
         return p.matches(words);
     }
-    let by_path = if p.program().contains('/') { p.matches(words) } else { Match::No };
+    let by_path = if p.program().contains('/') {
+        p.matches(words)
+    } else {
+        Match::No
+    };
     if list == List::Allow {
         return by_path;
     }
@@ -60,7 +64,8 @@ enum Verdict {
     Deny(String),
 }
 
-const HOW_TO_ALLOW_DENIED: &str = "To run it, remove or narrow that rule in the policy file (`--policy`).";
+const HOW_TO_ALLOW_DENIED: &str =
+    "To run it, remove or narrow that rule in the policy file (`--policy`).";
 
 fn judge_part(rules: &Rules, part: &Part) -> Verdict {
     let text = part.text();
@@ -74,7 +79,9 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
                     } else {
                         format!("`{text}` runs `{}`, which", layer.text())
                     };
-                    return Verdict::Deny(format!("{shown} matches deny rule `{p}`. {HOW_TO_ALLOW_DENIED}"));
+                    return Verdict::Deny(format!(
+                        "{shown} matches deny rule `{p}`. {HOW_TO_ALLOW_DENIED}"
+                    ));
                 }
                 Match::Maybe => reasons.push(format!(
                     "`{}` may match deny rule `{p}` (it has words only known at run time)",
@@ -102,7 +109,11 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
     let mut allowed = true;
     let mut unmatched: Option<String> = None;
     for layer in &part.layers {
-        if rules.allow.iter().any(|p| layer_match(p, layer, List::Allow) == Match::Yes) {
+        if rules
+            .allow
+            .iter()
+            .any(|p| layer_match(p, layer, List::Allow) == Match::Yes)
+        {
             break;
         }
         match &layer.kind {
@@ -114,17 +125,30 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
             }
             LayerKind::Program => {
                 allowed = false;
-                unmatched = Some(format!("`{}` matches no allow rule", layer.text()));
+                unmatched = Some(match &layer.path_note {
+                    Some(note) => format!(
+                        "{note} and no allow rule names that path (a program-name rule never covers it)"
+                    ),
+                    None => format!("`{}` matches no allow rule", layer.text()),
+                });
                 break;
             }
         }
     }
     reasons.extend(part.issues.iter().cloned());
     if allowed {
-        return if reasons.is_empty() { Verdict::Allow } else { Verdict::Ask(reasons) };
+        return if reasons.is_empty() {
+            Verdict::Allow
+        } else {
+            Verdict::Ask(reasons)
+        };
     }
     let unmatched = unmatched.unwrap_or_default();
-    let guarded = part.layers.iter().any(|l| matches!(l.kind, LayerKind::Guarded(_)));
+    // `sudo` and programs run by path are never allowed by default alone.
+    let guarded = part
+        .layers
+        .iter()
+        .any(|l| matches!(l.kind, LayerKind::Guarded(_)) || l.path_note.is_some());
     let has_asks = !reasons.is_empty();
     reasons.insert(0, unmatched.clone());
     match rules.default {

@@ -80,6 +80,8 @@
 //! `default = "deny"`). An empty command is an ask. The command is allowed
 //! only when every part is allowed.
 
+#![deny(missing_docs)]
+
 pub mod judge;
 pub mod pattern;
 pub mod rules;
@@ -118,13 +120,18 @@ pub fn validate(rules: &str) -> Result<(), RulesError> {
 pub fn decide(rules: &str, request: &Request) -> Decision {
     match Rules::parse(rules) {
         Ok(rules) => decide_with(&rules, request),
-        Err(e) => Decision::Deny(format!("the policy rules are invalid ({e}); fix the policy file")),
+        Err(e) => Decision::Deny(format!(
+            "the policy rules are invalid ({e}); fix the policy file"
+        )),
     }
 }
 
 /// Decides one request under already parsed rules.
 pub fn decide_with(rules: &Rules, request: &Request) -> Decision {
-    let ctx = shell::Context { cwd: request.cwd.clone(), workspace: request.workspace.clone() };
+    let ctx = shell::Context {
+        cwd: request.cwd.clone(),
+        workspace: request.workspace.clone(),
+    };
     let analysis = shell::analyze(&request.command, &ctx);
     judge::judge(rules, &request.command, &analysis)
 }
@@ -137,19 +144,27 @@ mod component {
         generate_all,
     });
     use exports::toolhost::plugin::policy::{
-        Action, Ask, Decision, Guest, PermissionOption, PermissionOptionKind, PermissionRequest, RulesError,
+        Action, Ask, Decision, Guest, PermissionOption, PermissionOptionKind, PermissionRequest,
+        RulesError,
     };
 
     struct Policy;
 
     impl Guest for Policy {
         fn validate(rules: String) -> Result<(), RulesError> {
-            super::validate(&rules).map_err(|e| RulesError { line: e.line, message: e.message })
+            super::validate(&rules).map_err(|e| RulesError {
+                line: e.line,
+                message: e.message,
+            })
         }
 
         fn decide(rules: String, request: PermissionRequest) -> Decision {
             let Action::ProcessStart(start) = request.action;
-            let req = super::Request { command: start.command, cwd: start.cwd, workspace: start.workspace };
+            let req = super::Request {
+                command: start.command,
+                cwd: start.cwd,
+                workspace: start.workspace,
+            };
             match super::decide(&rules, &req) {
                 super::Decision::Allow => Decision::Allow,
                 super::Decision::Deny(why) => Decision::Deny(why),

@@ -22,12 +22,18 @@ pub struct Arg {
 impl Arg {
     /// A word known statically.
     pub fn literal(text: impl Into<String>) -> Self {
-        Self { text: text.into(), resolved: true }
+        Self {
+            text: text.into(),
+            resolved: true,
+        }
     }
 
     /// A word (or any number of words) known only at run time.
     pub fn unresolved(text: impl Into<String>) -> Self {
-        Self { text: text.into(), resolved: false }
+        Self {
+            text: text.into(),
+            resolved: false,
+        }
     }
 }
 
@@ -98,7 +104,10 @@ impl Pattern {
                 w => PatWord::Glob(w.to_string()),
             })
             .collect();
-        Ok(Self { source: raw.join(" "), words })
+        Ok(Self {
+            source: raw.join(" "),
+            words,
+        })
     }
 
     /// The pattern as written (whitespace normalised).
@@ -223,7 +232,11 @@ mod tests {
             ("npm run test:*", "npm run test:unit extra", No),
             ("git * --help", "git log --help", Yes),
             ("git * --help", "git --help", No),
-            ("git ** --output* **", "git diff --stat --output=x HEAD", Yes),
+            (
+                "git ** --output* **",
+                "git diff --stat --output=x HEAD",
+                Yes,
+            ),
             ("git ** --output* **", "git diff --stat", No),
             ("rm -rf *", "rm -rf /", Yes),
             ("rm -rf *", "rm -rf", Yes),
@@ -245,7 +258,10 @@ mod tests {
     fn bad_patterns() {
         assert_eq!(Pattern::parse("  "), Err(PatternError::Empty));
         assert_eq!(Pattern::parse("* rm"), Err(PatternError::WildcardProgram));
-        assert_eq!(Pattern::parse("git   status").unwrap().as_str(), "git status");
+        assert_eq!(
+            Pattern::parse("git   status").unwrap().as_str(),
+            "git status"
+        );
     }
 
     #[test]

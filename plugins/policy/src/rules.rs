@@ -81,7 +81,10 @@ struct RawRules {
 /// 1-based line of byte offset `at` in `text`.
 fn line_of(text: &str, at: usize) -> u32 {
     let at = at.min(text.len());
-    let n = text.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+    let n = text.as_bytes()[..at]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
     u32::try_from(n + 1).unwrap_or(u32::MAX)
 }
 

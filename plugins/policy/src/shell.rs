@@ -42,6 +42,8 @@ pub struct Layer {
     pub words: Vec<Arg>,
     /// What the layer is.
     pub kind: LayerKind,
+    /// For a program run by path, where it runs from (for messages).
+    pub path_note: Option<String>,
 }
 
 impl Layer {
@@ -90,12 +92,20 @@ pub struct Analysis {
 
 /// Joins words for messages.
 pub fn join(words: &[Arg]) -> String {
-    words.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(" ")
+    words
+        .iter()
+        .map(|a| a.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Analyses a command line.
 pub fn analyze(command: &str, ctx: &Context) -> Analysis {
-    let mut w = Walker { ctx, out: Analysis::default(), depth: 0 };
+    let mut w = Walker {
+        ctx,
+        out: Analysis::default(),
+        depth: 0,
+    };
     w.program(command);
     w.out
 }
@@ -165,7 +175,9 @@ impl Walker<'_> {
             return;
         }
         if src.len() > MAX_INPUT {
-            self.issue(format!("the command is longer than {MAX_INPUT} bytes, too long to check"));
+            self.issue(format!(
+                "the command is longer than {MAX_INPUT} bytes, too long to check"
+            ));
             return;
         }
         if nesting(src) > MAX_NESTING {
@@ -256,7 +268,10 @@ impl Walker<'_> {
         match cc {
             CompoundCommand::Arithmetic(a) => self.arith(&a.expr.value),
             CompoundCommand::ArithmeticForClause(f) => {
-                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
                     self.arith(&e.value);
                 }
                 self.compound_list(&f.body.list);
@@ -321,10 +336,16 @@ impl Walker<'_> {
                 let mut text = String::new();
                 let resolved = self.pieces(raw, &pieces, false, &mut text);
                 self.depth -= 1;
-                if resolved { Arg::literal(text) } else { Arg::unresolved(raw) }
+                if resolved {
+                    Arg::literal(text)
+                } else {
+                    Arg::unresolved(raw)
+                }
             }
             Err(e) => {
-                self.issue(format!("the shell parser could not parse the word `{raw}` ({e})"));
+                self.issue(format!(
+                    "the shell parser could not parse the word `{raw}` ({e})"
+                ));
                 Arg::unresolved(raw)
             }
         }
@@ -417,7 +438,12 @@ impl Walker<'_> {
                     T::Duplicate(w) => {
                         let arg = self.word(w);
                         let fd = arg.resolved
-                            && (arg.text == "-" || arg.text.trim_end_matches('-').chars().all(|c| c.is_ascii_digit()));
+                            && (arg.text == "-"
+                                || arg
+                                    .text
+                                    .trim_end_matches('-')
+                                    .chars()
+                                    .all(|c| c.is_ascii_digit()));
                         if !fd && !harmless_sink(&arg) {
                             issues.push(format!("writes to `{}` by redirection", arg.text));
                         }
@@ -434,7 +460,9 @@ impl Walker<'_> {
                             self.pieces(&doc.doc.value, &pieces, true, &mut sink);
                             self.depth -= 1;
                         }
-                        Err(e) => self.issue(format!("the shell parser could not parse a here-document ({e})")),
+                        Err(e) => self.issue(format!(
+                            "the shell parser could not parse a here-document ({e})"
+                        )),
                     }
                 }
             }
@@ -462,7 +490,11 @@ impl Walker<'_> {
         for item in sc.suffix.iter().flat_map(|s| s.0.iter()) {
             self.item(item, false, &mut acc);
         }
-        let SimpleAcc { words, mut issues, assigned } = acc;
+        let SimpleAcc {
+            words,
+            mut issues,
+            assigned,
+        } = acc;
         for name in &assigned {
             if !harmless_env(name) {
                 issues.push(if words.is_empty() {
@@ -535,21 +567,25 @@ impl Walker<'_> {
     fn peel(&mut self, words: Vec<Arg>, mut issues: Vec<String>) -> Part {
         let mut layers = Vec::new();
         let mut cur = words;
-        loop {
-            let Some(name) = cur.first() else {
-                break;
-            };
+        while let Some(name) = cur.first() {
             if !name.resolved {
-                issues.push(format!("the program name `{}` is only known at run time", name.text));
-                layers.push(Layer { words: cur, kind: LayerKind::Program });
+                issues.push(format!(
+                    "the program name `{}` is only known at run time",
+                    name.text
+                ));
+                layers.push(Layer {
+                    words: cur,
+                    kind: LayerKind::Program,
+                    path_note: None,
+                });
                 break;
             }
             let name = name.text.clone();
             let base = basename(&name).to_string();
-            if name.contains('/') {
-                issues.push(self.path_note(&name));
-            }
-            let guard_path = name.contains('/').then(|| format!("`{name}` is run by path"));
+            let path_note = name.contains('/').then(|| self.path_note(&name));
+            let guard_path = name
+                .contains('/')
+                .then(|| format!("`{name}` is run by path"));
             match wrappers::peel(&base, &cur[1..]) {
                 Peel::NotWrapper => {
                     if let Some(script) = wrappers::shell_script(&base, &cur[1..]) {
@@ -557,38 +593,67 @@ impl Walker<'_> {
                             Some(g) => LayerKind::Guarded(g),
                             None => LayerKind::Script,
                         };
-                        layers.push(Layer { words: cur, kind });
+                        layers.push(Layer {
+                            words: cur,
+                            kind,
+                            path_note,
+                        });
                         match script {
                             Ok(text) => self.program(&text),
                             Err(why) => issues.push(why),
                         }
                     } else {
-                        layers.push(Layer { words: cur, kind: LayerKind::Program });
+                        layers.push(Layer {
+                            words: cur,
+                            kind: LayerKind::Program,
+                            path_note,
+                        });
                     }
                     break;
                 }
                 Peel::NoCommand => {
-                    layers.push(Layer { words: cur, kind: LayerKind::Program });
+                    layers.push(Layer {
+                        words: cur,
+                        kind: LayerKind::Program,
+                        path_note,
+                    });
                     break;
                 }
                 Peel::Unknown(why) => {
                     issues.push(why);
-                    layers.push(Layer { words: cur, kind: LayerKind::Program });
+                    layers.push(Layer {
+                        words: cur,
+                        kind: LayerKind::Program,
+                        path_note,
+                    });
                     break;
                 }
-                Peel::Inner { inner, env, privileged, notes } => {
+                Peel::Inner {
+                    inner,
+                    env,
+                    privileged,
+                    notes,
+                } => {
                     for n in env {
                         if !harmless_env(&n) {
-                            issues.push(format!("sets the environment variable `{n}` for the program"));
+                            issues.push(format!(
+                                "sets the environment variable `{n}` for the program"
+                            ));
                         }
                     }
                     issues.extend(notes);
                     let kind = match (privileged, guard_path) {
-                        (true, _) => LayerKind::Guarded(format!("`{base}` runs the command with elevated privileges")),
+                        (true, _) => LayerKind::Guarded(format!(
+                            "`{base}` runs the command with elevated privileges"
+                        )),
                         (false, Some(g)) => LayerKind::Guarded(g),
                         (false, None) => LayerKind::Wrapper,
                     };
-                    layers.push(Layer { words: cur, kind });
+                    layers.push(Layer {
+                        words: cur,
+                        kind,
+                        path_note,
+                    });
                     cur = inner;
                 }
             }
@@ -607,9 +672,9 @@ impl Walker<'_> {
         let ws = self.ctx.workspace.trim_end_matches('/');
         let inside = !ws.is_empty() && (abs == ws || abs.starts_with(&format!("{ws}/")));
         if inside {
-            format!("runs `{name}` from inside the workspace, which no program-name rule covers")
+            format!("`{name}` is a program inside the workspace")
         } else {
-            format!("runs `{name}` by path; only a rule naming that path allows it")
+            format!("`{name}` is run by path")
         }
     }
 }
@@ -624,18 +689,25 @@ struct SimpleAcc {
 
 fn assignment_name(a: &ast::Assignment) -> String {
     match &a.name {
-        ast::AssignmentName::VariableName(n) | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+        ast::AssignmentName::VariableName(n) | ast::AssignmentName::ArrayElementName(n, _) => {
+            n.clone()
+        }
     }
 }
 
 /// `true` for redirection targets that write nothing anyone reads later.
 fn harmless_sink(arg: &Arg) -> bool {
-    arg.resolved && matches!(arg.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr")
+    arg.resolved
+        && matches!(
+            arg.text.as_str(),
+            "/dev/null" | "/dev/stdout" | "/dev/stderr"
+        )
 }
 
 /// `true` when unquoted text would undergo pathname or brace expansion.
 fn unquoted_is_pattern(t: &str) -> bool {
-    t.contains(['*', '?', '[']) || (t.contains('{') && t.contains('}') && (t.contains(',') || t.contains("..")))
+    t.contains(['*', '?', '['])
+        || (t.contains('{') && t.contains('}') && (t.contains(',') || t.contains("..")))
 }
 
 /// Undoes the backslash escapes a backquoted substitution gives its body.
@@ -643,14 +715,13 @@ fn unescape_backquoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(&n) = chars.peek() {
-                if matches!(n, '$' | '`' | '\\') {
-                    out.push(n);
-                    chars.next();
-                    continue;
-                }
-            }
+        if c == '\\'
+            && let Some(&n) = chars.peek()
+            && matches!(n, '$' | '`' | '\\')
+        {
+            out.push(n);
+            chars.next();
+            continue;
         }
         out.push(c);
     }

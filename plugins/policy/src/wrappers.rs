@@ -109,7 +109,10 @@ const SPECS: &[Spec] = &[
         with_arg: "fo",
         long_flags: &["portability", "verbose", "append", "quiet"],
         long_with_arg: &["format", "output"],
-        notes: &[("o", "`time -o` writes a file"), ("output", "`time --output` writes a file")],
+        notes: &[
+            ("o", "`time -o` writes a file"),
+            ("output", "`time --output` writes a file"),
+        ],
         ..BASE
     },
     Spec {
@@ -119,7 +122,10 @@ const SPECS: &[Spec] = &[
         numeric: true,
         ..BASE
     },
-    Spec { name: "nohup", ..BASE },
+    Spec {
+        name: "nohup",
+        ..BASE
+    },
     Spec {
         name: "stdbuf",
         with_arg: "ioe",
@@ -131,7 +137,14 @@ const SPECS: &[Spec] = &[
         flags: "0oprtx",
         with_arg: "adEILnPs",
         attached: "eil",
-        long_flags: &["null", "open-tty", "interactive", "no-run-if-empty", "verbose", "exit"],
+        long_flags: &[
+            "null",
+            "open-tty",
+            "interactive",
+            "no-run-if-empty",
+            "verbose",
+            "exit",
+        ],
         long_with_arg: &[
             "arg-file",
             "delimiter",
@@ -181,7 +194,9 @@ const SPECS: &[Spec] = &[
             "command-timeout",
             "other-user",
         ],
-        no_command: &["e", "edit", "l", "list", "v", "validate", "V", "version", "K", "help"],
+        no_command: &[
+            "e", "edit", "l", "list", "v", "validate", "V", "version", "K", "help",
+        ],
         assignments: true,
         privileged: true,
         ..BASE
@@ -206,8 +221,16 @@ const SPECS: &[Spec] = &[
         no_command: &["v", "V"],
         ..BASE
     },
-    Spec { name: "exec", flags: "cl", with_arg: "a", ..BASE },
-    Spec { name: "builtin", ..BASE },
+    Spec {
+        name: "exec",
+        flags: "cl",
+        with_arg: "a",
+        ..BASE
+    },
+    Spec {
+        name: "builtin",
+        ..BASE
+    },
 ];
 
 /// Peels one wrapper layer: `base` is the program's basename, `args` the
@@ -247,7 +270,9 @@ pub fn peel(base: &str, args: &[Arg]) -> Peel {
                 return Some(Peel::NoCommand);
             }
             if spec.unknown.contains(&o) {
-                return Some(Peel::Unknown(format!("`{base}` option `{o}` is not followed by this policy")));
+                return Some(Peel::Unknown(format!(
+                    "`{base}` option `{o}` is not followed by this policy"
+                )));
             }
             if let Some((_, why)) = spec.notes.iter().find(|(n, _)| *n == o) {
                 notes.push((*why).to_string());
@@ -267,7 +292,9 @@ pub fn peel(base: &str, args: &[Arg]) -> Peel {
             } else if spec.long_with_arg.contains(&name) {
                 i += if has_value { 1 } else { 2 };
             } else {
-                return Peel::Unknown(format!("`{base}` option `--{name}` is not known to this policy"));
+                return Peel::Unknown(format!(
+                    "`{base}` option `--{name}` is not known to this policy"
+                ));
             }
             continue;
         }
@@ -291,7 +318,9 @@ pub fn peel(base: &str, args: &[Arg]) -> Peel {
                 }
                 break;
             } else {
-                return Peel::Unknown(format!("`{base}` option `-{c}` is not known to this policy"));
+                return Peel::Unknown(format!(
+                    "`{base}` option `-{c}` is not known to this policy"
+                ));
             }
         }
         i += if consumed_next { 2 } else { 1 };
@@ -328,7 +357,12 @@ pub fn peel(base: &str, args: &[Arg]) -> Peel {
     if inner.is_empty() {
         return Peel::NoCommand;
     }
-    Peel::Inner { inner, env, privileged: spec.privileged, notes }
+    Peel::Inner {
+        inner,
+        env,
+        privileged: spec.privileged,
+        notes,
+    }
 }
 
 fn is_name(n: &str) -> bool {
@@ -346,7 +380,9 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fi
 pub fn shell_script(base: &str, args: &[Arg]) -> Option<Result<String, String>> {
     if base == "eval" {
         if args.iter().any(|a| !a.resolved) {
-            return Some(Err("`eval` runs a string only known at run time".to_string()));
+            return Some(Err(
+                "`eval` runs a string only known at run time".to_string()
+            ));
         }
         let text: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
         return Some(Ok(text.join(" ")));
@@ -366,7 +402,11 @@ pub fn shell_script(base: &str, args: &[Arg]) -> Option<Result<String, String>> 
             break;
         }
         if let Some(long) = t.strip_prefix("--") {
-            i += if matches!(long, "rcfile" | "init-file") { 2 } else { 1 };
+            i += if matches!(long, "rcfile" | "init-file") {
+                2
+            } else {
+                1
+            };
             if long == "command" {
                 has_c = true;
             }
@@ -390,6 +430,9 @@ pub fn shell_script(base: &str, args: &[Arg]) -> Option<Result<String, String>> 
     Some(match args.get(i) {
         None => Ok(String::new()),
         Some(a) if a.resolved => Ok(a.text.clone()),
-        Some(a) => Err(format!("`{base} -c` runs `{}`, only known at run time", a.text)),
+        Some(a) => Err(format!(
+            "`{base} -c` runs `{}`, only known at run time",
+            a.text
+        )),
     })
 }

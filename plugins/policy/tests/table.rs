@@ -31,7 +31,11 @@ const DEF: &str = "";
 fn run(rules: &str, command: &str) -> Decision {
     decide(
         rules,
-        &Request { command: command.to_string(), cwd: "/ws/sub".to_string(), workspace: "/ws".to_string() },
+        &Request {
+            command: command.to_string(),
+            cwd: "/ws/sub".to_string(),
+            workspace: "/ws".to_string(),
+        },
     )
 }
 
@@ -44,7 +48,13 @@ fn command_table() {
     let deep_subst = nested("echo $(", "ls", ")", 300);
     let deep_parens = nested("(", "ls", ")", 2000);
     let deep_braces = nested("{ ", "ls;", " }", 500);
-    let deep_bash = (0..30).fold("ls".to_string(), |acc, _| format!("bash -c {}", shell_quote(&acc)));
+    let bash_5 = (0..5).fold("ls".to_string(), |acc, _| {
+        format!("bash -c {}", shell_quote(&acc))
+    });
+    let bash_5_rm = (0..5).fold("rm -rf /".to_string(), |acc, _| {
+        format!("bash -c {}", shell_quote(&acc))
+    });
+    let deep_eval = format!("{}ls", "eval ".repeat(40));
     let deep_if = "if true; then ".repeat(400) + "ls" + &"; fi".repeat(400);
     let long = format!("echo {}", "a".repeat(20_000));
     let cases: Vec<(&str, &str, &str)> = vec![
@@ -142,7 +152,11 @@ fn command_table() {
         (T, "sudo -u root ls", "ask"),
         (T, "sudo -s", "ask"),
         (T, "sudo sudo rm -rf /", "deny"),
-        (T, "sudo -u nobody env FOO=1 timeout 5 nice rm -rf /", "deny"),
+        (
+            T,
+            "sudo -u nobody env FOO=1 timeout 5 nice rm -rf /",
+            "deny",
+        ),
         (T, "xargs rm", "ask"),
         (T, "xargs rm -rf", "deny"),
         (T, "xargs -I{} rm -rf {}", "deny"),
@@ -228,7 +242,9 @@ fn command_table() {
         (T, &deep_subst, "ask"),
         (T, &deep_parens, "ask"),
         (T, &deep_braces, "ask"),
-        (T, &deep_bash, "ask"),
+        (T, &bash_5, "allow"),
+        (T, &bash_5_rm, "deny"),
+        (T, &deep_eval, "ask"),
         (T, &deep_if, "ask"),
         (T, &long, "ask"),
         (T, "", "ask"),
@@ -241,6 +257,8 @@ fn command_table() {
         (T_ALLOW, "rm -rf /", "deny"),
         (T_ALLOW, "mkdir x > out", "ask"),
         (T_ALLOW, "echo 'abc", "ask"),
+        (T_ALLOW, "/usr/bin/env mkdir x", "ask"),
+        (T_ALLOW, "./build.sh", "ask"),
         // default = "deny".
         (T_DENY, "mkdir x", "deny"),
         (T_DENY, "ls", "allow"),
@@ -278,7 +296,13 @@ fn command_table() {
             failures.push(format!("{:?}: want {want}, got {got:?}", shorten(command)));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
     assert!(cases.len() >= 60);
 }
 
@@ -292,28 +316,55 @@ fn shell_quote(s: &str) -> String {
 
 #[test]
 fn deny_reason_names_rule_and_part() {
-    let Decision::Deny(why) = run(T, "ls && rm -rf build") else { panic!("not denied") };
-    assert!(why.contains("`rm -rf build` matches deny rule `rm -rf *`"), "{why}");
+    let Decision::Deny(why) = run(T, "ls && rm -rf build") else {
+        panic!("not denied")
+    };
+    assert!(
+        why.contains("`rm -rf build` matches deny rule `rm -rf *`"),
+        "{why}"
+    );
     assert!(why.contains("--policy"), "{why}");
-    let Decision::Deny(why) = run(T, "sudo rm -rf build") else { panic!("not denied") };
-    assert!(why.contains("`sudo rm -rf build` runs `rm -rf build`"), "{why}");
-    let Decision::Deny(why) = run(T_DENY, "mkdir x") else { panic!("not denied") };
-    assert!(why.contains("`mkdir x` matches no allow rule") && why.contains("`mkdir *`"), "{why}");
+    let Decision::Deny(why) = run(T, "sudo rm -rf build") else {
+        panic!("not denied")
+    };
+    assert!(
+        why.contains("`sudo rm -rf build` runs `rm -rf build`"),
+        "{why}"
+    );
+    let Decision::Deny(why) = run(T_DENY, "mkdir x") else {
+        panic!("not denied")
+    };
+    assert!(
+        why.contains("`mkdir x` matches no allow rule") && why.contains("`mkdir *`"),
+        "{why}"
+    );
 }
 
 #[test]
 fn ask_prompt_names_unmatched_parts() {
-    let Decision::Ask(prompt) = run(T, "ls && mkdir x && cat y > out") else { panic!("not ask") };
-    assert!(prompt.starts_with("Run `ls && mkdir x && cat y > out`?"), "{prompt}");
-    assert!(prompt.contains("`mkdir x` matches no allow rule"), "{prompt}");
+    let Decision::Ask(prompt) = run(T, "ls && mkdir x && cat y > out") else {
+        panic!("not ask")
+    };
+    assert!(
+        prompt.starts_with("Run `ls && mkdir x && cat y > out`?"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("`mkdir x` matches no allow rule"),
+        "{prompt}"
+    );
     assert!(prompt.contains("writes to `out`"), "{prompt}");
     assert!(!prompt.contains("`ls`"), "{prompt}");
     for id in ["allow_once", "allow_always", "reject_once", "reject_always"] {
         assert!(prompt.contains(id), "{prompt}");
     }
-    let Decision::Ask(prompt) = run(T, "./ls") else { panic!("not ask") };
+    let Decision::Ask(prompt) = run(T, "./ls") else {
+        panic!("not ask")
+    };
     assert!(prompt.contains("inside the workspace"), "{prompt}");
-    let Decision::Ask(prompt) = run(T, "echo 'abc") else { panic!("not ask") };
+    let Decision::Ask(prompt) = run(T, "echo 'abc") else {
+        panic!("not ask")
+    };
     assert!(prompt.contains("could not parse"), "{prompt}");
 }
 
@@ -342,7 +393,11 @@ fn rules_files() {
         ("allow = [\"ls\"]\nalow = [\"x\"]\n", 2, "alow"),
         ("# c\n\nallow = \"git status\"\n", 3, "sequence"),
         ("allow = [\n  \"ls\",\n  3,\n]\n", 3, "string"),
-        ("allow = [\"ls\"]\ndeny = [\n  \"rm -rf *\",\n  \"  \",\n]\n", 4, "empty pattern"),
+        (
+            "allow = [\"ls\"]\ndeny = [\n  \"rm -rf *\",\n  \"  \",\n]\n",
+            4,
+            "empty pattern",
+        ),
         ("ask = [\"\"]\n", 1, "empty pattern"),
         ("allow = [\"ls\"]\n\ndefault = \"maybe\"\n", 3, "default"),
         ("default = 1\n", 1, "string"),
