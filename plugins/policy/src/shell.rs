@@ -16,8 +16,9 @@ pub const MAX_INPUT: usize = 16 * 1024;
 /// Deepest nesting of `(`, `{`, `$(` etc. handed to the parser (its grammar
 /// recurses per level); deeper input is asked about unparsed.
 pub const MAX_NESTING: usize = 48;
-/// Most nested re-parses (`$(…)`, `bash -c`, `eval`, `${…}`) followed.
-pub const MAX_DEPTH: usize = 12;
+/// Most nested re-parses followed: each `$(…)`, `bash -c`, `eval` or `${…}`
+/// level counts twice (its word and its program).
+pub const MAX_DEPTH: usize = 16;
 
 /// How a layer of a command relates to the layer inside it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -45,6 +45,9 @@ fn nested(open: &str, mid: &str, close: &str, n: usize) -> String {
 
 #[test]
 fn command_table() {
+    let edge_parens = nested("{ ", "ls;", " }", 46);
+    let edge_subst = nested("echo $(", "ls", ")", 7);
+    let edge_if = "if true; then ".repeat(46) + "ls" + &"; fi".repeat(46);
     let deep_subst = nested("echo $(", "ls", ")", 300);
     let deep_parens = nested("(", "ls", ")", 2000);
     let deep_braces = nested("{ ", "ls;", " }", 500);
@@ -239,6 +242,12 @@ fn command_table() {
         (T, "echo \"abc", "ask"),
         (T, "ls (", "ask"),
         (T, "rm -rf / 'unterminated", "ask"),
+        (T, &edge_parens, "allow"),
+        (T, "((ls))", "ask"),
+        // brush-parser reads nested `( ( … ) )` as an arithmetic command: fails closed.
+        (T, "( ( ls ) )", "ask"),
+        (T, &edge_subst, "allow"),
+        (T, &edge_if, "allow"),
         (T, &deep_subst, "ask"),
         (T, &deep_parens, "ask"),
         (T, &deep_braces, "ask"),
