@@ -1,10 +1,139 @@
-//! The built-in policy plugin: decides whether a command may run.
+//! The built-in policy plugin of toolhost: decides whether a shell command may
+//! run (WIT interface `toolhost:plugin/policy@0.1.0`, world `policy-plugin`).
+//!
+//! The host hands the plugin the text of the operator's `--policy FILE`:
+//! [`validate`] once at start-up, then [`decide`] per request. An empty text
+//! means the built-in [`DEFAULT_POLICY`] (`default-policy.toml`). The plugin
+//! has no file access of its own.
+//!
+//! # Rules file
+//!
+//! ```toml
+//! allow = ["git status", "cargo test *", "npm run test:*"]
+//! ask = ["git push *"]
+//! deny = ["rm -rf *"]
+//! default = "ask"   # "allow", "ask" or "deny"; "ask" when absent
+//! ```
+//!
+//! Unknown keys, values of the wrong type, empty patterns, a pattern whose
+//! program is a wildcard and a bad `default` are refused by [`validate`] with
+//! the 1-based line.
+//!
+//! # Pattern language
+//!
+//! A pattern is whitespace-separated words matched against a simple command's
+//! words (program first) after quote removal and wrapper peeling:
+//!
+//! - a word matches one argument word exactly; `*` inside a word globs within
+//!   that word (`test:*` matches `test:unit`, `--output*` matches `--output=x`);
+//! - a lone `*` as the **last** word means "any further arguments, including
+//!   none": `cargo test *` matches `cargo test` and `cargo test --release`;
+//! - a lone `*` elsewhere matches exactly one word (`git * --help`);
+//! - `**` anywhere matches any number of words (`git ** --output* **`);
+//! - without a trailing `*` the pattern matches exactly those words: `git
+//!   status` allows `git status` but not `git status --porcelain` (write `git
+//!   status *` for that, like Claude Code's `Bash(git status:*)`), and never
+//!   `git status; rm -rf /` (that is two commands, each judged);
+//! - the first word names the program. It cannot be `*` or `**`. A program
+//!   run by path (`./ls`, `bin/tool`, `/usr/bin/ls`) is matched by deny and
+//!   ask rules on its basename *and* its path, but by allow rules only when
+//!   the pattern spells out that path (`./gradlew *`): `./ls` is not `ls`,
+//!   and conservatively neither is `/bin/ls`.
+//!
+//! A word that is only known at run time (`$X`, `$(…)`, `~`, an unquoted
+//! glob like `*.txt`, `{a,b}`) can only be covered by a trailing `*`/`**`; an
+//! exact pattern word "may match" it, which can never allow and, for a deny
+//! or ask rule, turns the part into an ask.
+//!
+//! # How a command is judged
+//!
+//! The command is parsed with [`brush_parser`] (bash grammar) and every simple
+//! command inside is a *part*: lists (`;`, `&&`, `||`, `&`, newlines),
+//! pipelines (`|`, `|&`), `$(…)`, backticks, `<(…)`/`>(…)`, subshells, brace
+//! groups, `if`/`while`/`for`/`case` bodies, function bodies, here-documents,
+//! here-strings, `${x:-$(…)}`, `$((…))`, assignment values and redirection
+//! targets. `bash -c 'STRING'` (also `sh`, `zsh`, `dash`, `ksh`, `fish`) and
+//! `eval 'STRING'` are parsed again and their commands judged; a string only
+//! known at run time makes them an ask.
+//!
+//! Wrappers are peeled with their options understood: `env`, `timeout`,
+//! `time`, `nice`, `nohup`, `stdbuf`, `xargs`, `sudo`, `doas`, `setsid`,
+//! `command`, `exec`, `builtin`. Rules are tried on every layer (`sudo rm -rf
+//! /` is checked as written and as `rm -rf /`). A wrapper needs no allow rule
+//! of its own, except `sudo`/`doas` (privilege escalation) and wrappers run by
+//! path: `sudo ls` is an ask unless a rule allows `sudo ls`. `xargs CMD`
+//! judges `CMD` with an unknown trailing argument, so only a `CMD *` rule
+//! covers it. An unknown wrapper option makes the part an ask.
+//!
+//! Per part: a deny rule match denies the whole command. Otherwise an ask
+//! rule match, a "may match" of a deny or ask rule, or an *issue* makes it an
+//! ask. Otherwise an allow rule match allows it, and a part no rule matches
+//! gets `default` (but `default = "allow"` still asks about parts with
+//! issues or a `sudo`). Issues are: a program name only known at run time, a
+//! program run by path, a write redirection (anything but `/dev/null`,
+//! `/dev/stdout`, `/dev/stderr` and fd duplications like `2>&1`), and a
+//! `VAR=value` (or `env VAR=value`) for a variable outside a short harmless
+//! list (`LANG`, `LC_*`, `TZ`, `TERM`, `NO_COLOR`, `RUST_LOG`…): `PATH=…`,
+//! `LD_PRELOAD=…` change what runs. A parse error, input longer than
+//! [`shell::MAX_INPUT`], nesting deeper than [`shell::MAX_NESTING`] or
+//! re-parses deeper than [`shell::MAX_DEPTH`] are asks too (denies under
+//! `default = "deny"`). An empty command is an ask. The command is allowed
+//! only when every part is allowed.
 
-/// Returns the deny reason when `command` contains a deny pattern.
-pub fn first_deny<'a>(deny: &'a [String], command: &str) -> Option<&'a str> {
-    deny.iter()
-        .find(|p| command.contains(p.as_str()))
-        .map(|p| p.as_str())
+#![deny(missing_docs)]
+
+pub mod judge;
+pub mod pattern;
+pub mod rules;
+pub mod shell;
+pub mod wrappers;
+
+pub use judge::Decision;
+pub use rules::{DEFAULT_POLICY, DefaultAction, Rules, RulesError};
+
+/// The ids and labels of the options offered with every ask (the ACP kinds).
+pub const OPTIONS: [(&str, &str); 4] = [
+    ("allow_once", "Allow once"),
+    ("allow_always", "Allow always"),
+    ("reject_once", "Reject once"),
+    ("reject_always", "Reject always"),
+];
+
+/// A process start to decide, the part of the WIT `process-start` the policy uses.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    /// The command line, as the shell will receive it.
+    pub command: String,
+    /// The working directory (absolute, inside the workspace).
+    pub cwd: String,
+    /// The workspace root (absolute).
+    pub workspace: String,
+}
+
+/// Checks a rules text; empty text (the built-in policy) is always valid.
+pub fn validate(rules: &str) -> Result<(), RulesError> {
+    Rules::parse(rules).map(|_| ())
+}
+
+/// Decides one request under `rules` (the text [`validate`] accepted, or
+/// empty for the built-in policy). Rules that fail to parse deny everything.
+pub fn decide(rules: &str, request: &Request) -> Decision {
+    match Rules::parse(rules) {
+        Ok(rules) => decide_with(&rules, request),
+        Err(e) => Decision::Deny(format!(
+            "the policy rules are invalid ({e}); fix the policy file"
+        )),
+    }
+}
+
+/// Decides one request under already parsed rules.
+pub fn decide_with(rules: &Rules, request: &Request) -> Decision {
+    let ctx = shell::Context {
+        cwd: request.cwd.clone(),
+        workspace: request.workspace.clone(),
+    };
+    let analysis = shell::analyze(&request.command, &ctx);
+    judge::judge(rules, &request.command, &analysis)
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -15,25 +144,47 @@ mod component {
         generate_all,
     });
     use exports::toolhost::plugin::policy::{
-        Action, Decision, Guest, PermissionRequest, RulesError,
+        Action, Ask, Decision, Guest, PermissionOption, PermissionOptionKind, PermissionRequest,
+        RulesError,
     };
 
     struct Policy;
 
     impl Guest for Policy {
-        fn validate(_rules: String) -> Result<(), RulesError> {
-            Ok(())
+        fn validate(rules: String) -> Result<(), RulesError> {
+            super::validate(&rules).map_err(|e| RulesError {
+                line: e.line,
+                message: e.message,
+            })
         }
+
         fn decide(rules: String, request: PermissionRequest) -> Decision {
-            let deny: Vec<String> = rules
-                .lines()
-                .map(|l| l.trim().to_string())
-                .filter(|l| !l.is_empty())
-                .collect();
             let Action::ProcessStart(start) = request.action;
-            match super::first_deny(&deny, &start.command) {
-                Some(p) => Decision::Deny(format!("matches deny pattern `{p}`")),
-                None => Decision::Allow,
+            let req = super::Request {
+                command: start.command,
+                cwd: start.cwd,
+                workspace: start.workspace,
+            };
+            match super::decide(&rules, &req) {
+                super::Decision::Allow => Decision::Allow,
+                super::Decision::Deny(why) => Decision::Deny(why),
+                super::Decision::Ask(prompt) => Decision::Ask(Ask {
+                    prompt,
+                    options: super::OPTIONS
+                        .iter()
+                        .zip([
+                            PermissionOptionKind::AllowOnce,
+                            PermissionOptionKind::AllowAlways,
+                            PermissionOptionKind::RejectOnce,
+                            PermissionOptionKind::RejectAlways,
+                        ])
+                        .map(|((id, name), kind)| PermissionOption {
+                            option_id: (*id).to_string(),
+                            name: (*name).to_string(),
+                            kind,
+                        })
+                        .collect(),
+                }),
             }
         }
     }
