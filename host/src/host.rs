@@ -197,6 +197,11 @@ impl Host {
         &self.services.sessions
     }
 
+    /// The permission pipeline (e.g. to add an [`crate::permissions::Approver`]).
+    pub fn permissions(&self) -> &Permissions {
+        &self.services.permissions
+    }
+
     /// Calls tool `name` with `arguments` (must be a JSON object). Assigns the
     /// call a fresh tool-call id, runs the plugin in a fresh instance, and when
     /// the call returns kills any foreground process it left running without

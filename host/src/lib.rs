@@ -15,5 +15,6 @@ pub mod permissions;
 pub mod plugins;
 pub mod sandbox;
 pub mod sessions;
+pub mod tty;
 
 pub use host::{Host, HostConfig, HostError, ToolResult};

@@ -179,9 +179,11 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
         args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
     );
     config.policy_rules = policy_rules;
-    Host::new(config)
-        .await
-        .map_err(|e| usage_error(e.to_string()))
+    let host = Host::new(config).await.map_err(|e| usage_error(e.to_string()))?;
+    if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
+        host.permissions().add_approver(std::sync::Arc::new(tty));
+    }
+    Ok(host)
 }
 
 fn usage_error(message: String) -> ExitCode {

@@ -127,3 +127,142 @@ fn second_start_loads_plugins_from_the_compiled_cache() {
         "{compiled:?}"
     );
 }
+
+/// A policy that denies `touch` and allows everything else.
+const DENY_TOUCH: &str = "default = \"allow\"\ndeny = [\"touch *\"]\n";
+
+#[test]
+fn a_denied_command_leaves_no_trace_whatever_it_hides_behind() {
+    let (ws, state) = dirs();
+    let policy = state.path().join("policy.toml");
+    std::fs::write(&policy, DENY_TOUCH).unwrap();
+    let policy = policy.to_str().unwrap();
+    for command in [
+        "touch x",
+        "echo a && touch x",
+        "echo a; touch x",
+        "echo a || touch x",
+        "echo a | touch x",
+        "echo $(touch x)",
+        "echo `touch x`",
+        "cat <(touch x)",
+        "(touch x)",
+        "{ touch x; }",
+        "bash -c 'touch x'",
+        "eval 'touch x'",
+        "FOO=1 touch x",
+        "env touch x",
+        "timeout 5 touch x",
+        "'to'uch x",
+        "t\\ouch x",
+        "echo a\ntouch x",
+        "echo a & touch x",
+        "xargs touch x",
+    ] {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let out = toolhost(ws.path(), state.path(), &["call", "bash", &args, "--policy", policy]);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{command:?} was not refused: {text}");
+        assert!(text.contains("denied"), "{command:?}: {text}");
+        assert!(!ws.path().join("x").exists(), "{command:?} created the file");
+    }
+    // The same policy lets harmless commands through.
+    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"echo fine"}"#, "--policy", policy]);
+    assert_eq!(stdout(&out), "fine\n");
+}
+
+#[test]
+fn without_an_approver_an_ask_is_denied_with_how_to_allow_it() {
+    let (ws, state) = dirs();
+    // The built-in default policy asks before `touch`; stdin is not a TTY here.
+    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"touch y"}"#]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("no approver is available"), "{text}");
+    assert!(text.contains("--policy"), "{text}");
+    assert!(!ws.path().join("y").exists());
+    // Read-only commands of the default policy run unasked.
+    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"ls -a"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn a_malformed_policy_file_is_refused_at_start_with_its_line() {
+    let (ws, state) = dirs();
+    let policy = state.path().join("policy.toml");
+    std::fs::write(&policy, "default = \"allow\"\nallow = [\"ls\"]\nfrobnicate = true\n").unwrap();
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command":"true"}"#, "--policy", policy.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("frobnicate"), "{err}");
+}
+
+/// Runs `toolhost call` under a pseudo-terminal (util-linux `script`) and
+/// types `answer` at the permission prompt.
+fn call_on_a_tty(ws: &Path, state: &Path, command: &str, answer: &str) -> (Output, String) {
+    use std::io::Write;
+    let args = serde_json::json!({ "command": command }).to_string();
+    let inner = format!(
+        "{} call bash '{}' --workspace {} --state-dir {}",
+        env!("CARGO_BIN_EXE_toolhost"),
+        args,
+        ws.display(),
+        state.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &inner, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux script");
+    child.stdin.as_mut().unwrap().write_all(answer.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    (out, text)
+}
+
+#[test]
+fn a_person_at_the_terminal_approves_or_rejects_an_ask() {
+    let (ws, state) = dirs();
+    let (out, text) = call_on_a_tty(ws.path(), state.path(), "touch approved", "1\n");
+    assert!(text.contains("[1] allow once"), "{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(ws.path().join("approved").exists(), "{text}");
+
+    let (out, text) = call_on_a_tty(ws.path(), state.path(), "touch rejected", "3\n");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("reject_once"), "{text}");
+    assert!(!ws.path().join("rejected").exists());
+}
+
+#[test]
+fn a_restarted_host_never_reuses_a_session_id_or_its_log() {
+    let (ws, state) = dirs();
+    for word in ["one", "two"] {
+        let args = serde_json::json!({ "command": format!("echo {word}") }).to_string();
+        let out = toolhost(ws.path(), state.path(), &["call", "bash", &args]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let mut logs: Vec<(String, String)> = std::fs::read_dir(state.path().join("sessions"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let log = std::fs::read_to_string(e.path().join("output.log")).unwrap();
+            (e.file_name().into_string().unwrap(), log)
+        })
+        .collect();
+    logs.sort();
+    assert_eq!(
+        logs,
+        vec![
+            ("bg_000000000001".to_string(), "one\n".to_string()),
+            ("bg_000000000002".to_string(), "two\n".to_string())
+        ]
+    );
+}

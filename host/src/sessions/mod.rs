@@ -189,8 +189,9 @@ impl Caller {
 }
 
 /// A session id: `bg_` followed by 12 lowercase hex digits (e.g. `bg_00000000002a`),
-/// from a process-wide counter, so unique for the lifetime of the host. Ids sort in
-/// creation order. Derefs to `&str`.
+/// from a process-wide counter; an id whose log directory already exists in the
+/// state dir is skipped, so ids are unique per state dir across host restarts.
+/// Ids sort in creation order. Derefs to `&str`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct SessionId(String);
@@ -653,19 +654,31 @@ impl Inner {
             .ok_or_else(|| SessionError::UnknownSession(id.0.clone()))
     }
 
-    /// Creates `<state_dir>/sessions/<id>/output.log`.
-    fn create_log(&self, id: &SessionId) -> Result<(PathBuf, std::fs::File), SessionError> {
-        let dir = self.sessions_dir.join(id.as_str());
-        let io = |e: std::io::Error| {
-            SessionError::Io(format!(
-                "cannot create the output log in {}: {e}",
-                dir.display()
-            ))
-        };
-        std::fs::create_dir_all(&dir).map_err(io)?;
-        let path = dir.join("output.log");
-        let file = std::fs::File::create(&path).map_err(io)?;
-        Ok((path, file))
+    /// Allocates a fresh session id and creates `<state_dir>/sessions/<id>/output.log`.
+    ///
+    /// The directory is created with `mkdir` (not `mkdir -p`): an id whose
+    /// directory already exists (left by an earlier host process using the
+    /// same state dir, or a concurrent one) is skipped, so ids and logs are
+    /// never reused.
+    fn create_log(&self) -> Result<(SessionId, PathBuf, std::fs::File), SessionError> {
+        loop {
+            let id = SessionId::next();
+            let dir = self.sessions_dir.join(id.as_str());
+            let io = |e: std::io::Error| {
+                SessionError::Io(format!(
+                    "cannot create the output log in {}: {e}",
+                    dir.display()
+                ))
+            };
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io(e)),
+            }
+            let path = dir.join("output.log");
+            let file = std::fs::File::create(&path).map_err(io)?;
+            return Ok((id, path, file));
+        }
     }
 
     /// Sessions matching `filter`, oldest first.
@@ -780,8 +793,7 @@ impl Sessions {
         let shell = process::resolve_shell(req.shell.as_deref())?;
         let (cwd_fd, _cwd) = process::open_cwd(&inner.workspace, req.cwd.as_deref())?;
         let slot = inner.reserve()?;
-        let id = SessionId::next();
-        let (output_path, log) = inner.create_log(&id)?;
+        let (id, output_path, log) = inner.create_log()?;
         let env = process::build_env(&inner.config.extra_env, &req.env);
         let (stdin_setup, stdin_bytes, stdin_open) = match req.stdin {
             StdinMode::Closed => (process::StdinSetup::Null, None, false),
@@ -888,8 +900,7 @@ impl Sessions {
             )
         })?;
         let slot = inner.reserve()?;
-        let id = SessionId::next();
-        let (output_path, log) = inner.create_log(&id)?;
+        let (id, output_path, log) = inner.create_log()?;
         let stdin = child.stdin.take();
         let stdin_open = stdin.is_some();
         let session = Session::new(SessionInit {
