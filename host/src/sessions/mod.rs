@@ -2,7 +2,9 @@
 //!
 //! [`Sessions`] starts `SHELL -c COMMAND` in its own session and process group with an
 //! allowlisted environment, a working directory inside the workspace and stdin closed
-//! unless asked for; captures stdout and stderr byte-exact (interleaved in arrival
+//! unless asked for, confined by the kernel sandbox ([`crate::sandbox`];
+//! [`SessionsConfig::sandbox`], default `workspace-write` with the network blocked) with
+//! a private `TMPDIR`; captures stdout and stderr byte-exact (interleaved in arrival
 //! order) to `<state_dir>/sessions/<id>/output.log` while keeping memory bounded;
 //! ends a run on the direct child's exit (draining the pipes for a bounded grace);
 //! kills whole process groups (SIGTERM, grace, SIGKILL) on timeout, `kill`, the end of
