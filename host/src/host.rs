@@ -12,7 +12,8 @@ use crate::permissions::Permissions;
 use crate::plugins::{
     CallError, Limits, LoadError, PolicyPlugin, Services, ToolError, ToolPlugin, ToolSpec,
 };
-use crate::sessions::{Sessions, SessionsConfig};
+use crate::sandbox::SandboxPolicy;
+use crate::sessions::{Caller, Sessions, SessionsConfig};
 
 /// How to set up a [`Host`].
 #[derive(Debug, Clone)]
@@ -25,16 +26,22 @@ pub struct HostConfig {
     /// The policy rules text handed to the policy plugin (the `--policy`
     /// file); empty for the plugin's built-in defaults.
     pub policy_rules: String,
+    /// The kernel sandbox for every command a plugin starts (`--sandbox`,
+    /// `--allow-network`; DESIGN §3.7). Default ([`SandboxPolicy::default`]):
+    /// `workspace-write`, network blocked, `.git` read-only. See
+    /// [`SessionsConfig::sandbox`].
+    pub sandbox: SandboxPolicy,
 }
 
 impl HostConfig {
-    /// A configuration with every default: the given workspace and state dir,
-    /// the policy plugin's built-in rules.
-    pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> HostConfig {
+    /// A configuration for `workspace` and `state_dir` with the defaults: built-in
+    /// policy rules, default sandbox.
+    pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
         HostConfig {
             workspace: workspace.into(),
             state_dir: state_dir.into(),
             policy_rules: String::new(),
+            sandbox: SandboxPolicy::default(),
         }
     }
 
@@ -151,8 +158,10 @@ impl Host {
                 e.line, e.message
             )));
         }
-        let sessions = Sessions::new(SessionsConfig::new(workspace.clone(), state_dir))
-            .map_err(|e| HostError::Config(e.to_string()))?;
+        let mut sessions_config = SessionsConfig::new(workspace.clone(), state_dir);
+        sessions_config.sandbox = config.sandbox.clone();
+        let sessions =
+            Sessions::new(sessions_config).map_err(|e| HostError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, config.policy_rules.clone(), workspace);
         let services = Arc::new(Services {
             sessions,
@@ -206,6 +215,13 @@ impl Host {
     /// call a fresh tool-call id, runs the plugin in a fresh instance, and when
     /// the call returns kills any foreground process it left running without
     /// detaching it.
+    ///
+    /// Sandbox denials: when a session the call started or asked about has
+    /// exited with a failure that looks like a sandbox refusal
+    /// ([`crate::sessions::Snapshot::sandbox_denial`]), the host adds the hint
+    /// to the result: a line `[sandbox denial (likely): …]` after the plugin's
+    /// text, and a `"sandbox_denial"` member in the structured result when that
+    /// is a JSON object. The session's output log is never altered.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -231,17 +247,23 @@ impl Host {
         let tool_call_id = format!("tc_{:012x}", self.next_call.fetch_add(1, Ordering::Relaxed));
         let outcome = entry
             .plugin
-            .call(&entry.plugin_tool, &tool_call_id, &arguments.to_string())
+            .call_traced(&entry.plugin_tool, &tool_call_id, &arguments.to_string())
             .await;
         self.services.sessions.end_call(&tool_call_id).await;
-        match outcome? {
-            Ok(output) => Ok(ToolResult {
-                text: output.text,
-                structured: output
-                    .structured
-                    .and_then(|s| serde_json::from_str(&s).ok()),
-                is_error: output.is_error,
-            }),
+        let (outcome, used) = outcome?;
+        match outcome {
+            Ok(output) => {
+                let mut result = ToolResult {
+                    text: output.text,
+                    structured: output
+                        .structured
+                        .and_then(|s| serde_json::from_str(&s).ok()),
+                    is_error: output.is_error,
+                };
+                let caller = Caller::Plugin(entry.plugin.id().into());
+                add_denial_hints(&mut result, &self.services.sessions, &caller, &used);
+                Ok(result)
+            }
             Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool {
                 name: t,
                 available: name.to_string(),
@@ -256,6 +278,44 @@ impl Host {
                 is_error: true,
             }),
         }
+    }
+}
+
+/// Appends the sandbox denial hints of the failed sessions in `used` to a
+/// failed result (see [`Host::call_tool`]).
+fn add_denial_hints(
+    result: &mut ToolResult,
+    sessions: &Sessions,
+    caller: &Caller,
+    used: &[String],
+) {
+    if !result.is_error {
+        return;
+    }
+    let mut hints: Vec<String> = Vec::new();
+    for id in used {
+        if let Ok(Some(hint)) = sessions.check(caller, id).map(|s| s.sandbox_denial)
+            && !hints.contains(&hint)
+        {
+            hints.push(hint);
+        }
+    }
+    if hints.is_empty() {
+        return;
+    }
+    for hint in &hints {
+        let sep = if result.text.ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        };
+        result.text.push_str(&format!("{sep}[{hint}]"));
+    }
+    if let Some(serde_json::Value::Object(map)) = &mut result.structured {
+        map.insert(
+            "sandbox_denial".into(),
+            serde_json::Value::String(hints.join("\n")),
+        );
     }
 }
 

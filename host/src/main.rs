@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use toolhost::sandbox::{SandboxMode, SandboxPolicy};
 use toolhost::{Host, HostConfig};
 
 /// toolhost: a WebAssembly component host with sandboxed tool plugins.
@@ -31,6 +32,21 @@ struct HostArgs {
     /// A policy rules file (TOML) for the policy plugin (default: its built-in rules).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Kernel sandbox for the commands plugins start: `read-only` (nothing writable
+    /// but /dev/null), `workspace-write` (the workspace and a private temp dir;
+    /// `.git` and the state dir stay read-only) or `full-access` (no confinement).
+    #[arg(long, value_name = "MODE", default_value = "workspace-write",
+          value_parser = parse_sandbox_mode)]
+    sandbox: SandboxMode,
+    /// Let sandboxed commands use the network (blocked by default; full-access
+    /// always allows it).
+    #[arg(long)]
+    allow_network: bool,
+}
+
+fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
+    s.parse()
+        .map_err(|e: toolhost::sandbox::SandboxError| e.to_string())
 }
 
 #[derive(Subcommand)]
@@ -157,6 +173,8 @@ async fn run(cli: Cli) -> ExitCode {
                     let summary = t.spec.description.lines().next().unwrap_or_default();
                     println!("{:<16} {}", t.name, summary);
                 }
+                println!();
+                println!("commands run under: {}", host.sessions().sandbox());
             }
             ExitCode::SUCCESS
         }
@@ -179,7 +197,14 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
         args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
     );
     config.policy_rules = policy_rules;
-    let host = Host::new(config).await.map_err(|e| usage_error(e.to_string()))?;
+    config.sandbox = SandboxPolicy {
+        mode: args.sandbox,
+        network: args.allow_network,
+        git_writable: false,
+    };
+    let host = Host::new(config)
+        .await
+        .map_err(|e| usage_error(e.to_string()))?;
     if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
         host.permissions().add_approver(std::sync::Arc::new(tty));
     }

@@ -20,7 +20,9 @@ pub struct TtyApprover {
 impl TtyApprover {
     /// A TTY approver when stdin is a terminal, else `None`.
     pub fn if_interactive() -> Option<TtyApprover> {
-        std::io::stdin().is_terminal().then(|| TtyApprover { lock: Mutex::new(()) })
+        std::io::stdin().is_terminal().then(|| TtyApprover {
+            lock: Mutex::new(()),
+        })
     }
 }
 

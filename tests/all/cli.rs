@@ -160,14 +160,35 @@ fn a_denied_command_leaves_no_trace_whatever_it_hides_behind() {
         "xargs touch x",
     ] {
         let args = serde_json::json!({ "command": command }).to_string();
-        let out = toolhost(ws.path(), state.path(), &["call", "bash", &args, "--policy", policy]);
+        let out = toolhost(
+            ws.path(),
+            state.path(),
+            &["call", "bash", &args, "--policy", policy],
+        );
         let text = stdout(&out);
-        assert_eq!(out.status.code(), Some(1), "{command:?} was not refused: {text}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{command:?} was not refused: {text}"
+        );
         assert!(text.contains("denied"), "{command:?}: {text}");
-        assert!(!ws.path().join("x").exists(), "{command:?} created the file");
+        assert!(
+            !ws.path().join("x").exists(),
+            "{command:?} created the file"
+        );
     }
     // The same policy lets harmless commands through.
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"echo fine"}"#, "--policy", policy]);
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &[
+            "call",
+            "bash",
+            r#"{"command":"echo fine"}"#,
+            "--policy",
+            policy,
+        ],
+    );
     assert_eq!(stdout(&out), "fine\n");
 }
 
@@ -175,14 +196,22 @@ fn a_denied_command_leaves_no_trace_whatever_it_hides_behind() {
 fn without_an_approver_an_ask_is_denied_with_how_to_allow_it() {
     let (ws, state) = dirs();
     // The built-in default policy asks before `touch`; stdin is not a TTY here.
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"touch y"}"#]);
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command":"touch y"}"#],
+    );
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("no approver is available"), "{text}");
     assert!(text.contains("--policy"), "{text}");
     assert!(!ws.path().join("y").exists());
     // Read-only commands of the default policy run unasked.
-    let out = toolhost(ws.path(), state.path(), &["call", "bash", r#"{"command":"ls -a"}"#]);
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["call", "bash", r#"{"command":"ls -a"}"#],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
@@ -190,11 +219,21 @@ fn without_an_approver_an_ask_is_denied_with_how_to_allow_it() {
 fn a_malformed_policy_file_is_refused_at_start_with_its_line() {
     let (ws, state) = dirs();
     let policy = state.path().join("policy.toml");
-    std::fs::write(&policy, "default = \"allow\"\nallow = [\"ls\"]\nfrobnicate = true\n").unwrap();
+    std::fs::write(
+        &policy,
+        "default = \"allow\"\nallow = [\"ls\"]\nfrobnicate = true\n",
+    )
+    .unwrap();
     let out = toolhost(
         ws.path(),
         state.path(),
-        &["call", "bash", r#"{"command":"true"}"#, "--policy", policy.to_str().unwrap()],
+        &[
+            "call",
+            "bash",
+            r#"{"command":"true"}"#,
+            "--policy",
+            policy.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -221,7 +260,12 @@ fn call_on_a_tty(ws: &Path, state: &Path, command: &str, answer: &str) -> (Outpu
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("util-linux script");
-    child.stdin.as_mut().unwrap().write_all(answer.as_bytes()).unwrap();
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
     (out, text)

@@ -1,10 +1,12 @@
 //! Integration tests for toolhost: one binary, one module per area.
 //!
-//! `cli` drives the built `toolhost` binary on real commands; the others use
+//! `cli` and `exec_sandbox` drive the built `toolhost` binary on real
+//! commands (`exec_sandbox`: the kernel sandbox end to end); the others use
 //! the library API with real processes and the real embedded plugins.
 
 mod bash;
 mod cli;
+mod exec_sandbox;
 mod plugins;
 mod sandbox;
 mod sessions;

@@ -169,7 +169,20 @@ async fn exit_code_output_and_events() {
     assert_eq!(snap.output_bytes, 8);
     assert_eq!(snap.last_seq, events.last().unwrap().seq);
     assert!(snap.detached && snap.tool_call_id.is_none());
-    assert_eq!(snap.sandbox, "none");
+    // The engine's default is the real sandbox: workspace-write, network blocked.
+    assert!(
+        snap.sandbox.starts_with("workspace-write (") && snap.sandbox.contains("network blocked"),
+        "{}",
+        snap.sandbox
+    );
+    assert_eq!(snap.sandbox_denial, None);
+    match &events[0].kind {
+        EventKind::Started(info) => {
+            assert_eq!(Some(info.pid), snap.pid);
+            assert_eq!(info.sandbox, snap.sandbox);
+        }
+        other => panic!("first event is not Started: {other:?}"),
+    }
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
     for ev in &events {

@@ -54,6 +54,21 @@ pub struct CallState {
     pub call: CallInfo,
     /// Host services (`None` for plugins that import none, such as policies).
     pub services: Option<Arc<Services>>,
+    /// Ids of the sessions this call started or asked about (`start`, `check`,
+    /// `subscribe`, `read-output`, `read-new-output`), first use first, no repeats.
+    /// The host uses them after the call, e.g. to report sandbox denials.
+    pub sessions_used: Vec<String>,
+}
+
+impl CallState {
+    /// Records that this call used session `id` (see [`CallState::sessions_used`]).
+    pub(crate) fn note_session(&mut self, id: &str) {
+        /// Bound on what one call can make the host remember.
+        const MAX_NOTED: usize = 64;
+        if self.sessions_used.len() < MAX_NOTED && !self.sessions_used.iter().any(|s| s == id) {
+            self.sessions_used.push(id.to_owned());
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -238,6 +253,19 @@ impl ToolPlugin {
         tool_call_id: &str,
         arguments: &str,
     ) -> Result<Result<ToolOutput, ToolError>, CallError> {
+        self.call_traced(tool, tool_call_id, arguments)
+            .await
+            .map(|(result, _)| result)
+    }
+
+    /// Like [`ToolPlugin::call`], also returning the ids of the sessions the call
+    /// started or asked about ([`CallState::sessions_used`]).
+    pub async fn call_traced(
+        &self,
+        tool: &str,
+        tool_call_id: &str,
+        arguments: &str,
+    ) -> Result<(Result<ToolOutput, ToolError>, Vec<String>), CallError> {
         let info = CallInfo {
             plugin: self.id.clone(),
             tool: tool.to_string(),
@@ -250,10 +278,11 @@ impl ToolPlugin {
         };
         self.run(info, move |bindings, store| {
             Box::pin(async move {
-                bindings
+                let result = bindings
                     .toolhost_plugin_tool()
-                    .call_call(store, &call)
-                    .await
+                    .call_call(&mut *store, &call)
+                    .await?;
+                Ok((result, std::mem::take(&mut store.data_mut().sessions_used)))
             })
         })
         .await
@@ -463,6 +492,7 @@ fn new_store(
         cpu_ticks: 0,
         call,
         services,
+        sessions_used: Vec::new(),
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);

@@ -58,15 +58,19 @@ impl wit::Host for CallState {
         if let Err(reason) = services.permissions.check_start(&self.call, &request).await {
             return Ok(Err(wit::SessionError::Denied(reason)));
         }
-        Ok(services
+        let started = services
             .sessions
             .start(&self.caller(), request)
             .await
-            .map(|id| id.to_string())
-            .map_err(session_error))
+            .map(|id| id.to_string());
+        if let Ok(id) = &started {
+            self.note_session(id);
+        }
+        Ok(started.map_err(session_error))
     }
 
     async fn check(&mut self, id: String) -> WitResult<wit::Snapshot> {
+        self.note_session(&id);
         Ok(self
             .sessions()?
             .check(&self.caller(), &id)
@@ -79,6 +83,7 @@ impl wit::Host for CallState {
         id: String,
         from_seq: u64,
     ) -> WitResult<Resource<SubscriptionResource>> {
+        self.note_session(&id);
         let sub = match self.sessions()?.subscribe(&self.caller(), &id, from_seq) {
             Ok(sub) => sub,
             Err(e) => return Ok(Err(session_error(e))),
@@ -131,6 +136,7 @@ impl wit::Host for CallState {
         offset: u64,
         max_bytes: u32,
     ) -> WitResult<wit::OutputRange> {
+        self.note_session(&id);
         let max = max_bytes.min(MAX_READ_BYTES);
         Ok(self
             .sessions()?
@@ -141,6 +147,7 @@ impl wit::Host for CallState {
     }
 
     async fn read_new_output(&mut self, id: String, max_bytes: u32) -> WitResult<wit::OutputRange> {
+        self.note_session(&id);
         let max = max_bytes.min(MAX_READ_BYTES);
         Ok(self
             .sessions()?
@@ -282,7 +289,8 @@ fn output_range(r: engine::OutputRange) -> wit::OutputRange {
 
 fn event(e: engine::SessionEvent) -> wit::SessionEvent {
     let kind = match e.kind {
-        engine::EventKind::Started(pid) => wit::EventKind::Started(pid),
+        // The WIT event carries only the pid; the sandbox is in the snapshot.
+        engine::EventKind::Started(info) => wit::EventKind::Started(info.pid),
         engine::EventKind::Output(c) => wit::EventKind::Output(wit::OutputChunk {
             stream: match c.stream {
                 engine::OutputStream::Stdout => wit::OutputStream::Stdout,

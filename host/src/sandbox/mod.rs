@@ -53,7 +53,9 @@
 //!
 //! When the kernel lacks a feature the sandbox degrades *visibly*: the missing layer is left
 //! out of [`EffectiveSandbox`] (e.g. `landlock_abi: None`, `git_read_only: false`) and a
-//! sentence is pushed to [`EffectiveSandbox::warnings`] (also logged with `tracing::warn!`).
+//! sentence is pushed to [`EffectiveSandbox::warnings`]. `prepare` logs them only at `debug`
+//! (it runs once per started command); the caller reports them to the operator, e.g. the
+//! session engine logs each distinct warning once with `tracing::warn!`.
 //! Conversely, whatever `EffectiveSandbox` claims is enforced: if a layer that `prepare`
 //! promised fails in the child, the closure returns the error and `Command::spawn` fails
 //! (fail closed) instead of running the command less confined than reported.
@@ -177,14 +179,15 @@ impl SandboxPolicy {
     /// more `Command`s.
     ///
     /// Unavailable kernel features are not errors: they are reported in
-    /// [`EffectiveSandbox::warnings`]. Errors are for things that make the requested sandbox
+    /// [`EffectiveSandbox::warnings`] (logged here at `debug` only; surfacing them is the
+    /// caller's job). Errors are for things that make the requested sandbox
     /// impossible to describe: [`SandboxError::Workspace`] if the workspace cannot be
     /// resolved, [`SandboxError::Io`] for the temp dir, [`SandboxError::Landlock`] /
     /// [`SandboxError::Seccomp`] if building the ruleset/filter fails on a kernel that
     /// supports them.
     pub fn prepare(&self, paths: &SandboxPaths) -> Result<Confinement, SandboxError> {
         if self.mode == SandboxMode::FullAccess {
-            tracing::info!("sandbox: full-access requested, spawned commands are not confined");
+            tracing::debug!("sandbox: full-access requested, spawned commands are not confined");
             return Ok(Confinement {
                 effective: EffectiveSandbox::full_access(),
                 plan: None,
@@ -321,7 +324,7 @@ impl SandboxPolicy {
         }
 
         for w in &warnings {
-            tracing::warn!("sandbox: {w}");
+            tracing::debug!("sandbox: {w}");
         }
         let effective = EffectiveSandbox {
             mode: self.mode,

@@ -2,7 +2,9 @@
 //!
 //! [`Sessions`] starts `SHELL -c COMMAND` in its own session and process group with an
 //! allowlisted environment, a working directory inside the workspace and stdin closed
-//! unless asked for; captures stdout and stderr byte-exact (interleaved in arrival
+//! unless asked for, confined by the kernel sandbox ([`crate::sandbox`];
+//! [`SessionsConfig::sandbox`], default `workspace-write` with the network blocked) with
+//! a private `TMPDIR`; captures stdout and stderr byte-exact (interleaved in arrival
 //! order) to `<state_dir>/sessions/<id>/output.log` while keeping memory bounded;
 //! ends a run on the direct child's exit (draining the pipes for a bounded grace);
 //! kills whole process groups (SIGTERM, grace, SIGKILL) on timeout, `kill`, the end of
@@ -35,6 +37,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::process::Child;
 
+use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
+
 pub use nix::sys::signal::Signal;
 pub use output::{
     MAX_EVENTS_IN_MEMORY, OUTPUT_TAIL_MAX_BYTES, ceil_char_boundary, floor_char_boundary, tail_str,
@@ -56,7 +60,8 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 /// [`Subscription::next`] takes its own `max`).
 pub const MAX_EVENTS_PER_NEXT: usize = 256;
 
-/// The [`Snapshot::sandbox`] value while no kernel confinement is plugged in.
+/// The [`Snapshot::sandbox`] value of an adopted session ([`Sessions::adopt`]): the
+/// embedder spawned that process itself, so the host confined nothing.
 pub const SANDBOX_NONE: &str = "none";
 
 /// The text appended to a foreground call's output when its run is detached
@@ -127,6 +132,18 @@ pub struct SessionsConfig {
     pub max_sessions: usize,
     /// Receives every event of every session (see [`SessionObserver`]). Default: none.
     pub observer: Option<Arc<dyn SessionObserver>>,
+    /// The operator's kernel sandbox for every started command (DESIGN §3.7; the
+    /// `--sandbox` / `--allow-network` flags). Default: [`SandboxPolicy::default`], i.e.
+    /// `workspace-write`, network blocked, `.git` read-only. `full-access` (no
+    /// confinement) is only ever used when set here explicitly. A per-call policy
+    /// ([`Sessions::start_with_policy`]) can only tighten it.
+    ///
+    /// Each started session gets a private temp dir `<state_dir>/sessions/<id>/tmp`
+    /// (writable under `workspace-write`, `TMPDIR` points there in every mode), and
+    /// `state_dir` itself is protected: no confined command can write other sessions'
+    /// logs or the compiled-plugin cache, even when the state dir lies inside the
+    /// workspace.
+    pub sandbox: SandboxPolicy,
 }
 
 impl SessionsConfig {
@@ -142,6 +159,7 @@ impl SessionsConfig {
             retention: Duration::from_secs(60 * 60),
             max_sessions: 64,
             observer: None,
+            sandbox: SandboxPolicy::default(),
         }
     }
 }
@@ -158,6 +176,7 @@ impl fmt::Debug for SessionsConfig {
             .field("retention", &self.retention)
             .field("max_sessions", &self.max_sessions)
             .field("observer", &self.observer.is_some())
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }
@@ -447,8 +466,19 @@ pub struct Snapshot {
     pub tool_call_id: Option<String>,
     /// Host path of the byte-exact combined output log.
     pub output_path: PathBuf,
-    /// The kernel sandbox the process runs under; [`SANDBOX_NONE`] for now.
+    /// The kernel sandbox the process runs under: the [`EffectiveSandbox`] one-line
+    /// summary, e.g. `workspace-write (landlock abi 7, network blocked, .git read-only)`
+    /// or `full-access (no confinement)`; [`SANDBOX_NONE`] for adopted processes.
     pub sandbox: String,
+    /// Host-side only (not in the WIT snapshot): for a session that exited by itself
+    /// with a non-zero code under an active sandbox, the rule that most likely refused
+    /// it, from [`crate::sandbox::denial_hint`] applied to the output tail, e.g.
+    /// `sandbox denial (likely): writes outside /ws and /state/sessions/bg_…/tmp are
+    /// blocked by the workspace-write sandbox; ask the operator for --sandbox
+    /// full-access`. `None` while running, on success, for kills and timeouts, under
+    /// full-access, or when the output shows no sign of a denial. The output itself is
+    /// never altered.
+    pub sandbox_denial: Option<String>,
 }
 
 /// Something that happened to a session (WIT `session-event`). Seqs start at 1 per
@@ -466,8 +496,9 @@ pub struct SessionEvent {
 /// The kinds of session events (WIT `event-kind`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EventKind {
-    /// The process started with this pid. Always seq 1.
-    Started(u32),
+    /// The process started (pid and sandbox). Always seq 1. The WIT `started(u32)`
+    /// carries only the pid.
+    Started(StartedInfo),
     /// Output bytes.
     Output(OutputChunk),
     /// The session became a background task.
@@ -477,6 +508,16 @@ pub enum EventKind {
     /// Output events dropped from memory; their bytes stay readable with
     /// [`Sessions::read_output`] from `offset`.
     Omitted(OmittedRange),
+}
+
+/// What [`EventKind::Started`] records. Host-side it carries more than the WIT
+/// `started(u32)` event, whose conversion keeps only `pid`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartedInfo {
+    /// Pid of the shell (its session and process group id for started sessions).
+    pub pid: u32,
+    /// The sandbox it runs under, as in [`Snapshot::sandbox`].
+    pub sandbox: String,
 }
 
 /// A run of events dropped from memory (WIT `omitted-range`).
@@ -558,6 +599,12 @@ struct Inner {
     config: SessionsConfig,
     workspace: PathBuf,
     sessions_dir: PathBuf,
+    /// The canonical state dir (protected from every confined command).
+    state_dir: PathBuf,
+    /// The operator's sandbox as prepared when the engine started.
+    sandbox: EffectiveSandbox,
+    /// Sandbox warnings already logged (each distinct one is logged once).
+    warned: Mutex<std::collections::HashSet<String>>,
     spawner: process::Spawner,
     handle: tokio::runtime::Handle,
     registry: Mutex<Registry>,
@@ -681,6 +728,26 @@ impl Inner {
         }
     }
 
+    /// The paths a session's sandbox is built around: the workspace, its private temp
+    /// dir and the protected state dir.
+    fn sandbox_paths(&self, private_tmp: PathBuf) -> SandboxPaths {
+        SandboxPaths {
+            workspace: self.workspace.clone(),
+            private_tmp,
+            protected: vec![self.state_dir.clone()],
+        }
+    }
+
+    /// Logs (at `warn`) the sandbox warnings not logged before by this engine.
+    fn log_sandbox_warnings(&self, effective: &EffectiveSandbox) {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        for w in &effective.warnings {
+            if warned.insert(w.clone()) {
+                tracing::warn!("sandbox weaker than requested: {w}");
+            }
+        }
+    }
+
     /// Sessions matching `filter`, oldest first.
     fn select(&self, filter: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
         let mut reg = self.registry();
@@ -707,12 +774,16 @@ fn io_error(e: std::io::Error) -> SessionError {
 
 impl Sessions {
     /// Creates the engine: canonicalises the workspace, creates
-    /// `<state_dir>/sessions`, validates `extra_env` and starts the spawner thread.
+    /// `<state_dir>/sessions`, validates `extra_env`, prepares the operator's sandbox
+    /// once (probing the kernel; every way the kernel makes it weaker than asked is
+    /// logged once with `tracing::warn!`, see [`Sessions::sandbox`]) and starts the
+    /// spawner thread.
     ///
     /// Must be called within a tokio runtime (IO and time drivers enabled).
     /// Errors: [`SessionError::InvalidRequest`] for a missing workspace, a bad
     /// `extra_env` pair or no runtime; [`SessionError::Io`] if the state dir or thread
-    /// cannot be created.
+    /// cannot be created or the sandbox cannot be built
+    /// ([`crate::sandbox::SandboxError`]).
     pub fn new(config: SessionsConfig) -> Result<Sessions, SessionError> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             SessionError::InvalidRequest(
@@ -738,17 +809,57 @@ impl Sessions {
         std::fs::create_dir_all(&sessions_dir).map_err(|e| {
             SessionError::Io(format!("cannot create {}: {e}", sessions_dir.display()))
         })?;
+        let state_dir = std::fs::canonicalize(&config.state_dir).map_err(|e| {
+            SessionError::Io(format!(
+                "cannot resolve the state dir {}: {e}",
+                config.state_dir.display()
+            ))
+        })?;
+        // Prepared once up front (with the sessions dir standing in for the per-session
+        // temp dirs) to fail early, to report, and to log the warnings once.
+        let sandbox = config
+            .sandbox
+            .prepare(&SandboxPaths {
+                workspace: workspace.clone(),
+                private_tmp: sessions_dir.clone(),
+                protected: vec![state_dir.clone()],
+            })
+            .map_err(|e| SessionError::Io(format!("cannot set up the sandbox: {e}")))?
+            .effective()
+            .clone();
+        if sandbox.is_confined() {
+            tracing::info!("sandbox for started commands: {sandbox}");
+        } else {
+            tracing::info!("sandbox for started commands: {sandbox}: commands are NOT confined");
+        }
         let spawner = process::Spawner::start(handle.clone()).map_err(io_error)?;
+        let inner = Inner {
+            config,
+            workspace,
+            sessions_dir,
+            state_dir,
+            sandbox,
+            warned: Mutex::default(),
+            spawner,
+            handle,
+            registry: Mutex::new(Registry::default()),
+        };
+        inner.log_sandbox_warnings(&inner.sandbox);
         Ok(Sessions {
-            inner: Arc::new(Inner {
-                config,
-                workspace,
-                sessions_dir,
-                spawner,
-                handle,
-                registry: Mutex::new(Registry::default()),
-            }),
+            inner: Arc::new(inner),
         })
+    }
+
+    /// The operator's sandbox as prepared when the engine started: what every started
+    /// command gets unless a per-call policy tightens it. Its `writable` list names
+    /// `<state_dir>/sessions` where each session has its own `<id>/tmp`.
+    pub fn sandbox(&self) -> &EffectiveSandbox {
+        &self.inner.sandbox
+    }
+
+    /// The operator's sandbox policy ([`SessionsConfig::sandbox`]).
+    pub fn sandbox_policy(&self) -> &SandboxPolicy {
+        &self.inner.config.sandbox
     }
 
     /// The canonical workspace root.
@@ -756,16 +867,37 @@ impl Sessions {
         &self.inner.workspace
     }
 
-    /// Starts `SHELL -c COMMAND` and returns its id once the process runs.
+    /// Starts `SHELL -c COMMAND` under the operator's sandbox
+    /// ([`SessionsConfig::sandbox`]) and returns its id once the process runs.
     ///
     /// Errors: [`SessionError::InvalidRequest`] (NUL in the command, zero or > 24 h
     /// timeout, bad shell, bad env name, cwd missing or outside the workspace),
     /// [`SessionError::ResourceLimit`] (`max_sessions` running),
-    /// [`SessionError::Io`] (log or spawn failure). Nothing is created on error.
+    /// [`SessionError::Io`] (log, sandbox or spawn failure). Nothing is created on error.
     pub async fn start(
         &self,
         caller: &Caller,
         req: StartRequest,
+    ) -> Result<SessionId, SessionError> {
+        let operator = self.inner.config.sandbox.clone();
+        self.start_with_policy(caller, req, &operator).await
+    }
+
+    /// Like [`Sessions::start`], with a second sandbox policy (e.g. from the calling
+    /// plugin's manifest) combined with the operator's by [`SandboxPolicy::stricter`]:
+    /// it can only tighten the sandbox, never loosen it.
+    ///
+    /// The session gets a private temp dir `<state_dir>/sessions/<id>/tmp` (`TMPDIR`
+    /// points there) and the state dir is protected; the sandbox is prepared in the
+    /// host and installed in the child right before `exec`. Its one-line summary is in
+    /// [`Snapshot::sandbox`] and [`EventKind::Started`].
+    ///
+    /// Errors: as [`Sessions::start`].
+    pub async fn start_with_policy(
+        &self,
+        caller: &Caller,
+        req: StartRequest,
+        policy: &SandboxPolicy,
     ) -> Result<SessionId, SessionError> {
         let inner = &self.inner;
         if req.command.contains('\0') {
@@ -794,19 +926,41 @@ impl Sessions {
         let (cwd_fd, _cwd) = process::open_cwd(&inner.workspace, req.cwd.as_deref())?;
         let slot = inner.reserve()?;
         let (id, output_path, log) = inner.create_log()?;
-        let env = process::build_env(&inner.config.extra_env, &req.env);
+        let session_dir = output_path.parent().unwrap_or(&output_path).to_path_buf();
+        let private_tmp = session_dir.join("tmp");
+        let confinement = match inner
+            .config
+            .sandbox
+            .stricter(policy)
+            .prepare(&inner.sandbox_paths(private_tmp.clone()))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&session_dir);
+                return Err(SessionError::Io(format!("cannot set up the sandbox: {e}")));
+            }
+        };
+        inner.log_sandbox_warnings(confinement.effective());
+        let env = process::build_env(&private_tmp, &inner.config.extra_env, &req.env);
         let (stdin_setup, stdin_bytes, stdin_open) = match req.stdin {
             StdinMode::Closed => (process::StdinSetup::Null, None, false),
             StdinMode::Bytes(b) => (process::StdinSetup::Piped, Some(b), false),
             StdinMode::Open => (process::StdinSetup::Piped, None, true),
         };
-        let cmd = process::build_command(&shell, &req.command, env, cwd_fd, stdin_setup);
+        let cmd =
+            process::build_command(&shell, &req.command, env, cwd_fd, stdin_setup, &confinement);
+        let effective = Arc::new(confinement.effective().clone());
         let mut child = match inner.spawner.spawn(cmd).await {
             Ok(child) => child,
             Err(e) => {
-                let _ = std::fs::remove_dir_all(output_path.parent().unwrap_or(&output_path));
+                let _ = std::fs::remove_dir_all(&session_dir);
+                let under = if effective.is_confined() {
+                    format!(" under the sandbox {effective}")
+                } else {
+                    String::new()
+                };
                 return Err(SessionError::Io(format!(
-                    "could not start `{}`: {e}",
+                    "could not start `{}`{under}: {e}",
                     shell.display()
                 )));
             }
@@ -834,6 +988,7 @@ impl Sessions {
             stdin_open,
             memory_bytes: inner.config.output_memory_bytes,
             observer: inner.config.observer.clone(),
+            sandbox: Some(effective),
         });
         if let (Some(bytes), Some(mut pipe)) = (stdin_bytes, bytes_pipe) {
             inner.handle.spawn(async move {
@@ -882,7 +1037,9 @@ impl Sessions {
     /// Takes over a process the embedder spawned (DESIGN §3.6) and manages it like any
     /// session: piped stdout/stderr are captured, a piped stdin becomes an open stdin
     /// ([`Sessions::write_stdin`]), no timeout. A child that leads its own process
-    /// group/session is signalled as a group; otherwise only the child itself.
+    /// group/session is signalled as a group; otherwise only the child itself. The host
+    /// did not spawn it, so it is not confined: its snapshot's sandbox is
+    /// [`SANDBOX_NONE`].
     ///
     /// Errors: [`SessionError::InvalidRequest`] if the child was already waited for;
     /// [`SessionError::ResourceLimit`]; [`SessionError::Io`] for the log.
@@ -915,6 +1072,7 @@ impl Sessions {
             stdin_open,
             memory_bytes: inner.config.output_memory_bytes,
             observer: inner.config.observer.clone(),
+            sandbox: None,
         });
         self.launch(session, child, log, None);
         drop(slot);

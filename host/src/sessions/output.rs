@@ -349,7 +349,13 @@ mod tests {
     #[test]
     fn events_fold_into_omitted_ranges() {
         let mut log = EventLog::new(10);
-        log.push(EventKind::Started(1), 0);
+        log.push(
+            EventKind::Started(super::super::StartedInfo {
+                pid: 1,
+                sandbox: String::new(),
+            }),
+            0,
+        );
         for i in 0..5u64 {
             log.push(
                 EventKind::Output(OutputChunk {

@@ -20,8 +20,10 @@ use tokio::process::Child;
 use tokio::sync::oneshot;
 
 use super::SessionError;
+use crate::sandbox::Confinement;
 
-/// Environment variables copied from the host when set (plus every `LC_*`).
+/// Environment variables copied from the host when set (plus every `LC_*`). The host's
+/// `TMPDIR` is replaced by the session's private temp dir for started sessions.
 pub const ENV_ALLOWLIST: &[&str] = &["PATH", "HOME", "LANG", "TZ", "USER", "LOGNAME", "TMPDIR"];
 
 /// `PATH` given to the child when the host has none.
@@ -45,9 +47,11 @@ pub(crate) fn validate_env_pair(name: &str, value: &str) -> Result<(), SessionEr
     Ok(())
 }
 
-/// The environment a child gets: the allowlisted host variables, `TERM=dumb`, then
-/// `extra` (operator pairs) and `request` pairs, later pairs overriding earlier ones.
+/// The environment a child gets: the allowlisted host variables, `TERM=dumb`,
+/// `TMPDIR=tmpdir` (the session's private temp dir, instead of the host's), then `extra`
+/// (operator pairs) and `request` pairs, later pairs overriding earlier ones.
 pub(crate) fn build_env(
+    tmpdir: &Path,
     extra: &[(String, String)],
     request: &[(String, String)],
 ) -> Vec<(OsString, OsString)> {
@@ -55,7 +59,7 @@ pub(crate) fn build_env(
     for (key, value) in std::env::vars_os() {
         let allowed = key
             .to_str()
-            .is_some_and(|k| ENV_ALLOWLIST.contains(&k) || k.starts_with("LC_"));
+            .is_some_and(|k| k != "TMPDIR" && (ENV_ALLOWLIST.contains(&k) || k.starts_with("LC_")));
         if allowed {
             env.push((key, value));
         }
@@ -64,6 +68,7 @@ pub(crate) fn build_env(
         env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
     env.push(("TERM".into(), "dumb".into()));
+    env.push(("TMPDIR".into(), tmpdir.into()));
     for (k, v) in extra.iter().chain(request) {
         env.push((k.into(), v.into()));
     }
@@ -176,13 +181,14 @@ pub(crate) enum StdinSetup {
 }
 
 /// Builds the command `shell -c command` with a cleared environment, the child-side
-/// setup installed, and piped stdout/stderr.
+/// setup installed, the kernel sandbox installed after it, and piped stdout/stderr.
 pub(crate) fn build_command(
     shell: &Path,
     command: &str,
     env: Vec<(OsString, OsString)>,
     cwd: OwnedFd,
     stdin: StdinSetup,
+    sandbox: &Confinement,
 ) -> tokio::process::Command {
     let mut cmd = std::process::Command::new(shell);
     cmd.arg("-c")
@@ -201,10 +207,11 @@ pub(crate) fn build_command(
     unsafe {
         cmd.pre_exec(move || child_setup(&cwd, parent));
     }
-    // SANDBOX HOOK: a kernel confinement step (Landlock, no_new_privs, seccomp) is
-    // installed here, after our own pre_exec closure so it runs last before exec:
-    //     sandbox.install(&mut cmd);   // fn install(self, cmd: &mut std::process::Command)
-    // and its description replaces `SANDBOX_NONE` in the session's snapshot.
+    // The kernel sandbox (mount namespace, capability drop, no_new_privs, Landlock,
+    // seccomp) goes after our own pre_exec closure so it runs last before exec: `fchdir`
+    // and `setsid` happen unconfined, and nothing after it can loosen it. A no-op under
+    // full-access. If a layer it reports cannot be applied, spawn fails (fail closed).
+    sandbox.install_ref(&mut cmd);
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(true);
     cmd

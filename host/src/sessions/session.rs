@@ -17,8 +17,9 @@ use super::output::{EventLog, OutputBuffer};
 use super::process;
 use super::{
     DetachInfo, EndReason, EventKind, ExitStatus, OutputChunk, OutputStream, SessionId,
-    SessionObserver, SessionStatus, Snapshot,
+    SessionObserver, SessionStatus, Snapshot, StartedInfo,
 };
+use crate::sandbox::EffectiveSandbox;
 
 /// Size of each read from an output pipe, in bytes.
 const READ_BUFFER: usize = 64 * 1024;
@@ -37,6 +38,9 @@ pub(crate) struct Session {
     pub(crate) stdin_open: bool,
     pub(crate) stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     pub(crate) read_cursor: tokio::sync::Mutex<u64>,
+    /// The sandbox the process runs under (`None`: adopted, not confined by the host).
+    pub(crate) effective: Option<Arc<EffectiveSandbox>>,
+    /// Its one-line summary, as snapshots and the `Started` event show it.
     pub(crate) sandbox: String,
     state: Mutex<State>,
     /// Bumped (to the last seq) on every event; subscribers wait on it.
@@ -76,12 +80,18 @@ pub(crate) struct SessionInit {
     pub(crate) stdin_open: bool,
     pub(crate) memory_bytes: usize,
     pub(crate) observer: Option<Arc<dyn SessionObserver>>,
+    /// `None` for adopted processes.
+    pub(crate) sandbox: Option<Arc<EffectiveSandbox>>,
 }
 
 impl Session {
     /// Creates the session and records its `Started` event (seq 1).
     pub(crate) fn new(init: SessionInit) -> Arc<Session> {
         let (notify, _) = watch::channel(0);
+        let sandbox = init
+            .sandbox
+            .as_ref()
+            .map_or_else(|| super::SANDBOX_NONE.to_owned(), |e| e.to_string());
         let session = Arc::new(Session {
             id: init.id,
             owner: init.owner,
@@ -94,7 +104,8 @@ impl Session {
             stdin_open: init.stdin_open,
             stdin: tokio::sync::Mutex::new(init.stdin),
             read_cursor: tokio::sync::Mutex::new(0),
-            sandbox: super::SANDBOX_NONE.to_owned(),
+            effective: init.sandbox,
+            sandbox,
             state: Mutex::new(State {
                 exit: None,
                 ended_at: None,
@@ -110,7 +121,11 @@ impl Session {
         });
         {
             let mut st = session.lock();
-            session.push_event(&mut st, EventKind::Started(init.pid));
+            let started = StartedInfo {
+                pid: init.pid,
+                sandbox: session.sandbox.clone(),
+            };
+            session.push_event(&mut st, EventKind::Started(started));
         }
         session
     }
@@ -144,6 +159,7 @@ impl Session {
     pub(crate) fn snapshot(&self) -> Snapshot {
         let st = self.lock();
         let (output_tail, truncated) = st.output.tail_text();
+        let sandbox_denial = self.denial(st.exit.as_ref(), &output_tail);
         Snapshot {
             id: self.id.clone(),
             command: self.command.clone(),
@@ -159,7 +175,18 @@ impl Session {
             tool_call_id: self.tool_call_id.clone(),
             output_path: self.output_path.clone(),
             sandbox: self.sandbox.clone(),
+            sandbox_denial,
         }
+    }
+
+    /// [`crate::sandbox::denial_hint`] for a session that exited by itself with a
+    /// failure (not killed, not timed out) under an active sandbox.
+    fn denial(&self, exit: Option<&ExitStatus>, output_tail: &str) -> Option<String> {
+        let exit = exit?;
+        if exit.reason != EndReason::Exited {
+            return None;
+        }
+        crate::sandbox::denial_hint(self.effective.as_deref()?, exit.code, output_tail)
     }
 
     pub(crate) fn detach_info(&self, st: &State, reason: &str) -> DetachInfo {

@@ -151,6 +151,7 @@ fn session_result(
         output_path: &snap.output_path,
         detached,
         elapsed_ms: snap.elapsed_ms,
+        sandbox: &snap.sandbox,
     }
     .to_json();
     (text, json)
@@ -356,6 +357,7 @@ fn started_in_background(id: &str, a: &args::Bash) -> ToolOutput {
     } else {
         ""
     };
+    let snap = s::check(id).ok();
     let text = format!(
         "Started background task {id} ({timeout}{stdin}); use bash_output with \
          session_id \"{id}\" to read its output and kill_shell to stop it."
@@ -368,8 +370,9 @@ fn started_in_background(id: &str, a: &args::Bash) -> ToolOutput {
         "timed_out": false,
         "output_bytes": 0,
         "truncated": false,
-        "output_path": s::check(id).map(|snap| snap.output_path).unwrap_or_default(),
+        "output_path": snap.as_ref().map(|snap| snap.output_path.clone()).unwrap_or_default(),
         "detached": true,
+        "sandbox": snap.map(|snap| snap.sandbox).unwrap_or_default(),
     });
     output(text, Some(json), false)
 }

@@ -219,6 +219,9 @@ pub struct Outcome<'a> {
     pub detached: bool,
     /// Milliseconds since the session started (to its end, if it ended).
     pub elapsed_ms: u64,
+    /// The kernel sandbox the command ran under (the snapshot's `sandbox`), e.g.
+    /// `workspace-write (landlock abi 7, network blocked, .git read-only)`.
+    pub sandbox: &'a str,
 }
 
 impl Outcome<'_> {
@@ -236,6 +239,7 @@ impl Outcome<'_> {
             "output_path": self.output_path,
             "detached": self.detached,
             "elapsed_ms": self.elapsed_ms,
+            "sandbox": self.sandbox,
         })
     }
 }
@@ -541,10 +545,15 @@ mod tests {
             output_path: "/state/sessions/bg_000000000001/output.log",
             detached: false,
             elapsed_ms: 1000,
+            sandbox: "workspace-write (landlock abi 7, network blocked, .git read-only)",
         }
         .to_json();
         assert_eq!(v["status"], "timed-out");
         assert_eq!(v["timed_out"], true);
+        assert_eq!(
+            v["sandbox"],
+            "workspace-write (landlock abi 7, network blocked, .git read-only)"
+        );
         assert_eq!(v["exit_code"], Value::Null);
         assert_eq!(v["signal"], "SIGKILL");
         assert_eq!(v["output_bytes"], 42);
