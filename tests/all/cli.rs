@@ -18,6 +18,14 @@ pub fn toolhost(workspace: &Path, state: &Path, args: &[&str]) -> Output {
         .expect("running toolhost")
 }
 
+/// Writes a policy that allows every command into `dir` and returns its path,
+/// for tests about something other than the policy.
+pub fn allow_all_policy(dir: &Path) -> String {
+    let path = dir.join("allow-all.toml");
+    std::fs::write(&path, "default = \"allow\"\n").unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
 }
@@ -46,10 +54,17 @@ fn call_bash_echo_prints_output_and_exits_zero() {
 #[test]
 fn failing_command_prints_output_and_exit_code_and_exits_nonzero() {
     let (ws, state) = dirs();
+    let policy = allow_all_policy(state.path());
     let out = toolhost(
         ws.path(),
         state.path(),
-        &["call", "bash", r#"{"command":"echo before; exit 3"}"#],
+        &[
+            "call",
+            "bash",
+            r#"{"command":"echo before; exit 3"}"#,
+            "--policy",
+            &policy,
+        ],
     );
     let text = stdout(&out);
     assert!(text.starts_with("before\n"), "stdout: {text:?}");

@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Output;
 
-use crate::cli::toolhost;
+use crate::cli::{allow_all_policy, toolhost};
 
 fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
@@ -32,7 +32,9 @@ fn describe(out: &Output) -> String {
 /// `toolhost call bash {"command": COMMAND} EXTRA...`.
 fn bash(ws: &Path, state: &Path, command: &str, extra: &[&str]) -> Output {
     let args = serde_json::json!({ "command": command }).to_string();
-    let mut all = vec!["call", "bash", args.as_str()];
+    // These tests are about the kernel sandbox, not the policy: allow every command.
+    let policy = allow_all_policy(state);
+    let mut all = vec!["call", "bash", args.as_str(), "--policy", policy.as_str()];
     all.extend_from_slice(extra);
     toolhost(ws, state, &all)
 }
@@ -499,9 +501,9 @@ fn sandbox_flags_are_validated_and_reported() {
 async fn background_denial_is_reported_by_bash_output() {
     let (ws, state) = dirs();
     let outside = tempfile::tempdir().unwrap();
-    let host = toolhost::Host::new(toolhost::HostConfig::new(ws.path(), state.path()))
-        .await
-        .unwrap();
+    let mut config = toolhost::HostConfig::new(ws.path(), state.path());
+    config.policy_rules = "default = \"allow\"\n".into();
+    let host = toolhost::Host::new(config).await.unwrap();
     let command = format!("touch '{}/x'", outside.path().display());
     let started = host
         .call_tool(
