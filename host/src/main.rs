@@ -31,6 +31,26 @@ struct HostArgs {
     /// A policy rules file (TOML) for the policy plugin (default: its built-in rules).
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
+    /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
+    /// file of the same name beside it; without one it gets no grants.
+    #[arg(long = "plugin", value_name = "FILE")]
+    plugins: Vec<PathBuf>,
+    /// Load every `*.wasm` in DIR (each with its `.toml` manifest).
+    #[arg(long, value_name = "DIR")]
+    plugins_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Show a component's imports and exports, its tools (from `describe`),
+    /// its manifest and what it is granted.
+    Inspect {
+        /// The component file (`name.wasm`; the manifest is `name.toml` beside it).
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -61,6 +81,11 @@ enum Command {
         json: bool,
         #[command(flatten)]
         host: HostArgs,
+    },
+    /// Work with plugin components.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
     },
 }
 
@@ -160,6 +185,23 @@ async fn run(cli: Cli) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Plugin {
+            command: PluginCommand::Inspect { file, json },
+        } => match toolhost::inspect::inspect(&file).await {
+            Ok(report) => {
+                if json {
+                    println!("{}", report.to_json());
+                } else {
+                    print!("{}", report.to_text());
+                }
+                if report.manifest.is_ok() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => usage_error(e.to_string()),
+        },
     }
 }
 
@@ -178,6 +220,8 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
         workspace,
         state_dir: args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
         policy_rules,
+        plugins: args.plugins,
+        plugins_dir: args.plugins_dir,
     };
     Host::new(config)
         .await
