@@ -134,8 +134,7 @@ impl Runtime {
                         "the pooling allocator is unavailable ({e:#}); falling back to \
                          on-demand instance allocation (slower instantiation)"
                     );
-                    let engine =
-                        Engine::new(&config).context("configuring the wasmtime engine")?;
+                    let engine = Engine::new(&config).context("configuring the wasmtime engine")?;
                     (engine, Allocation::OnDemand)
                 }
             }

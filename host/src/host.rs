@@ -196,7 +196,10 @@ impl Host {
         let max_memory = third_party
             .iter()
             .map(|(m, _)| m.limits.memory_bytes)
-            .chain([bash_manifest.limits.memory_bytes, Limits::default().memory_bytes])
+            .chain([
+                bash_manifest.limits.memory_bytes,
+                Limits::default().memory_bytes,
+            ])
             .max()
             .unwrap_or_default() as u64;
         let runtime = Runtime::with_options(

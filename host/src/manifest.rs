@@ -154,9 +154,11 @@ impl ExecGrant {
     pub fn check(&self, command: &str, shell: Option<&str>) -> Result<(), String> {
         let patterns = match self {
             ExecGrant::None => {
-                return Err("the plugin's manifest grants no exec (add `exec = [\"PATTERN\"]` \
+                return Err(
+                    "the plugin's manifest grants no exec (add `exec = [\"PATTERN\"]` \
                             to its manifest to allow commands)"
-                    .into());
+                        .into(),
+                );
             }
             ExecGrant::Patterns(p) => p,
         };
@@ -255,7 +257,9 @@ pub fn validate_exec_pattern(pattern: &str) -> Result<(), String> {
         return Err("an exec pattern must not be empty".into());
     }
     if pattern.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(format!("exec pattern `{pattern}` contains a control character"));
+        return Err(format!(
+            "exec pattern `{pattern}` contains a control character"
+        ));
     }
     for (i, word) in w.iter().enumerate() {
         if *word == "**" {
@@ -398,10 +402,7 @@ impl Manifest {
             let field = format!("preopen[{i}]");
             let host = base.join(&p.host);
             let canonical = host.canonicalize().map_err(|e| {
-                invalid(
-                    &format!("{field}.host"),
-                    format!("{}: {e}", host.display()),
-                )
+                invalid(&format!("{field}.host"), format!("{}: {e}", host.display()))
             })?;
             if !canonical.is_dir() {
                 return Err(invalid(
@@ -622,9 +623,7 @@ fn split_number(s: &str) -> Result<(u64, &str), String> {
     if end == 0 {
         return Err(format!("`{s}` does not start with a number"));
     }
-    let n = s[..end]
-        .parse::<u64>()
-        .map_err(|e| format!("`{s}`: {e}"))?;
+    let n = s[..end].parse::<u64>().map_err(|e| format!("`{s}`: {e}"))?;
     Ok((n, s[end..].trim_start()))
 }
 
@@ -729,7 +728,11 @@ mod tests {
     #[test]
     fn exec_grant_check() {
         let none = ExecGrant::None;
-        assert!(none.check("ls", None).unwrap_err().contains("grants no exec"));
+        assert!(
+            none.check("ls", None)
+                .unwrap_err()
+                .contains("grants no exec")
+        );
         let some = ExecGrant::Patterns(vec!["git status".into()]);
         assert!(some.check("git status", None).is_ok());
         assert!(some.check("git status", Some("/bin/bash")).is_ok());
@@ -833,30 +836,48 @@ mode = "read-write"
         );
         assert_eq!(m.preopens.len(), 1);
         assert_eq!(m.preopens[0].mode, PreopenMode::ReadWrite);
-        assert_eq!(parse("id=\"p\"\ncontract=\"0.1.0\"\nexec=false\n").unwrap().exec, ExecGrant::None);
+        assert_eq!(
+            parse("id=\"p\"\ncontract=\"0.1.0\"\nexec=false\n")
+                .unwrap()
+                .exec,
+            ExecGrant::None
+        );
     }
 
     #[test]
     fn manifest_errors_are_specific() {
         let err = |text: &str| parse(text).unwrap_err().to_string();
         let e = err("id = \"p\"\ncontract = \"0.1.0\"\nexce = [\"ls\"]\n");
-        assert!(e.contains("line 3") && e.contains("unknown field `exce`"), "{e}");
-        let e = err("id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\".\"\nguest=\"/d\"\nmode=\"rw\"\n");
+        assert!(
+            e.contains("line 3") && e.contains("unknown field `exce`"),
+            "{e}"
+        );
+        let e = err(
+            "id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\".\"\nguest=\"/d\"\nmode=\"rw\"\n",
+        );
         assert!(e.contains("line 6"), "{e}");
         assert!(err("contract = \"0.1.0\"\n").contains("missing field `id`"));
         assert!(err("id = \"P\"\ncontract = \"0.1.0\"\n").contains("`id`"));
         assert!(err("id = \"p\"\ncontract = \"0.2.0\"\n").contains("not supported"));
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nsha256 = \"xyz\"\n").contains("64 hex"));
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nexec = true\n").contains("`exec`"));
-        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"a;b\"]\n").contains("metacharacter"));
+        assert!(
+            err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"a;b\"]\n").contains("metacharacter")
+        );
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nmemory = \"64\"\n").contains("`memory`"));
-        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nmemory = \"8GiB\"\n").contains("out of range"));
+        assert!(
+            err("id = \"p\"\ncontract = \"0.1.0\"\nmemory = \"8GiB\"\n").contains("out of range")
+        );
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\ncpu = \"1y\"\n").contains("`cpu`"));
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nwall = \"0s\"\n").contains("`wall`"));
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nsandbox = \"open\"\n").contains("line 3"));
-        let e = err("id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\"no/such/dir\"\nguest=\"/d\"\nmode=\"read-only\"\n");
+        let e = err(
+            "id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\"no/such/dir\"\nguest=\"/d\"\nmode=\"read-only\"\n",
+        );
         assert!(e.contains("preopen[0].host"), "{e}");
-        let e = err("id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\".\"\nguest=\"d\"\nmode=\"read-only\"\n");
+        let e = err(
+            "id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\".\"\nguest=\"d\"\nmode=\"read-only\"\n",
+        );
         assert!(e.contains("preopen[0].guest"), "{e}");
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\n[env]\nX = false\n").contains("env.X"));
     }

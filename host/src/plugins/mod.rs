@@ -119,7 +119,9 @@ pub enum LoadError {
         message: String,
     },
     /// The component's sha256 differs from the manifest's pin.
-    #[error("plugin `{plugin}`: sha256 mismatch: the manifest pins {expected}, the component is {actual}")]
+    #[error(
+        "plugin `{plugin}`: sha256 mismatch: the manifest pins {expected}, the component is {actual}"
+    )]
     Sha256Mismatch {
         /// The plugin id.
         plugin: String,
@@ -159,7 +161,9 @@ pub enum CallError {
     },
     /// The call returned more than [`MAX_OUTPUT_BYTES`] of text; the result
     /// was dropped.
-    #[error("plugin `{plugin}` returned {bytes} bytes of output, more than the limit of {limit} bytes")]
+    #[error(
+        "plugin `{plugin}` returned {bytes} bytes of output, more than the limit of {limit} bytes"
+    )]
     OutputTooLarge {
         /// The plugin id.
         plugin: String,
@@ -214,6 +218,9 @@ pub struct ToolPlugin {
     pre: tool_plugin::ToolPluginPre<CallState>,
     tools: Vec<tool_plugin::exports::toolhost::plugin::tool::ToolSpec>,
     services: Option<Arc<Services>>,
+    /// Keeps the engine's epoch ticker running while the plugin is loaded
+    /// (without it CPU limits would never fire).
+    _runtime: Runtime,
     /// Where its compiled code came from.
     pub source: CompileSource,
 }
@@ -269,6 +276,7 @@ impl ToolPlugin {
             pre,
             tools: Vec::new(),
             services,
+            _runtime: runtime.clone(),
             source,
         };
         let info = CallInfo {
@@ -347,9 +355,9 @@ impl ToolPlugin {
             .await?;
         let bytes = match &result {
             Ok(out) => out.text.len() + out.structured.as_ref().map_or(0, String::len),
-            Err(ToolError::Failed(t) | ToolError::InvalidArguments(t) | ToolError::UnknownTool(t)) => {
-                t.len()
-            }
+            Err(
+                ToolError::Failed(t) | ToolError::InvalidArguments(t) | ToolError::UnknownTool(t),
+            ) => t.len(),
         };
         if bytes > MAX_OUTPUT_BYTES {
             return Err(CallError::OutputTooLarge {
@@ -394,6 +402,8 @@ pub struct PolicyPlugin {
     id: Arc<str>,
     manifest: Arc<Manifest>,
     pre: policy_plugin::PolicyPluginPre<CallState>,
+    /// Keeps the epoch ticker running (see [`ToolPlugin`]).
+    _runtime: Runtime,
     /// Where its compiled code came from.
     pub source: CompileSource,
 }
@@ -440,6 +450,7 @@ impl PolicyPlugin {
             id: id.into(),
             manifest: Arc::new(manifest),
             pre,
+            _runtime: runtime.clone(),
             source,
         })
     }

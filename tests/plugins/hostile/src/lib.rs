@@ -21,19 +21,40 @@ mod component {
     use toolhost::plugin::sessions::{self as s, StartRequest, StdinMode};
 
     const TOOLS: &[(&str, &str)] = &[
-        ("hello", "Prints a line to stdout and stderr, returns `hello`."),
+        (
+            "hello",
+            "Prints a line to stdout and stderr, returns `hello`.",
+        ),
         ("spin", "Loops forever (CPU limit)."),
-        ("sleep", "Blocks in a host call for `ms` (default 60000) ms (wall limit)."),
-        ("alloc", "Allocates `mib` MiB (default 1024) and touches it (memory limit)."),
-        ("recurse", "Recurses without end (stack limit)."),
-        ("huge", "Returns `mib` MiB (default 20) of text (output cap)."),
+        (
+            "sleep",
+            "Blocks in a host call for `ms` (default 60000) ms (wall limit).",
+        ),
+        (
+            "alloc",
+            "Allocates `mib` MiB (default 1024) and touches it (memory limit).",
+        ),
+        (
+            "recurse",
+            "Recurses without end (stack limit); `frames`: with 512-byte frames in linear memory.",
+        ),
+        (
+            "huge",
+            "Returns `mib` MiB (default 20) of text (output cap).",
+        ),
         ("trap", "Panics mid-call."),
         ("read", "Reads the file `path` (default /etc/passwd)."),
         ("write", "Writes `text` to the file `path`."),
         ("env", "Returns every environment variable it sees."),
         ("socket", "Connects to TCP `addr`."),
-        ("exec", "Asks the host to start `command` (default `echo pwned`)."),
-        ("steal", "Checks and kills the session `id` (another plugin's)."),
+        (
+            "exec",
+            "Asks the host to start `command` (default `echo pwned`).",
+        ),
+        (
+            "steal",
+            "Checks and kills the session `id` (another plugin's).",
+        ),
     ];
 
     struct Hostile;
@@ -57,10 +78,21 @@ mod component {
         }
     }
 
+    /// Recursion on the wasm stack only (the host's stack limit trips).
     #[inline(never)]
     fn recurse(n: u64) -> u64 {
+        if black_box(n) == u64::MAX {
+            return 0;
+        }
+        recurse(black_box(n + 1)).wrapping_add(black_box(n))
+    }
+
+    /// Recursion with a frame on Rust's shadow stack in linear memory: the
+    /// shadow stack runs out first, below address 0 (an out-of-bounds trap).
+    #[inline(never)]
+    fn recurse_frames(n: u64) -> u64 {
         let frame = black_box([n as u8; 512]);
-        recurse(black_box(n + 1)) + frame[0] as u64
+        recurse_frames(black_box(n + 1)) + frame[0] as u64
     }
 
     impl Guest for Hostile {
@@ -117,21 +149,24 @@ mod component {
                     let v = black_box(v);
                     text(format!("allocated {} bytes", v.len()), false)
                 }
+                "recurse" if arg(&args, "frames").is_some() => {
+                    text(format!("{}", recurse_frames(0)), false)
+                }
                 "recurse" => text(format!("{}", recurse(0)), false),
                 "huge" => text("x".repeat((num_arg("mib", 20) << 20) as usize), false),
                 "trap" => panic!("the hostile plugin panics on purpose"),
-                "read" => report(
-                    std::fs::read_to_string(str_arg("path", "/etc/passwd")).map(|s| s.len()),
-                ),
+                "read" => {
+                    report(std::fs::read_to_string(str_arg("path", "/etc/passwd")).map(|s| s.len()))
+                }
                 "write" => report(std::fs::write(str_arg("path", "/x"), str_arg("text", ""))),
                 "env" => {
                     let vars: Vec<String> =
                         std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
                     text(vars.join("\n"), false)
                 }
-                "socket" => report(
-                    std::net::TcpStream::connect(str_arg("addr", "127.0.0.1:1")).map(|_| ()),
-                ),
+                "socket" => {
+                    report(std::net::TcpStream::connect(str_arg("addr", "127.0.0.1:1")).map(|_| ()))
+                }
                 "exec" => report(s::start(&StartRequest {
                     command: str_arg("command", "echo pwned"),
                     cwd: None,
