@@ -90,6 +90,7 @@ mod component {
     /// Recursion with a frame on Rust's shadow stack in linear memory: the
     /// shadow stack runs out first, below address 0 (an out-of-bounds trap).
     #[inline(never)]
+    #[allow(unconditional_recursion)]
     fn recurse_frames(n: u64) -> u64 {
         let frame = black_box([n as u8; 512]);
         recurse_frames(black_box(n + 1)) + frame[0] as u64
