@@ -1,6 +1,9 @@
 //! Builds the built-in plugins (`plugins/bash`, `plugins/policy`) as
 //! `wasm32-wasip2` components and copies them into `OUT_DIR`, where
-//! `src/builtin.rs` embeds them with `include_bytes!`.
+//! `src/builtin.rs` embeds them with `include_bytes!`. The test-only hostile
+//! plugin (`tests/plugins/hostile`) is built in the same cargo run and copied
+//! there too, but nothing embeds it: only the integration tests read it
+//! (`env!("OUT_DIR")`).
 //!
 //! Like wasmtime's own test-programs crate, this runs a nested `cargo build`
 //! with its own target directory (reusing the outer one would block on
@@ -14,6 +17,7 @@ use std::process::Command;
 const PLUGINS: &[(&str, &str)] = &[
     ("toolhost-bash", "toolhost_bash"),
     ("toolhost-policy", "toolhost_policy"),
+    ("toolhost-hostile", "toolhost_hostile"),
 ];
 
 fn main() {
@@ -21,7 +25,7 @@ fn main() {
     let root = manifest_dir.parent().unwrap().to_path_buf();
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
 
-    for dir in ["plugins", "wit"] {
+    for dir in ["plugins", "wit", "tests/plugins"] {
         rerun_for_tree(&root.join(dir));
     }
     println!(

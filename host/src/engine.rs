@@ -10,7 +10,12 @@
 //!   [`EPOCH_TICK`]; each call's CPU budget is counted in ticks (see
 //!   `plugins::limits`);
 //! - guest stack bounded ([`MAX_WASM_STACK`]) so deep recursion traps instead of
-//!   exhausting the host.
+//!   exhausting the host;
+//! - the pooling instance allocator ([`EngineOptions`]): instance, memory,
+//!   table and stack slots reserved once, so a call's fresh instance costs a
+//!   few microseconds; if the pool cannot be reserved (e.g. a low `ulimit -v`
+//!   or strict overcommit) the engine falls back to on-demand allocation
+//!   with a warning.
 //!
 //! Compiled components are cached on disk, keyed by the engine's precompile
 //! compatibility hash and the component's sha256 (see [`Runtime::compile`]).
@@ -25,13 +30,51 @@ use sha2::{Digest, Sha256};
 use wasmtime::Result;
 use wasmtime::component::Component;
 use wasmtime::error::Context;
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances: the granularity of CPU-time limits (10 ms).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Maximum guest stack (bytes): deep recursion traps with "call stack exhausted".
 pub const MAX_WASM_STACK: usize = 1 << 20;
+
+/// Largest linear memory a pool slot is sized for (4 GiB: a whole wasm32
+/// memory, which is also the engine's default virtual reservation).
+pub const MAX_POOL_MEMORY: u64 = 4 << 30;
+
+/// How to build the engine. `Default`: pooling for 1000 concurrent
+/// instances, slots sized for 64 MiB memories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Use the pooling allocator (falls back to on-demand if the pool cannot
+    /// be reserved). Default: true.
+    pub pooling: bool,
+    /// Most component instances alive at once (calls in flight, all plugins
+    /// together). Default: 1000. A call beyond it fails to instantiate.
+    pub max_instances: u32,
+    /// The largest memory any loaded plugin may grow to (the largest manifest
+    /// `memory`); capped at [`MAX_POOL_MEMORY`]. Default: 64 MiB.
+    pub max_memory_bytes: u64,
+}
+
+impl Default for EngineOptions {
+    fn default() -> EngineOptions {
+        EngineOptions {
+            pooling: true,
+            max_instances: 1000,
+            max_memory_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Which instance allocator the engine ended up with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
+    /// The pooling allocator (slots reserved up front).
+    Pooling,
+    /// On-demand allocation (`mmap` per instance): pooling was off or failed.
+    OnDemand,
+}
 
 /// The engine plus its epoch ticker and compiled-code cache.
 ///
@@ -44,6 +87,7 @@ pub struct Runtime {
 struct RuntimeInner {
     engine: Engine,
     cache_dir: Option<PathBuf>,
+    allocation: Allocation,
     stop: Arc<AtomicBool>,
 }
 
@@ -69,13 +113,35 @@ impl Runtime {
     /// Errors: an invalid wasmtime configuration for this CPU, or a cache dir
     /// that cannot be created.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Runtime> {
+        Runtime::with_options(cache_dir, EngineOptions::default())
+    }
+
+    /// As [`Runtime::new`], with explicit [`EngineOptions`].
+    pub fn with_options(cache_dir: Option<PathBuf>, options: EngineOptions) -> Result<Runtime> {
         let mut config = Config::new();
         config
             .wasm_component_model(true)
             .epoch_interruption(true)
             .max_wasm_stack(MAX_WASM_STACK)
             .concurrency_support(false);
-        let engine = Engine::new(&config).context("configuring the wasmtime engine")?;
+        let (engine, allocation) = if options.pooling {
+            let mut pooled = config.clone();
+            pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pool_config(&options)));
+            match Engine::new(&pooled) {
+                Ok(engine) => (engine, Allocation::Pooling),
+                Err(e) => {
+                    tracing::warn!(
+                        "the pooling allocator is unavailable ({e:#}); falling back to \
+                         on-demand instance allocation (slower instantiation)"
+                    );
+                    let engine = Engine::new(&config).context("configuring the wasmtime engine")?;
+                    (engine, Allocation::OnDemand)
+                }
+            }
+        } else {
+            let engine = Engine::new(&config).context("configuring the wasmtime engine")?;
+            (engine, Allocation::OnDemand)
+        };
         if let Some(dir) = &cache_dir {
             create_private_dir(dir)?;
         }
@@ -85,9 +151,15 @@ impl Runtime {
             inner: Arc::new(RuntimeInner {
                 engine,
                 cache_dir,
+                allocation,
                 stop,
             }),
         })
+    }
+
+    /// Which instance allocator is in use.
+    pub fn allocation(&self) -> Allocation {
+        self.inner.allocation
     }
 
     /// The wasmtime engine.
@@ -138,6 +210,26 @@ impl Runtime {
             .hash(&mut hasher);
         hasher.finish()
     }
+}
+
+/// The pool: `max_instances` component instances, each with up to 16 core
+/// instances and tables and 2 memories (Rust components have one; adapter
+/// based ones two), memories up to `max_memory_bytes`. Virtual address space
+/// is reserved up front (4 GiB + guard per memory slot); physical memory is
+/// only used by live instances.
+fn pool_config(options: &EngineOptions) -> PoolingAllocationConfig {
+    let n = options.max_instances.max(1);
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(8))
+        .total_memories(n)
+        .total_tables(n.saturating_mul(8))
+        .total_stacks(n)
+        .max_core_instances_per_component(16)
+        .max_memories_per_component(2)
+        .max_tables_per_component(16)
+        .max_memory_size(options.max_memory_bytes.clamp(1 << 20, MAX_POOL_MEMORY) as usize);
+    pool
 }
 
 /// Lowercase hex sha256 of `bytes`.

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::builtin;
-use crate::engine::Runtime;
+use crate::engine::{EngineOptions, Runtime};
+use crate::manifest::{Manifest, ManifestError};
 use crate::permissions::Permissions;
 use crate::plugins::{
     CallError, Limits, LoadError, PolicyPlugin, Services, ToolError, ToolPlugin, ToolSpec,
@@ -31,18 +32,47 @@ pub struct HostConfig {
     /// `workspace-write`, network blocked, `.git` read-only. See
     /// [`SessionsConfig::sandbox`].
     pub sandbox: SandboxPolicy,
+    /// Third-party tool plugin components to load (`--plugin FILE`), each with
+    /// its manifest beside it (`name.toml` next to `name.wasm`). Default: none.
+    pub plugins: Vec<PathBuf>,
+    /// A directory whose `*.wasm` files are loaded like [`HostConfig::plugins`]
+    /// (`--plugins-dir DIR`), in name order. Default: none.
+    pub plugins_dir: Option<PathBuf>,
 }
 
 impl HostConfig {
-    /// A configuration for `workspace` and `state_dir` with the defaults: built-in
-    /// policy rules, default sandbox.
+    /// A configuration for `workspace` and `state_dir` with the defaults:
+    /// built-in policy rules, default sandbox, no third-party plugins.
     pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
         HostConfig {
             workspace: workspace.into(),
             state_dir: state_dir.into(),
             policy_rules: String::new(),
             sandbox: SandboxPolicy::default(),
+            plugins: Vec::new(),
+            plugins_dir: None,
         }
+    }
+
+    /// Every plugin file to load: [`HostConfig::plugins`], then the `*.wasm`
+    /// files of [`HostConfig::plugins_dir`] sorted by name.
+    ///
+    /// Errors: [`HostError::Config`] if the directory cannot be read.
+    pub fn plugin_files(&self) -> Result<Vec<PathBuf>, HostError> {
+        let mut files = self.plugins.clone();
+        if let Some(dir) = &self.plugins_dir {
+            let entries = std::fs::read_dir(dir).map_err(|e| {
+                HostError::Config(format!("cannot read plugins dir {}: {e}", dir.display()))
+            })?;
+            let mut found: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+                .collect();
+            found.sort();
+            files.extend(found);
+        }
+        Ok(files)
     }
 
     /// `$XDG_STATE_HOME/toolhost`, else `$HOME/.local/state/toolhost`, else
@@ -68,6 +98,9 @@ pub enum HostError {
     /// A plugin could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// A plugin's manifest is missing a required value or is invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
     /// No loaded plugin offers a tool of this name.
     #[error("unknown tool `{name}`; available: {available}")]
     UnknownTool {
@@ -124,11 +157,15 @@ pub struct Host {
 }
 
 impl Host {
-    /// Sets up the host: checks the workspace, creates the state dir, loads
-    /// the built-in policy and bash plugins, and validates the policy rules.
+    /// Sets up the host: checks the workspace, creates the state dir, reads
+    /// and validates every third-party plugin's manifest (before any plugin
+    /// code runs), loads the built-in policy and bash plugins and the
+    /// third-party ones, and validates the policy rules.
     ///
-    /// Errors: [`HostError::Config`] for a bad workspace, state dir or policy
-    /// file; [`HostError::Load`] if a plugin does not load.
+    /// Errors: [`HostError::Config`] for a bad workspace, state dir, policy
+    /// file, plugin file or a duplicate plugin id; [`HostError::Manifest`]
+    /// for an invalid manifest; [`HostError::Load`] if a plugin does not
+    /// load (wrong world, sha256 mismatch, `describe` failed).
     pub async fn new(config: HostConfig) -> Result<Host, HostError> {
         let workspace = canonical_dir(&config.workspace, "workspace")?;
         std::fs::create_dir_all(&config.state_dir).map_err(|e| {
@@ -144,8 +181,43 @@ impl Host {
             ..config
         };
 
-        let runtime = Runtime::new(Some(state_dir.join("compiled")))
-            .map_err(|e| HostError::Config(format!("{e:#}")))?;
+        // Manifests first: nothing runs until every grant is valid.
+        let mut third_party = Vec::new();
+        let mut ids = vec![builtin::BASH_ID.to_string(), builtin::POLICY_ID.to_string()];
+        for file in config.plugin_files()? {
+            let manifest = manifest_for(&file)?;
+            if ids.contains(&manifest.id) {
+                return Err(HostError::Config(format!(
+                    "plugin {}: id `{}` is already taken (ids must be unique; `bash` and \
+                     `policy` are built in)",
+                    file.display(),
+                    manifest.id
+                )));
+            }
+            ids.push(manifest.id.clone());
+            let bytes = std::fs::read(&file).map_err(|e| {
+                HostError::Config(format!("cannot read plugin {}: {e}", file.display()))
+            })?;
+            third_party.push((manifest, bytes));
+        }
+        let bash_manifest = Manifest::builtin_bash();
+        let max_memory = third_party
+            .iter()
+            .map(|(m, _)| m.limits.memory_bytes)
+            .chain([
+                bash_manifest.limits.memory_bytes,
+                Limits::default().memory_bytes,
+            ])
+            .max()
+            .unwrap_or_default() as u64;
+        let runtime = Runtime::with_options(
+            Some(state_dir.join("compiled")),
+            EngineOptions {
+                max_memory_bytes: max_memory,
+                ..EngineOptions::default()
+            },
+        )
+        .map_err(|e| HostError::Config(format!("{e:#}")))?;
         let policy = Arc::new(PolicyPlugin::load(
             &runtime,
             builtin::POLICY_ID,
@@ -168,21 +240,23 @@ impl Host {
             permissions,
         });
 
-        let bash_limits = Limits {
-            wall: std::time::Duration::from_secs(11 * 60),
-            ..Limits::default()
-        };
         let bash = Arc::new(
             ToolPlugin::load(
                 &runtime,
-                builtin::BASH_ID,
+                bash_manifest,
                 builtin::BASH,
-                bash_limits,
-                services.clone(),
+                Some(services.clone()),
             )
             .await?,
         );
-        let tools = merge_tools(&[bash]);
+        let mut plugins = vec![bash];
+        for (manifest, bytes) in third_party {
+            let plugin =
+                ToolPlugin::load(&runtime, manifest, &bytes, Some(services.clone())).await?;
+            tracing::info!(plugin = plugin.id(), source = ?plugin.source, tools = plugin.tools().len(), "loaded plugin");
+            plugins.push(Arc::new(plugin));
+        }
+        let tools = merge_tools(&plugins);
         Ok(Host {
             config,
             services,
@@ -194,6 +268,18 @@ impl Host {
     /// The configuration in effect (paths canonicalised).
     pub fn config(&self) -> &HostConfig {
         &self.config
+    }
+
+    /// Every loaded tool plugin: the built-in bash plugin first, then the
+    /// third-party ones in load order.
+    pub fn plugins(&self) -> Vec<Arc<ToolPlugin>> {
+        let mut out: Vec<Arc<ToolPlugin>> = Vec::new();
+        for t in &self.tools {
+            if !out.iter().any(|p| Arc::ptr_eq(p, &t.plugin)) {
+                out.push(t.plugin.clone());
+            }
+        }
+        out
     }
 
     /// The tools of all loaded plugins.
@@ -344,6 +430,33 @@ fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> Vec<ToolEntry> {
         }
     }
     entries
+}
+
+/// The manifest of the plugin component at `wasm`: `name.toml` beside
+/// `name.wasm` if it exists, else a deny-all manifest whose id is the file
+/// stem (which must then be a valid id).
+///
+/// Errors: [`HostError::Manifest`] for an unreadable or invalid manifest, or
+/// a file stem that is not a valid id when there is none.
+pub fn manifest_for(wasm: &Path) -> Result<Manifest, HostError> {
+    let toml = wasm.with_extension("toml");
+    if toml.exists() {
+        return Ok(Manifest::load(&toml)?);
+    }
+    let stem = wasm
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::manifest::validate_id(&stem).map_err(|message| ManifestError::Invalid {
+        path: toml.clone(),
+        field: "id".into(),
+        message: format!(
+            "{} has no manifest, and its file name is not a plugin id: {message}",
+            wasm.display()
+        ),
+    })?;
+    tracing::info!(plugin = %stem, "{} has no manifest: it gets no grants and default limits", wasm.display());
+    Ok(Manifest::deny_all(&stem))
 }
 
 fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf, HostError> {

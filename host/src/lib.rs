@@ -11,6 +11,8 @@ pub mod bindings;
 pub mod builtin;
 pub mod engine;
 pub mod host;
+pub mod inspect;
+pub mod manifest;
 pub mod permissions;
 pub mod plugins;
 pub mod sandbox;

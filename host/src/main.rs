@@ -42,6 +42,26 @@ struct HostArgs {
     /// always allows it).
     #[arg(long)]
     allow_network: bool,
+    /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
+    /// file of the same name beside it; without one it gets no grants.
+    #[arg(long = "plugin", value_name = "FILE")]
+    plugins: Vec<PathBuf>,
+    /// Load every `*.wasm` in DIR (each with its `.toml` manifest).
+    #[arg(long, value_name = "DIR")]
+    plugins_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Show a component's imports and exports, its tools (from `describe`),
+    /// its manifest and what it is granted.
+    Inspect {
+        /// The component file (`name.wasm`; the manifest is `name.toml` beside it).
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
@@ -78,11 +98,17 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
+    /// Work with plugin components.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
 }
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -178,6 +204,23 @@ async fn run(cli: Cli) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Plugin {
+            command: PluginCommand::Inspect { file, json },
+        } => match toolhost::inspect::inspect(&file).await {
+            Ok(report) => {
+                if json {
+                    println!("{}", report.to_json());
+                } else {
+                    print!("{}", report.to_text());
+                }
+                if report.manifest.is_ok() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => usage_error(e.to_string()),
+        },
     }
 }
 
@@ -202,6 +245,8 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
         network: args.allow_network,
         git_writable: false,
     };
+    config.plugins = args.plugins;
+    config.plugins_dir = args.plugins_dir;
     let host = Host::new(config)
         .await
         .map_err(|e| usage_error(e.to_string()))?;

@@ -136,7 +136,15 @@ impl Permissions {
 
     /// Decides whether `call` may start `request`. `Err(reason)` means denied;
     /// the reason says which step refused and how to allow it.
+    ///
+    /// Step 1 is the calling plugin's manifest exec grant
+    /// ([`crate::manifest::ExecGrant::check`]): a plugin without one is
+    /// denied before the policy plugin is asked.
     pub async fn check_start(&self, call: &CallInfo, request: &StartRequest) -> Result<(), String> {
+        call.manifest
+            .exec
+            .check(&request.command, request.shell.as_deref())
+            .map_err(|reason| format!("denied by manifest: {reason}"))?;
         let cwd = match &request.cwd {
             Some(cwd) => self.workspace.join(cwd),
             None => self.workspace.clone(),

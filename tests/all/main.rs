@@ -7,6 +7,7 @@
 mod bash;
 mod cli;
 mod exec_sandbox;
+mod hostile;
 mod plugins;
 mod sandbox;
 mod sessions;

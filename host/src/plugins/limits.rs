@@ -68,6 +68,12 @@ pub enum LimitExceeded {
         /// The budget.
         limit: Duration,
     },
+    /// The guest's call stack outgrew the engine's maximum (deep recursion).
+    #[error("stack limit of {limit} bytes exceeded (call stack exhausted, e.g. by deep recursion)")]
+    Stack {
+        /// The limit (bytes; [`crate::engine::MAX_WASM_STACK`]).
+        limit: usize,
+    },
     /// The whole call took longer than its wall-time budget.
     #[error("wall time limit of {} ms exceeded", limit.as_millis())]
     Wall {

@@ -13,13 +13,15 @@ pub mod sessions_api;
 
 use std::sync::Arc;
 
+use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::error::Context as _;
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::v0_1_0::{policy_plugin, tool_plugin};
-use crate::engine::{CompileSource, Runtime};
+use crate::engine::{CompileSource, MAX_WASM_STACK, Runtime, sha256_hex};
+use crate::manifest::{Manifest, PreopenMode};
 use crate::permissions::Permissions;
 use crate::sessions::Sessions;
 pub use guest_log::GuestLog;
@@ -33,11 +35,41 @@ pub struct Services {
     pub permissions: Permissions,
 }
 
+/// Most bytes of text (plus structured JSON) one tool call may return
+/// (16 MiB); more is [`CallError::OutputTooLarge`].
+pub const MAX_OUTPUT_BYTES: usize = 16 << 20;
+
+/// The world a tool plugin targets.
+pub const TOOL_WORLD: &str = "toolhost:plugin/tool-plugin@0.1.0";
+/// The interface a tool plugin must export.
+pub const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
+/// The world a policy plugin targets.
+pub const POLICY_WORLD: &str = "toolhost:plugin/policy-plugin@0.1.0";
+/// The interface a policy plugin must export.
+pub const POLICY_EXPORT: &str = "toolhost:plugin/policy@0.1.0";
+
+/// Interface prefixes the host links for every plugin (`package/`). The
+/// sockets interfaces are linked so Rust-std guests load, but the WASI
+/// context never grants network access.
+const LINKED_WASI: &[&str] = &[
+    "wasi:cli/",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+];
+/// The toolhost interface linked for tool plugins only.
+const SESSIONS_IMPORT: &str = "toolhost:plugin/sessions@";
+
 /// What one call is: which plugin, which tool call.
 #[derive(Debug, Clone)]
 pub struct CallInfo {
     /// The calling plugin's id.
     pub plugin: Arc<str>,
+    /// The calling plugin's manifest (its exec grant is step 1 of the
+    /// permission pipeline).
+    pub manifest: Arc<Manifest>,
     /// The tool being called (empty for policy calls).
     pub tool: String,
     /// The host-assigned tool call id.
@@ -101,6 +133,18 @@ pub enum LoadError {
         /// What is missing.
         message: String,
     },
+    /// The component's sha256 differs from the manifest's pin.
+    #[error(
+        "plugin `{plugin}`: sha256 mismatch: the manifest pins {expected}, the component is {actual}"
+    )]
+    Sha256Mismatch {
+        /// The plugin id.
+        plugin: String,
+        /// The manifest's pin.
+        expected: String,
+        /// The component's digest.
+        actual: String,
+    },
     /// `describe` failed.
     #[error("plugin `{plugin}` failed to describe its tools: {message}")]
     Describe {
@@ -130,6 +174,19 @@ pub enum CallError {
         /// The trap message.
         message: String,
     },
+    /// The call returned more than [`MAX_OUTPUT_BYTES`] of text; the result
+    /// was dropped.
+    #[error(
+        "plugin `{plugin}` returned {bytes} bytes of output, more than the limit of {limit} bytes"
+    )]
+    OutputTooLarge {
+        /// The plugin id.
+        plugin: String,
+        /// How many bytes it returned.
+        bytes: usize,
+        /// The limit ([`MAX_OUTPUT_BYTES`]).
+        limit: usize,
+    },
     /// The host could not run the call (instantiation failed, ...).
     #[error("plugin `{plugin}` could not run: {message}")]
     Host {
@@ -149,15 +206,17 @@ impl CallError {
             };
         }
         if let Some(trap) = err.downcast_ref::<wasmtime::Trap>() {
-            let message = match trap {
-                wasmtime::Trap::StackOverflow => {
-                    "call stack exhausted (deep recursion)".to_string()
-                }
-                other => other.to_string(),
-            };
+            if *trap == wasmtime::Trap::StackOverflow {
+                return CallError::Limit {
+                    plugin: plugin.to_string(),
+                    limit: LimitExceeded::Stack {
+                        limit: MAX_WASM_STACK,
+                    },
+                };
+            }
             return CallError::Trap {
                 plugin: plugin.to_string(),
-                message,
+                message: trap.to_string(),
             };
         }
         CallError::Trap {
@@ -170,10 +229,13 @@ impl CallError {
 /// A loaded tool plugin (`tool-plugin` world).
 pub struct ToolPlugin {
     id: Arc<str>,
+    manifest: Arc<Manifest>,
     pre: tool_plugin::ToolPluginPre<CallState>,
-    limits: Limits,
     tools: Vec<tool_plugin::exports::toolhost::plugin::tool::ToolSpec>,
-    services: Arc<Services>,
+    services: Option<Arc<Services>>,
+    /// Keeps the engine's epoch ticker running while the plugin is loaded
+    /// (without it CPU limits would never fire).
+    _runtime: Runtime,
     /// Where its compiled code came from.
     pub source: CompileSource,
 }
@@ -186,40 +248,55 @@ pub type ToolOutput = tool_plugin::exports::toolhost::plugin::tool::ToolOutput;
 pub type ToolError = tool_plugin::exports::toolhost::plugin::tool::ToolError;
 
 impl ToolPlugin {
-    /// Loads a tool plugin from component bytes: compiles (or loads from the
-    /// cache), links it against WASI and `sessions`, and asks it to
-    /// `describe` its tools.
+    /// Loads a tool plugin from component bytes under `manifest`: checks the
+    /// manifest's sha256 pin, compiles (or loads from the cache), checks that
+    /// the component exports `toolhost:plugin/tool@0.1.0` and imports nothing
+    /// the host does not link, links it against WASI and `sessions`, and asks
+    /// it to `describe` its tools (under its limits, like any call).
+    ///
+    /// `services`: the session engine and permission pipeline its
+    /// `sessions` imports reach; `None` (as for `plugin inspect`) makes
+    /// `start` answer `denied` and the other session calls trap.
+    ///
+    /// Errors: [`LoadError::Sha256Mismatch`], [`LoadError::Invalid`] (not a
+    /// component), [`LoadError::WrongWorld`] (missing export, unknown import),
+    /// [`LoadError::Describe`] (`describe` trapped or hit a limit).
     pub async fn load(
         runtime: &Runtime,
-        id: &str,
+        manifest: Manifest,
         bytes: &[u8],
-        limits: Limits,
-        services: Arc<Services>,
+        services: Option<Arc<Services>>,
     ) -> Result<ToolPlugin, LoadError> {
+        let id = manifest.id.clone();
+        let id = id.as_str();
+        check_pin(&manifest, bytes)?;
         let (component, source) = runtime.compile(bytes).map_err(|e| LoadError::Invalid {
             plugin: id.to_string(),
             message: format!("{e:#}"),
         })?;
+        check_world(runtime, &component, id, TOOL_WORLD, TOOL_EXPORT, true)?;
         let linker = tool_linker(runtime).map_err(|e| LoadError::Invalid {
             plugin: id.to_string(),
             message: format!("{e:#}"),
         })?;
-        let pre = instantiate_pre(&linker, &component, id, "toolhost:plugin/tool-plugin@0.1.0")?;
+        let pre = instantiate_pre(&linker, &component, id, TOOL_WORLD)?;
         let pre = tool_plugin::ToolPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: "toolhost:plugin/tool-plugin@0.1.0".into(),
+            world: TOOL_WORLD.into(),
             message: format!("{e:#}"),
         })?;
         let mut plugin = ToolPlugin {
             id: id.into(),
+            manifest: Arc::new(manifest),
             pre,
-            limits,
             tools: Vec::new(),
             services,
+            _runtime: runtime.clone(),
             source,
         };
         let info = CallInfo {
             plugin: plugin.id.clone(),
+            manifest: plugin.manifest.clone(),
             tool: String::new(),
             tool_call_id: String::new(),
         };
@@ -246,7 +323,24 @@ impl ToolPlugin {
         &self.tools
     }
 
+    /// Its manifest (grants and limits; a deny-all one if it has no file).
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The sandbox policy its manifest asks for the commands it starts (see
+    /// [`Manifest::sandbox_policy`]); the exec sandbox combines it with the
+    /// operator's.
+    pub fn sandbox_policy(&self) -> crate::sandbox::SandboxPolicy {
+        self.manifest.sandbox_policy()
+    }
+
     /// Runs one tool call in a fresh instance under the plugin's limits.
+    ///
+    /// Errors: [`CallError::Limit`] (memory, table, CPU, wall, stack),
+    /// [`CallError::Trap`], [`CallError::OutputTooLarge`] (more than
+    /// [`MAX_OUTPUT_BYTES`] of text), [`CallError::Host`]. In each case the
+    /// instance is discarded; the plugin stays loaded.
     pub async fn call(
         &self,
         tool: &str,
@@ -268,6 +362,7 @@ impl ToolPlugin {
     ) -> Result<(Result<ToolOutput, ToolError>, Vec<String>), CallError> {
         let info = CallInfo {
             plugin: self.id.clone(),
+            manifest: self.manifest.clone(),
             tool: tool.to_string(),
             tool_call_id: tool_call_id.to_string(),
         };
@@ -276,16 +371,31 @@ impl ToolPlugin {
             name: tool.to_string(),
             arguments: arguments.to_string(),
         };
-        self.run(info, move |bindings, store| {
-            Box::pin(async move {
-                let result = bindings
-                    .toolhost_plugin_tool()
-                    .call_call(&mut *store, &call)
-                    .await?;
-                Ok((result, std::mem::take(&mut store.data_mut().sessions_used)))
+        let (result, sessions_used) = self
+            .run(info, move |bindings, store| {
+                Box::pin(async move {
+                    let result = bindings
+                        .toolhost_plugin_tool()
+                        .call_call(&mut *store, &call)
+                        .await?;
+                    Ok((result, std::mem::take(&mut store.data_mut().sessions_used)))
+                })
             })
-        })
-        .await
+            .await?;
+        let bytes = match &result {
+            Ok(out) => out.text.len() + out.structured.as_ref().map_or(0, String::len),
+            Err(
+                ToolError::Failed(t) | ToolError::InvalidArguments(t) | ToolError::UnknownTool(t),
+            ) => t.len(),
+        };
+        if bytes > MAX_OUTPUT_BYTES {
+            return Err(CallError::OutputTooLarge {
+                plugin: self.id.to_string(),
+                bytes,
+                limit: MAX_OUTPUT_BYTES,
+            });
+        }
+        Ok((result, sessions_used))
     }
 
     async fn run<R: Send + 'static>(
@@ -299,24 +409,18 @@ impl ToolPlugin {
         > + Send,
     ) -> Result<R, CallError> {
         let plugin = self.id.to_string();
-        let mut store = new_store(
-            &self.pre.engine().clone(),
-            &self.limits,
-            info,
-            Some(self.services.clone()),
-        );
+        let limits = &self.manifest.limits;
+        let mut store = new_store(self.pre.engine(), info, self.services.clone())?;
         let work = async {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        match tokio::time::timeout(self.limits.wall, work).await {
+        match tokio::time::timeout(limits.wall, work).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(CallError::from_wasmtime(&plugin, e)),
             Err(_) => Err(CallError::Limit {
                 plugin,
-                limit: LimitExceeded::Wall {
-                    limit: self.limits.wall,
-                },
+                limit: LimitExceeded::Wall { limit: limits.wall },
             }),
         }
     }
@@ -325,8 +429,10 @@ impl ToolPlugin {
 /// A loaded policy plugin (`policy-plugin` world).
 pub struct PolicyPlugin {
     id: Arc<str>,
+    manifest: Arc<Manifest>,
     pre: policy_plugin::PolicyPluginPre<CallState>,
-    limits: Limits,
+    /// Keeps the epoch ticker running (see [`ToolPlugin`]).
+    _runtime: Runtime,
     /// Where its compiled code came from.
     pub source: CompileSource,
 }
@@ -339,13 +445,20 @@ pub type Decision = policy_plugin::exports::toolhost::plugin::policy::Decision;
 pub type RulesError = policy_plugin::exports::toolhost::plugin::policy::RulesError;
 
 impl PolicyPlugin {
-    /// Loads a policy plugin from component bytes.
+    /// Loads a policy plugin from component bytes. It runs with no grants
+    /// (a deny-all manifest) and the given limits.
+    ///
+    /// Errors: [`LoadError::Invalid`], [`LoadError::WrongWorld`].
     pub fn load(
         runtime: &Runtime,
         id: &str,
         bytes: &[u8],
         limits: Limits,
     ) -> Result<PolicyPlugin, LoadError> {
+        let manifest = Manifest {
+            limits,
+            ..Manifest::deny_all(id)
+        };
         let (component, source) = runtime.compile(bytes).map_err(|e| LoadError::Invalid {
             plugin: id.to_string(),
             message: format!("{e:#}"),
@@ -355,21 +468,18 @@ impl PolicyPlugin {
             plugin: id.to_string(),
             message: format!("{e:#}"),
         })?;
-        let pre = instantiate_pre(
-            &linker,
-            &component,
-            id,
-            "toolhost:plugin/policy-plugin@0.1.0",
-        )?;
+        check_world(runtime, &component, id, POLICY_WORLD, POLICY_EXPORT, false)?;
+        let pre = instantiate_pre(&linker, &component, id, POLICY_WORLD)?;
         let pre = policy_plugin::PolicyPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: "toolhost:plugin/policy-plugin@0.1.0".into(),
+            world: POLICY_WORLD.into(),
             message: format!("{e:#}"),
         })?;
         Ok(PolicyPlugin {
             id: id.into(),
+            manifest: Arc::new(manifest),
             pre,
-            limits,
+            _runtime: runtime.clone(),
             source,
         })
     }
@@ -423,22 +533,22 @@ impl PolicyPlugin {
         let plugin = self.id.to_string();
         let info = CallInfo {
             plugin: self.id.clone(),
+            manifest: self.manifest.clone(),
             tool: String::new(),
             tool_call_id: String::new(),
         };
-        let mut store = new_store(self.pre.engine(), &self.limits, info, None);
+        let wall = self.manifest.limits.wall;
+        let mut store = new_store(self.pre.engine(), info, None)?;
         let work = async {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        match tokio::time::timeout(self.limits.wall, work).await {
+        match tokio::time::timeout(wall, work).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(CallError::from_wasmtime(&plugin, e)),
             Err(_) => Err(CallError::Limit {
                 plugin,
-                limit: LimitExceeded::Wall {
-                    limit: self.limits.wall,
-                },
+                limit: LimitExceeded::Wall { limit: wall },
             }),
         }
     }
@@ -453,6 +563,76 @@ fn tool_linker(runtime: &Runtime) -> wasmtime::Result<Linker<CallState>> {
     )
     .context("linking toolhost:plugin/sessions")?;
     Ok(linker)
+}
+
+fn check_pin(manifest: &Manifest, bytes: &[u8]) -> Result<(), LoadError> {
+    if let Some(expected) = &manifest.sha256 {
+        let actual = sha256_hex(bytes);
+        if &actual != expected {
+            return Err(LoadError::Sha256Mismatch {
+                plugin: manifest.id.clone(),
+                expected: expected.clone(),
+                actual,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The names of a component's imports and exports (interfaces and
+/// functions), as `Component::component_type` lists them.
+pub fn imports_and_exports(
+    engine: &wasmtime::Engine,
+    component: &Component,
+) -> (Vec<String>, Vec<String>) {
+    let ty = component.component_type();
+    let imports = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+    let exports = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+    (imports, exports)
+}
+
+/// Checks a component against a world before linking, so the error names
+/// what is wrong: the export it lacks, or an import the host does not link.
+fn check_world(
+    runtime: &Runtime,
+    component: &Component,
+    id: &str,
+    world: &str,
+    export: &str,
+    sessions: bool,
+) -> Result<(), LoadError> {
+    let engine = runtime.engine();
+    let ty = component.component_type();
+    let wrong = |message: String| LoadError::WrongWorld {
+        plugin: id.to_string(),
+        world: world.to_string(),
+        message,
+    };
+    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+    if !exports.iter().any(|e| e == export) {
+        return Err(wrong(format!(
+            "it does not export {export} (it exports: {})",
+            if exports.is_empty() {
+                "nothing".to_string()
+            } else {
+                exports.join(", ")
+            }
+        )));
+    }
+    for (name, item) in ty.imports(engine) {
+        let linked = LINKED_WASI.iter().any(|p| name.starts_with(p))
+            || (sessions && name.starts_with(SESSIONS_IMPORT));
+        if !linked {
+            let what = match item.ty {
+                ComponentItem::ComponentFunc(_) => "function ",
+                _ => "",
+            };
+            return Err(wrong(format!(
+                "it imports {what}{name}, which toolhost does not provide to this kind of plugin"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn instantiate_pre(
@@ -475,16 +655,36 @@ fn instantiate_pre(
 /// guest runs costs one tick of budget; time blocked in host calls does not
 /// (the deadline callback only fires while guest code runs). Between ticks the
 /// guest yields to tokio, so a spinning guest cannot starve other tasks.
+///
+/// The WASI context holds exactly the manifest's preopens and env (nothing
+/// for a plugin without a manifest); network is always denied.
 fn new_store(
     engine: &wasmtime::Engine,
-    limits: &Limits,
     call: CallInfo,
     services: Option<Arc<Services>>,
-) -> Store<CallState> {
-    let wasi = WasiCtx::builder()
+) -> Result<Store<CallState>, CallError> {
+    let manifest = call.manifest.clone();
+    let limits = &manifest.limits;
+    let mut builder = WasiCtx::builder();
+    builder
         .stdout(GuestLog::new(call.plugin.clone(), "stdout"))
-        .stderr(GuestLog::new(call.plugin.clone(), "stderr"))
-        .build();
+        .stderr(GuestLog::new(call.plugin.clone(), "stderr"));
+    for (key, value) in &manifest.env {
+        builder.env(key, value);
+    }
+    for p in &manifest.preopens {
+        let perms = match p.mode {
+            PreopenMode::ReadOnly => FsPerms::ReadOnly,
+            PreopenMode::ReadWrite => FsPerms::ReadWrite,
+        };
+        builder
+            .preopened_dir(&p.host, &p.guest, perms)
+            .map_err(|e| CallError::Host {
+                plugin: call.plugin.to_string(),
+                message: format!("cannot open preopen {}: {e:#}", p.host.display()),
+            })?;
+    }
+    let wasi = builder.build();
     let state = CallState {
         wasi,
         table: ResourceTable::new(),
@@ -507,5 +707,5 @@ fn new_store(
         }
         Ok(UpdateDeadline::Yield(1))
     });
-    store
+    Ok(store)
 }

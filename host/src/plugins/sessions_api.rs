@@ -58,9 +58,12 @@ impl wit::Host for CallState {
         if let Err(reason) = services.permissions.check_start(&self.call, &request).await {
             return Ok(Err(wit::SessionError::Denied(reason)));
         }
+        // The plugin's manifest may ask for a stricter sandbox than the
+        // operator's; it can never loosen it (`SandboxPolicy::stricter`).
+        let policy = self.call.manifest.sandbox_policy();
         let started = services
             .sessions
-            .start(&self.caller(), request)
+            .start_with_policy(&self.caller(), request, &policy)
             .await
             .map(|id| id.to_string());
         if let Ok(id) = &started {
