@@ -21,6 +21,7 @@ pub fn toolhost(workspace: &Path, state: &Path, args: &[&str]) -> Output {
 /// Writes a policy that allows every command into `dir` and returns its path,
 /// for tests about something other than the policy.
 pub fn allow_all_policy(dir: &Path) -> String {
+    std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("allow-all.toml");
     std::fs::write(&path, "default = \"allow\"\n").unwrap();
     path.to_str().unwrap().to_string()

@@ -137,6 +137,8 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
     }
     reasons.extend(part.issues.iter().cloned());
     if allowed {
+        // An allow rule covers running the program, not its side effects.
+        reasons.extend(part.effects.iter().cloned());
         return if reasons.is_empty() {
             Verdict::Allow
         } else {
@@ -157,7 +159,10 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
             suggestion(part)
         )),
         DefaultAction::Allow if !has_asks && !guarded => Verdict::Allow,
-        _ => Verdict::Ask(reasons),
+        _ => {
+            reasons.extend(part.effects.iter().cloned());
+            Verdict::Ask(reasons)
+        }
     }
 }
 

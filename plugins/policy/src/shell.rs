@@ -59,9 +59,15 @@ impl Layer {
 pub struct Part {
     /// The command as written (outermost layer) down to the peeled program.
     pub layers: Vec<Layer>,
-    /// Reasons this part may at most be asked about (a write redirection,
-    /// an unresolvable program name, a privileged environment variable…).
+    /// Reasons this part may at most be asked about whatever the rules say
+    /// (an unresolvable program name, an unknown wrapper option, a script
+    /// that is not a static string…).
     pub issues: Vec<String>,
+    /// What the part does beyond running its program: writes by redirection,
+    /// environment variables that change what runs (`PATH`, `LD_PRELOAD`).
+    /// An allow *rule* never covers these (so `cat *` does not allow
+    /// `cat x > y`: it is asked); under `default = "allow"` they are allowed.
+    pub effects: Vec<String>,
 }
 
 impl Part {
@@ -423,7 +429,7 @@ impl Walker<'_> {
         resolved
     }
 
-    fn redirect(&mut self, r: &ast::IoRedirect, issues: &mut Vec<String>) {
+    fn redirect(&mut self, r: &ast::IoRedirect, effects: &mut Vec<String>) {
         use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T, IoRedirect as R};
         match r {
             R::File(_, kind, target) => {
@@ -432,7 +438,7 @@ impl Walker<'_> {
                     T::Filename(w) => {
                         let arg = self.word(w);
                         if writes && !harmless_sink(&arg) {
-                            issues.push(format!("writes to `{}` by redirection", arg.text));
+                            effects.push(format!("writes to `{}` by redirection", arg.text));
                         }
                     }
                     T::Fd(_) => {}
@@ -446,7 +452,7 @@ impl Walker<'_> {
                                     .chars()
                                     .all(|c| c.is_ascii_digit()));
                         if !fd && !harmless_sink(&arg) {
-                            issues.push(format!("writes to `{}` by redirection", arg.text));
+                            effects.push(format!("writes to `{}` by redirection", arg.text));
                         }
                     }
                     T::ProcessSubstitution(_, sub) => self.compound_list(&sub.list),
@@ -473,7 +479,7 @@ impl Walker<'_> {
             R::OutputAndError(w, _) => {
                 let arg = self.word(w);
                 if !harmless_sink(&arg) {
-                    issues.push(format!("writes to `{}` by redirection", arg.text));
+                    effects.push(format!("writes to `{}` by redirection", arg.text));
                 }
             }
         }
@@ -493,12 +499,12 @@ impl Walker<'_> {
         }
         let SimpleAcc {
             words,
-            mut issues,
+            mut effects,
             assigned,
         } = acc;
         for name in &assigned {
             if !harmless_env(name) {
-                issues.push(if words.is_empty() {
+                effects.push(if words.is_empty() {
                     format!("sets the shell variable `{name}` for later commands")
                 } else {
                     format!("sets the environment variable `{name}` for the program")
@@ -507,18 +513,18 @@ impl Walker<'_> {
         }
         if words.is_empty() {
             // Assignments or redirections only: no program runs.
-            for i in issues {
+            for i in effects {
                 self.issue(i);
             }
             return;
         }
-        let part = self.peel(words, issues);
+        let part = self.peel(words, effects);
         self.out.parts.push(part);
     }
 
     fn item(&mut self, item: &Item, in_prefix: bool, acc: &mut SimpleAcc) {
         match item {
-            Item::IoRedirect(r) => self.redirect(r, &mut acc.issues),
+            Item::IoRedirect(r) => self.redirect(r, &mut acc.effects),
             Item::Word(w) => {
                 let a = self.word(w);
                 acc.words.push(a);
@@ -565,7 +571,8 @@ impl Walker<'_> {
 
     /// Peels wrappers off a simple command's words, following shell
     /// scripts (`bash -c`, `eval`) into new parts.
-    fn peel(&mut self, words: Vec<Arg>, mut issues: Vec<String>) -> Part {
+    fn peel(&mut self, words: Vec<Arg>, mut effects: Vec<String>) -> Part {
+        let mut issues = Vec::new();
         let mut layers = Vec::new();
         let mut cur = words;
         while let Some(name) = cur.first() {
@@ -637,7 +644,7 @@ impl Walker<'_> {
                 } => {
                     for n in env {
                         if !harmless_env(&n) {
-                            issues.push(format!(
+                            effects.push(format!(
                                 "sets the environment variable `{n}` for the program"
                             ));
                         }
@@ -660,7 +667,11 @@ impl Walker<'_> {
             }
         }
         issues.dedup();
-        Part { layers, issues }
+        Part {
+            layers,
+            issues,
+            effects,
+        }
     }
 
     /// Describes a program run by path.
@@ -684,7 +695,7 @@ impl Walker<'_> {
 #[derive(Default)]
 struct SimpleAcc {
     words: Vec<Arg>,
-    issues: Vec<String>,
+    effects: Vec<String>,
     assigned: Vec<String>,
 }
 

@@ -264,7 +264,11 @@ fn command_table() {
         (T_ALLOW, "$CMD", "ask"),
         (T_ALLOW, "sudo mkdir x", "ask"),
         (T_ALLOW, "rm -rf /", "deny"),
-        (T_ALLOW, "mkdir x > out", "ask"),
+        // Under `default = "allow"` a write by redirection is allowed too: the
+        // operator allowed everything no rule restricts.
+        (T_ALLOW, "mkdir x > out", "allow"),
+        (T_ALLOW, "PATH=/tmp mkdir x", "allow"),
+        (T, "cat x > out", "ask"),
         (T_ALLOW, "echo 'abc", "ask"),
         (T_ALLOW, "/usr/bin/env mkdir x", "ask"),
         (T_ALLOW, "./build.sh", "ask"),
