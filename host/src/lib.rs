@@ -10,10 +10,11 @@
 pub mod bindings;
 pub mod builtin;
 pub mod engine;
+pub mod events;
 pub mod host;
 pub mod permissions;
 pub mod plugins;
 pub mod sandbox;
 pub mod sessions;
 
-pub use host::{Host, HostConfig, HostError, ToolResult};
+pub use host::{Host, HostConfig, HostError, RunningCall, ToolResult};
