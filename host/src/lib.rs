@@ -12,6 +12,7 @@ pub mod builtin;
 pub mod engine;
 pub mod events;
 pub mod host;
+pub mod mcp;
 pub mod permissions;
 pub mod plugins;
 pub mod sandbox;

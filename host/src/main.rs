@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::{Parser, Subcommand};
+use toolhost::events::{EventKind, EventLog, Lifecycle};
 use toolhost::{Host, HostConfig};
 
 /// toolhost: a WebAssembly component host with sandboxed tool plugins.
@@ -54,6 +57,22 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
+    /// Serve MCP over stdio (for agents), plus the control socket (for humans).
+    ///
+    /// stdout carries MCP messages only; logs go to stderr. Every tool call,
+    /// process and permission request is recorded in the host session's event
+    /// log (<state-dir>/hosts/<id>/events.jsonl); `toolhost attach` follows it
+    /// through the control socket. The host session id is printed on stderr.
+    ///
+    /// Register with an MCP client as the command `toolhost serve --workspace DIR`.
+    Serve {
+        /// Resume this host session (e.g. hs_0190a1b2c3d4): its event log
+        /// continues where it stopped. Default: a new host session.
+        #[arg(long, value_name = "ID")]
+        host_session: Option<String>,
+        #[command(flatten)]
+        host: HostArgs,
+    },
     /// List the tools of the loaded plugins.
     Tools {
         /// Print JSON (name, description, input schema) instead of text.
@@ -69,7 +88,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error")),
         )
         .init();
     let cli = Cli::parse();
@@ -133,6 +152,7 @@ async fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
+        Command::Serve { host_session, host } => serve(host, host_session).await,
         Command::Tools { json, host } => {
             let host = match start_host(host).await {
                 Ok(h) => h,
@@ -163,7 +183,88 @@ async fn run(cli: Cli) -> ExitCode {
     }
 }
 
+async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(HostConfig::default_state_dir);
+    if let Err(e) = std::fs::create_dir_all(&state_dir) {
+        return usage_error(format!(
+            "cannot create state dir {}: {e}",
+            state_dir.display()
+        ));
+    }
+    let log = match EventLog::open(&state_dir, host_session.as_deref()) {
+        Ok(log) => Arc::new(log),
+        Err(e) => return usage_error(e.to_string()),
+    };
+    let pid = std::process::id();
+    let host = match start_host_with(args, Some(log.clone())).await {
+        Ok(h) => Arc::new(h),
+        Err(code) => {
+            log.append(EventKind::Lifecycle {
+                state: Lifecycle::Failed,
+                pid,
+                message: Some("the host could not start (see stderr)".into()),
+            });
+            return code;
+        }
+    };
+    let resumed = log.resumed_from();
+    log.append(EventKind::Lifecycle {
+        state: Lifecycle::Running,
+        pid,
+        message: Some(if resumed > 0 {
+            format!("resumed host session after seq {resumed}")
+        } else {
+            "serving MCP on stdio".into()
+        }),
+    });
+    eprintln!(
+        "toolhost: host session {} (events: {})",
+        log.id(),
+        log.path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let end = toolhost::mcp::serve_stdio(
+        host.clone(),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        stop_rx,
+    )
+    .await;
+    host.sessions().shutdown().await;
+    let (state, message, code) = match end {
+        Ok(toolhost::mcp::ServeEnd::ClientClosed) => (
+            Lifecycle::Stopped,
+            "the MCP client closed the connection".to_string(),
+            0,
+        ),
+        Ok(toolhost::mcp::ServeEnd::Stopped) => {
+            (Lifecycle::Stopped, "stop requested".to_string(), 0)
+        }
+        Err(e) => (Lifecycle::Failed, e.to_string(), 1),
+    };
+    log.append(EventKind::Lifecycle {
+        state,
+        pid,
+        message: Some(message.clone()),
+    });
+    if code != 0 {
+        eprintln!("toolhost: {message}");
+    }
+    // stdin is read by a blocking thread that cannot be interrupted; leave
+    // without waiting for it.
+    std::process::exit(code)
+}
+
 async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
+    start_host_with(args, None).await
+}
+
+async fn start_host_with(args: HostArgs, events: Option<Arc<EventLog>>) -> Result<Host, ExitCode> {
     let workspace = match args.workspace {
         Some(w) => w,
         None => std::env::current_dir()
@@ -178,6 +279,7 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
         workspace,
         state_dir: args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
         policy_rules,
+        events,
     };
     Host::new(config)
         .await
