@@ -7,8 +7,10 @@
 
 #![warn(missing_docs)]
 
+pub mod attach;
 pub mod bindings;
 pub mod builtin;
+pub mod control;
 pub mod engine;
 pub mod events;
 pub mod host;

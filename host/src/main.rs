@@ -36,6 +36,23 @@ struct HostArgs {
     policy: Option<PathBuf>,
 }
 
+/// Where host sessions live.
+#[derive(clap::Args)]
+struct StateArgs {
+    /// The state dir `toolhost serve` uses (default: $XDG_STATE_HOME/toolhost
+    /// or ~/.local/state/toolhost).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+impl StateArgs {
+    fn dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(HostConfig::default_state_dir)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Call one tool once and print its result.
@@ -72,6 +89,38 @@ enum Command {
         host_session: Option<String>,
         #[command(flatten)]
         host: HostArgs,
+    },
+    /// Follow a running host session's events; answer permission prompts,
+    /// cancel or background calls, detach and re-attach.
+    ///
+    /// Prints every event after the saved cursor (or --from), then follows
+    /// live. Reads commands from stdin, one per line: a / A / r / R answer
+    /// the pending permission prompt (allow once / always, reject once /
+    /// always); `cancel [CALL]`, `bg [CALL]` (detach a running call to the
+    /// background), `kill SESSION`, `ls`, `q` (detach, after queued actions
+    /// are answered), `Q` (detach at once), `stop` (stop the host). End of
+    /// input detaches. Exits 0 on detach or host stop, 3 when the connection
+    /// is lost.
+    Attach {
+        /// The host session (hs_...). Default: the only running one.
+        session: Option<String>,
+        /// Start after this seq (0: the whole history) instead of the saved cursor.
+        #[arg(long, value_name = "SEQ")]
+        from: Option<u64>,
+        /// Print the events up to now and detach.
+        #[arg(long)]
+        once: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// List host sessions (running or not) and the tool calls and process
+    /// sessions of running ones.
+    Sessions {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
     },
     /// List the tools of the loaded plugins.
     Tools {
@@ -153,6 +202,13 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Serve { host_session, host } => serve(host, host_session).await,
+        Command::Attach {
+            session,
+            from,
+            once,
+            state,
+        } => attach(state.dir(), session, from, once).await,
+        Command::Sessions { json, state } => sessions(state.dir(), json).await,
         Command::Tools { json, host } => {
             let host = match start_host(host).await {
                 Ok(h) => h,
@@ -227,7 +283,23 @@ async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     );
-    let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let control = match toolhost::control::ControlServer::start(host.clone(), stop_tx) {
+        Ok(c) => c,
+        Err(e) => {
+            log.append(EventKind::Lifecycle {
+                state: Lifecycle::Failed,
+                pid,
+                message: Some(e.to_string()),
+            });
+            return usage_error(e.to_string());
+        }
+    };
+    eprintln!(
+        "toolhost: control socket {} (toolhost attach {})",
+        control.path().display(),
+        log.id()
+    );
     let end = toolhost::mcp::serve_stdio(
         host.clone(),
         tokio::io::stdin(),
@@ -255,9 +327,149 @@ async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
     if code != 0 {
         eprintln!("toolhost: {message}");
     }
+    if control.attached_clients() > 0 {
+        // Let attached clients receive the final lifecycle event.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    drop(control);
     // stdin is read by a blocking thread that cannot be interrupted; leave
     // without waiting for it.
     std::process::exit(code)
+}
+
+/// The host session to attach to: the given one, else the only running one.
+async fn pick_session(
+    state_dir: &std::path::Path,
+    session: Option<String>,
+) -> Result<String, ExitCode> {
+    if let Some(s) = session {
+        return Ok(s);
+    }
+    let live: Vec<_> = toolhost::control::list_host_sessions(state_dir)
+        .await
+        .into_iter()
+        .filter(|h| h.live)
+        .collect();
+    match live.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => Err(usage_error(format!(
+            "no running host session in {}; start one with `toolhost serve`",
+            state_dir.display()
+        ))),
+        many => Err(usage_error(format!(
+            "several host sessions are running; name one: {}",
+            many.iter()
+                .map(|h| h.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+async fn attach(
+    state_dir: PathBuf,
+    session: Option<String>,
+    from: Option<u64>,
+    once: bool,
+) -> ExitCode {
+    use toolhost::attach::{AttachEnd, AttachOptions, cursor_file, run_attach};
+    let session = match pick_session(&state_dir, session).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = AttachOptions {
+        socket: toolhost::control::socket_path(&state_dir, &session),
+        cursor_file: Some(cursor_file(&state_dir, &session)),
+        from,
+        once,
+    };
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let end = run_attach(options, input, tokio::io::stdout()).await;
+    // stdin is read by a blocking thread; leave without waiting for it.
+    let code = match end {
+        Ok(AttachEnd::Detached | AttachEnd::HostStopped) => 0,
+        Ok(AttachEnd::ConnectionLost) => 3,
+        Err(e) => {
+            eprintln!("toolhost: cannot attach to {session}: {e}");
+            2
+        }
+    };
+    std::process::exit(code)
+}
+
+async fn sessions(state_dir: PathBuf, json: bool) -> ExitCode {
+    use toolhost::control::{ControlClient, list_host_sessions, socket_path};
+    let hosts = list_host_sessions(&state_dir).await;
+    let mut all = Vec::new();
+    for h in &hosts {
+        let mut detail = serde_json::json!(null);
+        if h.live
+            && let Ok(mut client) = ControlClient::connect(&socket_path(&state_dir, &h.id)).await
+            && let Ok(list) = client.call("sessions.list", serde_json::json!({})).await
+        {
+            detail = list;
+        }
+        all.push((h, detail));
+    }
+    if json {
+        let value: Vec<_> = all
+            .iter()
+            .map(|(h, d)| {
+                serde_json::json!({
+                    "host_session": h,
+                    "calls": d.get("calls"),
+                    "processes": d.get("processes"),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(value));
+        return ExitCode::SUCCESS;
+    }
+    if all.is_empty() {
+        println!("no host sessions in {}", state_dir.display());
+    }
+    for (h, d) in &all {
+        println!(
+            "{}  {}  pid {}  last seq {}",
+            h.id,
+            h.state,
+            h.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            h.last_seq
+        );
+        for c in d
+            .get("calls")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            println!(
+                "  call    {}  {}  running (via {})",
+                c["tool_call_id"].as_str().unwrap_or("?"),
+                c["tool"].as_str().unwrap_or("?"),
+                c["source"].as_str().unwrap_or("?")
+            );
+        }
+        for p in d
+            .get("processes")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            println!(
+                "  process {}  {:<8}  {}{}  {}",
+                p["id"].as_str().unwrap_or("?"),
+                p["status"].as_str().unwrap_or("?"),
+                p["tool_call_id"].as_str().unwrap_or("background"),
+                if p["detached"] == serde_json::json!(true) {
+                    " (detached)"
+                } else {
+                    ""
+                },
+                p["command"].as_str().unwrap_or("")
+            );
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
