@@ -359,6 +359,12 @@ impl ControlServer {
         &self.path
     }
 
+    /// The approver asking attached clients (already registered with the
+    /// host's permission pipeline; exposed for embedders and tests).
+    pub fn approver(&self) -> Arc<dyn Approver> {
+        Arc::new(ControlApprover(self.shared.clone()))
+    }
+
     /// How many clients are attached.
     pub fn attached_clients(&self) -> usize {
         self.shared.attached().len()

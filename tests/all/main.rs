@@ -4,6 +4,7 @@
 //! the library API with real processes and the real embedded plugins.
 
 mod cli;
+mod control;
 mod mcp;
 mod plugins;
 mod sandbox;
