@@ -137,10 +137,10 @@ impl Follower {
                 self.running.insert(tool_call_id.clone(), tool.clone());
             }
             EventKind::ToolCallSettled { tool_call_id, .. }
-            | EventKind::ToolCallFailed { tool_call_id, .. } => {
-                if self.running.remove(tool_call_id).is_some() {
-                    self.settled.push(tool_call_id.clone());
-                }
+            | EventKind::ToolCallFailed { tool_call_id, .. }
+                if self.running.remove(tool_call_id).is_some() =>
+            {
+                self.settled.push(tool_call_id.clone());
             }
             EventKind::Lifecycle { state, .. } => {
                 self.stopped = !matches!(state, crate::events::Lifecycle::Running);
@@ -398,22 +398,17 @@ where
                     let what = outstanding.remove(&id).unwrap_or_default();
                     if let Some(err) = msg.get("error") {
                         say(&mut out, format!("toolhost: {what} failed: {}", err["message"].as_str().unwrap_or("?"))).await;
-                    } else if what == "attach" {
-                        for p in msg["result"]["pending_permissions"].as_array().into_iter().flatten() {
-                            let _ = p; // they also arrive as permission_requested events
-                        }
                     } else if what == "ls" {
                         say(&mut out, format!("{:#}", msg["result"])).await;
-                    } else if let Some(r) = what.strip_prefix("resync") {
-                        let _ = r;
-                        if let Ok(replay) = serde_json::from_value::<Replay>(msg["result"].clone()) {
-                            handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
-                        }
-                    }
-                } else if msg.get("method").and_then(Value::as_str) == Some("events") {
-                    if let Ok(replay) = serde_json::from_value::<Replay>(msg["params"].clone()) {
+                    } else if what == "resync"
+                        && let Ok(replay) = serde_json::from_value::<Replay>(msg["result"].clone())
+                    {
                         handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
                     }
+                } else if msg.get("method").and_then(Value::as_str) == Some("events")
+                    && let Ok(replay) = serde_json::from_value::<Replay>(msg["params"].clone())
+                {
+                    handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
                 }
                 if let Some(p) = follower.next_prompt().cloned()
                     && prompted.insert(p.request_id.clone())

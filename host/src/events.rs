@@ -793,8 +793,7 @@ fn read_range(
     file.seek(SeekFrom::Start(start_offset))?;
     let reader = BufReader::new(file);
     let mut out = Vec::new();
-    let mut seq = start_seq;
-    for line in reader.split(b'\n') {
+    for (seq, line) in (start_seq..).zip(reader.split(b'\n')) {
         if seq >= stop || out.len() >= max {
             break;
         }
@@ -804,7 +803,6 @@ fn read_range(
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
             out.push(event);
         }
-        seq += 1;
     }
     Ok(out)
 }

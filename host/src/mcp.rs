@@ -199,9 +199,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut result = ListToolsResult::default();
-        result.tools = McpServer::tool_list(&self.host);
-        Ok(result)
+        Ok(ListToolsResult::with_all_items(McpServer::tool_list(
+            &self.host,
+        )))
     }
 
     async fn call_tool(
