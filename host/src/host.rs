@@ -2,12 +2,14 @@
 //! permission pipeline, behind one "call this tool" API that every front door
 //! (CLI, MCP, control socket) uses.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::builtin;
 use crate::engine::{EngineOptions, Runtime};
+use crate::events::{self, EventKind, EventLog, LogObserver};
 use crate::manifest::{Manifest, ManifestError};
 use crate::permissions::Permissions;
 use crate::plugins::{
@@ -38,6 +40,10 @@ pub struct HostConfig {
     /// A directory whose `*.wasm` files are loaded like [`HostConfig::plugins`]
     /// (`--plugins-dir DIR`), in name order. Default: none.
     pub plugins_dir: Option<PathBuf>,
+    /// The host session's event log (DESIGN §4). `None`: an in-memory log
+    /// (the one-shot CLI); `toolhost serve` opens a persisted one with
+    /// [`EventLog::open`].
+    pub events: Option<Arc<EventLog>>,
 }
 
 impl HostConfig {
@@ -51,6 +57,7 @@ impl HostConfig {
             sandbox: SandboxPolicy::default(),
             plugins: Vec::new(),
             plugins_dir: None,
+            events: None,
         }
     }
 
@@ -121,6 +128,28 @@ pub enum HostError {
     /// The plugin trapped, hit a limit, or could not be run.
     #[error(transparent)]
     Plugin(#[from] CallError),
+    /// The call was cancelled ([`Host::cancel_call`]); its foreground
+    /// processes were killed.
+    #[error("tool call `{0}` was cancelled")]
+    Cancelled(String),
+}
+
+/// A tool call in progress, as [`Host::running_calls`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunningCall {
+    /// The host-assigned id (`tc_...`).
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The front door it came through (`mcp`, `cli`, `api`).
+    pub source: String,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_ms: u64,
+}
+
+struct CallSlot {
+    info: RunningCall,
+    cancel: Arc<tokio::sync::Notify>,
 }
 
 /// The outcome of a tool call that ran (MCP `CallToolResult`).
@@ -153,7 +182,10 @@ pub struct Host {
     config: HostConfig,
     services: Arc<Services>,
     tools: Vec<ToolEntry>,
+    tools_version: tokio::sync::watch::Sender<u64>,
     next_call: AtomicU64,
+    events: Arc<EventLog>,
+    calls: Mutex<HashMap<String, CallSlot>>,
 }
 
 impl Host {
@@ -230,11 +262,18 @@ impl Host {
                 e.line, e.message
             )));
         }
+        let events = config
+            .events
+            .clone()
+            .unwrap_or_else(|| Arc::new(EventLog::in_memory("hs_oneshot")));
+        let observer = Arc::new(LogObserver::new(events.clone()));
         let mut sessions_config = SessionsConfig::new(workspace.clone(), state_dir);
         sessions_config.sandbox = config.sandbox.clone();
+        sessions_config.observer = Some(observer.clone());
         let sessions =
             Sessions::new(sessions_config).map_err(|e| HostError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, config.policy_rules.clone(), workspace);
+        permissions.set_observer(observer);
         let services = Arc::new(Services {
             sessions,
             permissions,
@@ -261,8 +300,57 @@ impl Host {
             config,
             services,
             tools,
+            tools_version: tokio::sync::watch::channel(0).0,
             next_call: AtomicU64::new(1),
+            events,
+            calls: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The host session's event log.
+    pub fn events(&self) -> &Arc<EventLog> {
+        &self.events
+    }
+
+    /// The permission pipeline (to add approvers).
+    pub fn permissions(&self) -> &Permissions {
+        &self.services.permissions
+    }
+
+    /// A receiver whose value changes whenever the set of tools changes (MCP
+    /// `notifications/tools/list_changed`). The set is fixed at start-up for
+    /// now, so it never changes yet.
+    pub fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tools_version.subscribe()
+    }
+
+    /// A fresh tool-call id (`tc_` + 12 hex digits, unique per host), for
+    /// [`Host::call_tool_as`].
+    pub fn new_call_id(&self) -> String {
+        format!("tc_{:012x}", self.next_call.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The tool calls in progress, oldest first.
+    pub fn running_calls(&self) -> Vec<RunningCall> {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list: Vec<_> = calls.values().map(|c| c.info.clone()).collect();
+        list.sort_by(|a, b| a.tool_call_id.cmp(&b.tool_call_id));
+        list
+    }
+
+    /// Cancels tool call `tool_call_id`: the plugin's call is abandoned, the
+    /// call's foreground processes are killed (SIGTERM, grace, SIGKILL to the
+    /// process group) and the call ends with [`HostError::Cancelled`].
+    /// Returns false when no such call is in progress.
+    pub fn cancel_call(&self, tool_call_id: &str) -> bool {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        match calls.get(tool_call_id) {
+            Some(slot) => {
+                slot.cancel.notify_one();
+                true
+            }
+            None => false,
+        }
     }
 
     /// The configuration in effect (paths canonicalised).
@@ -292,26 +380,41 @@ impl Host {
         &self.services.sessions
     }
 
-    /// The permission pipeline (e.g. to add an [`crate::permissions::Approver`]).
-    pub fn permissions(&self) -> &Permissions {
-        &self.services.permissions
-    }
-
-    /// Calls tool `name` with `arguments` (must be a JSON object). Assigns the
-    /// call a fresh tool-call id, runs the plugin in a fresh instance, and when
-    /// the call returns kills any foreground process it left running without
-    /// detaching it.
-    ///
-    /// Sandbox denials: when a session the call started or asked about has
-    /// exited with a failure that looks like a sandbox refusal
-    /// ([`crate::sessions::Snapshot::sandbox_denial`]), the host adds the hint
-    /// to the result: a line `[sandbox denial (likely): …]` after the plugin's
-    /// text, and a `"sandbox_denial"` member in the structured result when that
-    /// is a JSON object. The session's output log is never altered.
+    /// Calls tool `name` with `arguments` (must be a JSON object) under a
+    /// fresh tool-call id, as the embedder (`source` `api`). See
+    /// [`Host::call_tool_as`].
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: &serde_json::Value,
+    ) -> Result<ToolResult, HostError> {
+        let id = self.new_call_id();
+        self.call_tool_as(&id, name, arguments, "api", Arc::default())
+            .await
+    }
+
+    /// Calls tool `name` with `arguments` (must be a JSON object) as tool call
+    /// `tool_call_id` (from [`Host::new_call_id`]), coming through front door
+    /// `source`. Runs the plugin in a fresh instance, and when the call returns
+    /// kills any foreground process it left running without detaching it.
+    ///
+    /// `cancel.notify_one()` (or [`Host::cancel_call`]) cancels the call, even
+    /// before it has started: the plugin's call is abandoned and the call's
+    /// foreground processes are killed.
+    ///
+    /// Records `tool_call_started` and then exactly one of
+    /// `tool_call_settled` / `tool_call_failed` in the event log (nothing for
+    /// an unknown tool or non-object arguments, which are refused first).
+    ///
+    /// Errors: [`HostError::UnknownTool`], [`HostError::InvalidArguments`],
+    /// [`HostError::Plugin`] (trap, limit), [`HostError::Cancelled`].
+    pub async fn call_tool_as(
+        &self,
+        tool_call_id: &str,
+        name: &str,
+        arguments: &serde_json::Value,
+        source: &str,
+        cancel: Arc<tokio::sync::Notify>,
     ) -> Result<ToolResult, HostError> {
         let Some(entry) = self.tools.iter().find(|t| t.name == name) else {
             return Err(HostError::UnknownTool {
@@ -330,40 +433,119 @@ impl Host {
                 message: "arguments must be a JSON object".into(),
             });
         }
-        let tool_call_id = format!("tc_{:012x}", self.next_call.fetch_add(1, Ordering::Relaxed));
-        let outcome = entry
+        let info = RunningCall {
+            tool_call_id: tool_call_id.to_string(),
+            tool: name.to_string(),
+            source: source.to_string(),
+            started_ms: events::now_ms(),
+        };
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            tool_call_id.to_string(),
+            CallSlot {
+                info,
+                cancel: cancel.clone(),
+            },
+        );
+        self.events.append(EventKind::ToolCallStarted {
+            tool_call_id: tool_call_id.to_string(),
+            tool: name.to_string(),
+            arguments: arguments.clone(),
+            source: source.to_string(),
+        });
+        let arguments_text = arguments.to_string();
+        let call = entry
             .plugin
-            .call_traced(&entry.plugin_tool, &tool_call_id, &arguments.to_string())
-            .await;
-        self.services.sessions.end_call(&tool_call_id).await;
-        let (outcome, used) = outcome?;
-        match outcome {
-            Ok(output) => {
-                let mut result = ToolResult {
-                    text: output.text,
-                    structured: output
-                        .structured
-                        .and_then(|s| serde_json::from_str(&s).ok()),
-                    is_error: output.is_error,
-                };
-                let caller = Caller::Plugin(entry.plugin.id().into());
-                add_denial_hints(&mut result, &self.services.sessions, &caller, &used);
-                Ok(result)
+            .call_traced(&entry.plugin_tool, tool_call_id, &arguments_text);
+        let outcome = tokio::select! {
+            outcome = call => Some(outcome),
+            () = cancel.notified() => None,
+        };
+        let sessions = &self.services.sessions;
+        if outcome.is_none() {
+            // Kill the call's runs first so their end says who killed them.
+            let runs: Vec<_> = sessions
+                .running_calls()
+                .into_iter()
+                .filter(|(tc, _)| tc == tool_call_id)
+                .collect();
+            for (_, session) in runs {
+                let _ = sessions
+                    .kill(&crate::sessions::Caller::Host, &session, None, "cancelled")
+                    .await;
             }
-            Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool {
-                name: t,
-                available: name.to_string(),
-            }),
-            Err(ToolError::InvalidArguments(message)) => Err(HostError::InvalidArguments {
-                tool: name.to_string(),
-                message,
-            }),
-            Err(ToolError::Failed(text)) => Ok(ToolResult {
-                text,
-                structured: None,
-                is_error: true,
-            }),
         }
+        sessions.end_call(tool_call_id).await;
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tool_call_id);
+        let result = match outcome {
+            None => Err(HostError::Cancelled(tool_call_id.to_string())),
+            Some(outcome) => {
+                let (outcome, used) = match outcome {
+                    Ok((outcome, used)) => (Ok(outcome), used),
+                    Err(e) => (Err(e), Vec::new()),
+                };
+                map_outcome(name, outcome).map(|mut result| {
+                    // Sandbox denials: when a session the call started or asked
+                    // about exited with a failure that looks like a sandbox
+                    // refusal (`Snapshot::sandbox_denial`), add the hint to the
+                    // result (the session's output log is never altered).
+                    let caller = Caller::Plugin(entry.plugin.id().into());
+                    add_denial_hints(&mut result, sessions, &caller, &used);
+                    result
+                })
+            }
+        };
+        self.events.append(match &result {
+            Ok(r) => {
+                let cut = crate::sessions::floor_char_boundary(
+                    r.text.as_bytes(),
+                    events::SETTLED_TEXT_MAX.min(r.text.len()),
+                );
+                EventKind::ToolCallSettled {
+                    tool_call_id: tool_call_id.to_string(),
+                    is_error: r.is_error,
+                    text: r.text[..cut].to_string(),
+                    truncated: cut < r.text.len(),
+                    structured: r.structured.clone(),
+                }
+            }
+            Err(e) => EventKind::ToolCallFailed {
+                tool_call_id: tool_call_id.to_string(),
+                error: e.to_string(),
+                cancelled: matches!(e, HostError::Cancelled(_)),
+            },
+        });
+        result
+    }
+}
+
+fn map_outcome(
+    name: &str,
+    outcome: Result<Result<crate::plugins::ToolOutput, ToolError>, CallError>,
+) -> Result<ToolResult, HostError> {
+    match outcome? {
+        Ok(output) => Ok(ToolResult {
+            text: output.text,
+            structured: output
+                .structured
+                .and_then(|s| serde_json::from_str(&s).ok()),
+            is_error: output.is_error,
+        }),
+        Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool {
+            name: t,
+            available: name.to_string(),
+        }),
+        Err(ToolError::InvalidArguments(message)) => Err(HostError::InvalidArguments {
+            tool: name.to_string(),
+            message,
+        }),
+        Err(ToolError::Failed(text)) => Ok(ToolResult {
+            text,
+            structured: None,
+            is_error: true,
+        }),
     }
 }
 

@@ -7,16 +7,20 @@
 
 #![warn(missing_docs)]
 
+pub mod attach;
 pub mod bindings;
 pub mod builtin;
+pub mod control;
 pub mod engine;
+pub mod events;
 pub mod host;
 pub mod inspect;
 pub mod manifest;
+pub mod mcp;
 pub mod permissions;
 pub mod plugins;
 pub mod sandbox;
 pub mod sessions;
 pub mod tty;
 
-pub use host::{Host, HostConfig, HostError, ToolResult};
+pub use host::{Host, HostConfig, HostError, RunningCall, ToolResult};

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::{Parser, Subcommand};
+use toolhost::events::{EventKind, EventLog, Lifecycle};
 use toolhost::sandbox::{SandboxMode, SandboxPolicy};
 use toolhost::{Host, HostConfig};
 
@@ -69,6 +72,23 @@ fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
         .map_err(|e: toolhost::sandbox::SandboxError| e.to_string())
 }
 
+/// Where host sessions live.
+#[derive(clap::Args)]
+struct StateArgs {
+    /// The state dir `toolhost serve` uses (default: $XDG_STATE_HOME/toolhost
+    /// or ~/.local/state/toolhost).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+impl StateArgs {
+    fn dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(HostConfig::default_state_dir)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Call one tool once and print its result.
@@ -89,6 +109,54 @@ enum Command {
         json: bool,
         #[command(flatten)]
         host: HostArgs,
+    },
+    /// Serve MCP over stdio (for agents), plus the control socket (for humans).
+    ///
+    /// stdout carries MCP messages only; logs go to stderr. Every tool call,
+    /// process and permission request is recorded in the host session's event
+    /// log (<state-dir>/hosts/<id>/events.jsonl); `toolhost attach` follows it
+    /// through the control socket. The host session id is printed on stderr.
+    ///
+    /// Register with an MCP client as the command `toolhost serve --workspace DIR`.
+    Serve {
+        /// Resume this host session (e.g. hs_0190a1b2c3d4): its event log
+        /// continues where it stopped. Default: a new host session.
+        #[arg(long, value_name = "ID")]
+        host_session: Option<String>,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Follow a running host session's events; answer permission prompts,
+    /// cancel or background calls, detach and re-attach.
+    ///
+    /// Prints every event after the saved cursor (or --from), then follows
+    /// live. Reads commands from stdin, one per line: a / A / r / R answer
+    /// the pending permission prompt (allow once / always, reject once /
+    /// always); `cancel [CALL]`, `bg [CALL]` (detach a running call to the
+    /// background), `kill SESSION`, `ls`, `q` (detach, after queued actions
+    /// are answered), `Q` (detach at once), `stop` (stop the host). End of
+    /// input detaches. Exits 0 on detach or host stop, 3 when the connection
+    /// is lost.
+    Attach {
+        /// The host session (hs_...). Default: the only running one.
+        session: Option<String>,
+        /// Start after this seq (0: the whole history) instead of the saved cursor.
+        #[arg(long, value_name = "SEQ")]
+        from: Option<u64>,
+        /// Print the events up to now and detach.
+        #[arg(long)]
+        once: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// List host sessions (running or not) and the tool calls and process
+    /// sessions of running ones.
+    Sessions {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
     },
     /// List the tools of the loaded plugins.
     Tools {
@@ -111,7 +179,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error")),
         )
         .init();
     let cli = Cli::parse();
@@ -144,6 +212,10 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(h) => h,
                 Err(code) => return code,
             };
+            // A person at the terminal answers the policy's asks (DESIGN §5).
+            if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
+                host.permissions().add_approver(Arc::new(tty));
+            }
             match host.call_tool(&tool, &arguments).await {
                 Ok(result) => {
                     if json {
@@ -175,6 +247,14 @@ async fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
+        Command::Serve { host_session, host } => serve(host, host_session).await,
+        Command::Attach {
+            session,
+            from,
+            once,
+            state,
+        } => attach(state.dir(), session, from, once).await,
+        Command::Sessions { json, state } => sessions(state.dir(), json).await,
         Command::Tools { json, host } => {
             let host = match start_host(host).await {
                 Ok(h) => h,
@@ -224,7 +304,244 @@ async fn run(cli: Cli) -> ExitCode {
     }
 }
 
+async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(HostConfig::default_state_dir);
+    if let Err(e) = std::fs::create_dir_all(&state_dir) {
+        return usage_error(format!(
+            "cannot create state dir {}: {e}",
+            state_dir.display()
+        ));
+    }
+    let log = match EventLog::open(&state_dir, host_session.as_deref()) {
+        Ok(log) => Arc::new(log),
+        Err(e) => return usage_error(e.to_string()),
+    };
+    let pid = std::process::id();
+    let host = match start_host_with(args, Some(log.clone())).await {
+        Ok(h) => Arc::new(h),
+        Err(code) => {
+            log.append(EventKind::Lifecycle {
+                state: Lifecycle::Failed,
+                pid,
+                message: Some("the host could not start (see stderr)".into()),
+            });
+            return code;
+        }
+    };
+    let resumed = log.resumed_from();
+    log.append(EventKind::Lifecycle {
+        state: Lifecycle::Running,
+        pid,
+        message: Some(if resumed > 0 {
+            format!("resumed host session after seq {resumed}")
+        } else {
+            "serving MCP on stdio".into()
+        }),
+    });
+    eprintln!(
+        "toolhost: host session {} (events: {})",
+        log.id(),
+        log.path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let control = match toolhost::control::ControlServer::start(host.clone(), stop_tx) {
+        Ok(c) => c,
+        Err(e) => {
+            log.append(EventKind::Lifecycle {
+                state: Lifecycle::Failed,
+                pid,
+                message: Some(e.to_string()),
+            });
+            return usage_error(e.to_string());
+        }
+    };
+    eprintln!(
+        "toolhost: control socket {} (toolhost attach {})",
+        control.path().display(),
+        log.id()
+    );
+    let end = toolhost::mcp::serve_stdio(
+        host.clone(),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        stop_rx,
+    )
+    .await;
+    host.sessions().shutdown().await;
+    let (state, message, code) = match end {
+        Ok(toolhost::mcp::ServeEnd::ClientClosed) => (
+            Lifecycle::Stopped,
+            "the MCP client closed the connection".to_string(),
+            0,
+        ),
+        Ok(toolhost::mcp::ServeEnd::Stopped) => {
+            (Lifecycle::Stopped, "stop requested".to_string(), 0)
+        }
+        Err(e) => (Lifecycle::Failed, e.to_string(), 1),
+    };
+    log.append(EventKind::Lifecycle {
+        state,
+        pid,
+        message: Some(message.clone()),
+    });
+    if code != 0 {
+        eprintln!("toolhost: {message}");
+    }
+    if control.attached_clients() > 0 {
+        // Let attached clients receive the final lifecycle event.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    drop(control);
+    // stdin is read by a blocking thread that cannot be interrupted; leave
+    // without waiting for it.
+    std::process::exit(code)
+}
+
+/// The host session to attach to: the given one, else the only running one.
+async fn pick_session(
+    state_dir: &std::path::Path,
+    session: Option<String>,
+) -> Result<String, ExitCode> {
+    if let Some(s) = session {
+        return Ok(s);
+    }
+    let live: Vec<_> = toolhost::control::list_host_sessions(state_dir)
+        .await
+        .into_iter()
+        .filter(|h| h.live)
+        .collect();
+    match live.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => Err(usage_error(format!(
+            "no running host session in {}; start one with `toolhost serve`",
+            state_dir.display()
+        ))),
+        many => Err(usage_error(format!(
+            "several host sessions are running; name one: {}",
+            many.iter()
+                .map(|h| h.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+async fn attach(
+    state_dir: PathBuf,
+    session: Option<String>,
+    from: Option<u64>,
+    once: bool,
+) -> ExitCode {
+    use toolhost::attach::{AttachEnd, AttachOptions, cursor_file, run_attach};
+    let session = match pick_session(&state_dir, session).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = AttachOptions {
+        socket: toolhost::control::socket_path(&state_dir, &session),
+        cursor_file: Some(cursor_file(&state_dir, &session)),
+        from,
+        once,
+    };
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let end = run_attach(options, input, tokio::io::stdout()).await;
+    // stdin is read by a blocking thread; leave without waiting for it.
+    let code = match end {
+        Ok(AttachEnd::Detached | AttachEnd::HostStopped) => 0,
+        Ok(AttachEnd::ConnectionLost) => 3,
+        Err(e) => {
+            eprintln!("toolhost: cannot attach to {session}: {e}");
+            2
+        }
+    };
+    std::process::exit(code)
+}
+
+async fn sessions(state_dir: PathBuf, json: bool) -> ExitCode {
+    use toolhost::control::{ControlClient, list_host_sessions, socket_path};
+    let hosts = list_host_sessions(&state_dir).await;
+    let mut all = Vec::new();
+    for h in &hosts {
+        let mut detail = serde_json::json!(null);
+        if h.live
+            && let Ok(mut client) = ControlClient::connect(&socket_path(&state_dir, &h.id)).await
+            && let Ok(list) = client.call("sessions.list", serde_json::json!({})).await
+        {
+            detail = list;
+        }
+        all.push((h, detail));
+    }
+    if json {
+        let value: Vec<_> = all
+            .iter()
+            .map(|(h, d)| {
+                serde_json::json!({
+                    "host_session": h,
+                    "calls": d.get("calls"),
+                    "processes": d.get("processes"),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(value));
+        return ExitCode::SUCCESS;
+    }
+    if all.is_empty() {
+        println!("no host sessions in {}", state_dir.display());
+    }
+    for (h, d) in &all {
+        println!(
+            "{}  {}  pid {}  last seq {}",
+            h.id,
+            h.state,
+            h.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            h.last_seq
+        );
+        for c in d
+            .get("calls")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            println!(
+                "  call    {}  {}  running (via {})",
+                c["tool_call_id"].as_str().unwrap_or("?"),
+                c["tool"].as_str().unwrap_or("?"),
+                c["source"].as_str().unwrap_or("?")
+            );
+        }
+        for p in d
+            .get("processes")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            println!(
+                "  process {}  {:<8}  {}{}  {}",
+                p["id"].as_str().unwrap_or("?"),
+                p["status"].as_str().unwrap_or("?"),
+                p["tool_call_id"].as_str().unwrap_or("background"),
+                if p["detached"] == serde_json::json!(true) {
+                    " (detached)"
+                } else {
+                    ""
+                },
+                p["command"].as_str().unwrap_or("")
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
+    start_host_with(args, None).await
+}
+
+async fn start_host_with(args: HostArgs, events: Option<Arc<EventLog>>) -> Result<Host, ExitCode> {
     let workspace = match args.workspace {
         Some(w) => w,
         None => std::env::current_dir()
@@ -245,15 +562,12 @@ async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
         network: args.allow_network,
         git_writable: false,
     };
+    config.events = events;
     config.plugins = args.plugins;
     config.plugins_dir = args.plugins_dir;
-    let host = Host::new(config)
+    Host::new(config)
         .await
-        .map_err(|e| usage_error(e.to_string()))?;
-    if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
-        host.permissions().add_approver(std::sync::Arc::new(tty));
-    }
-    Ok(host)
+        .map_err(|e| usage_error(e.to_string()))
 }
 
 fn usage_error(message: String) -> ExitCode {

@@ -17,6 +17,7 @@
 //! `allow_always` / `reject_always` are remembered for the host session.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::bindings::v0_1_0::policy_plugin::exports::toolhost::plugin::policy as wit;
@@ -27,6 +28,9 @@ use crate::sessions::StartRequest;
 /// policy asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRequest {
+    /// Unique in the host session (`perm_` + 12 hex digits); what an
+    /// approver's answer refers to (the control API's `permission.resolve`).
+    pub request_id: String,
     /// The plugin asking.
     pub plugin: String,
     /// The tool it runs.
@@ -103,6 +107,48 @@ pub trait Approver: Send + Sync {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<ApprovalOutcome>> + Send + 'a>>;
 }
 
+/// Told about every approval request and its resolution (the host-session
+/// event log hooks in here: DESIGN §5, "every request and resolution is an
+/// event"). Called synchronously; must return quickly.
+pub trait PermissionObserver: Send + Sync {
+    /// The pipeline is about to ask the approvers (or to apply a remembered
+    /// answer) for `request`.
+    fn requested(&self, request: &ApprovalRequest);
+    /// `request` was resolved with `outcome` by `by`: an approver's name,
+    /// `remembered`, `no-approver` (nobody could answer: rejected), or
+    /// `call-ended` (the call was cancelled while asking: `cancelled`).
+    fn resolved(&self, request: &ApprovalRequest, outcome: ApprovalOutcome, by: &str);
+}
+
+/// Records `cancelled` by `call-ended` if an ask is dropped unanswered (the
+/// tool call was cancelled while an approver was being asked).
+struct AskGuard<'a> {
+    observer: Option<Arc<dyn PermissionObserver>>,
+    request: &'a ApprovalRequest,
+    resolved: bool,
+}
+
+impl AskGuard<'_> {
+    fn resolve(&mut self, outcome: ApprovalOutcome, by: &str) {
+        self.resolved = true;
+        if let Some(o) = &self.observer {
+            o.resolved(self.request, outcome, by);
+        }
+    }
+}
+
+impl Drop for AskGuard<'_> {
+    fn drop(&mut self) {
+        if !self.resolved {
+            self.resolve(ApprovalOutcome::Cancelled, "call-ended");
+        }
+    }
+}
+
+/// The option kinds every approval request offers (ACP `PermissionOptionKind`).
+pub const APPROVAL_OPTIONS: [&str; 4] =
+    ["allow_once", "allow_always", "reject_once", "reject_always"];
+
 /// The pipeline's configuration, the policy plugin it asks and the approvers.
 pub struct Permissions {
     policy: Arc<PolicyPlugin>,
@@ -111,6 +157,8 @@ pub struct Permissions {
     approvers: Mutex<Vec<Arc<dyn Approver>>>,
     /// Commands answered `allow_always` / `reject_always` in this host session.
     remembered: Mutex<Vec<(String, ApprovalOutcome)>>,
+    observer: Mutex<Option<Arc<dyn PermissionObserver>>>,
+    next_request: AtomicU64,
 }
 
 impl Permissions {
@@ -123,7 +171,14 @@ impl Permissions {
             workspace,
             approvers: Mutex::new(Vec::new()),
             remembered: Mutex::new(Vec::new()),
+            observer: Mutex::new(None),
+            next_request: AtomicU64::new(1),
         }
+    }
+
+    /// Sets the observer told about every approval request and resolution.
+    pub fn set_observer(&self, observer: Arc<dyn PermissionObserver>) {
+        *self.observer.lock().unwrap_or_else(|e| e.into_inner()) = Some(observer);
     }
 
     /// Adds an approver; approvers are asked in the order they were added.
@@ -168,10 +223,11 @@ impl Permissions {
             // Fail closed: a policy that traps or hits a limit denies.
             Err(e) => return Err(format!("denied: the policy plugin failed ({e})")),
         };
-        if let Some(outcome) = self.remembered(&request.command) {
-            return decide_outcome(outcome, "remembered for this host session");
-        }
         let approval = ApprovalRequest {
+            request_id: format!(
+                "perm_{:012x}",
+                self.next_request.fetch_add(1, Ordering::Relaxed)
+            ),
             plugin: call.plugin.to_string(),
             tool: call.tool.clone(),
             tool_call_id: call.tool_call_id.clone(),
@@ -179,6 +235,23 @@ impl Permissions {
             cwd: cwd.display().to_string(),
             prompt: ask.prompt.clone(),
         };
+        let observer = self
+            .observer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(o) = &observer {
+            o.requested(&approval);
+        }
+        let mut guard = AskGuard {
+            observer,
+            request: &approval,
+            resolved: false,
+        };
+        if let Some(outcome) = self.remembered(&request.command) {
+            guard.resolve(outcome, "remembered");
+            return decide_outcome(outcome, "remembered for this host session");
+        }
         let approvers: Vec<_> = self
             .approvers
             .lock()
@@ -195,9 +268,11 @@ impl Permissions {
                         .unwrap_or_else(|e| e.into_inner())
                         .push((request.command.clone(), outcome));
                 }
+                guard.resolve(outcome, approver.name());
                 return decide_outcome(outcome, approver.name());
             }
         }
+        guard.resolve(ApprovalOutcome::RejectOnce, "no-approver");
         Err(format!(
             "the policy asks for approval ({}) and no approver is available (no TTY or attached \
              client). To allow it, add a matching pattern to the `allow` list of the --policy file.",

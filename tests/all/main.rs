@@ -6,8 +6,10 @@
 
 mod bash;
 mod cli;
+mod control;
 mod exec_sandbox;
 mod hostile;
+mod mcp;
 mod plugins;
 mod sandbox;
 mod sessions;

@@ -101,6 +101,25 @@ pub fn parse_signal(name: &str) -> Result<Signal, SessionError> {
 pub trait SessionObserver: Send + Sync + 'static {
     /// One event of session `session`.
     fn on_event(&self, session: &SessionId, event: &SessionEvent);
+
+    /// One event, with what the session is (its command, tool call and log
+    /// path). The default forwards to [`SessionObserver::on_event`].
+    fn on_session_event(&self, session: &ObservedSession<'_>, event: &SessionEvent) {
+        self.on_event(session.id, event);
+    }
+}
+
+/// What a [`SessionObserver`] is told about the session an event belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct ObservedSession<'a> {
+    /// The session id.
+    pub id: &'a SessionId,
+    /// The command line.
+    pub command: &'a str,
+    /// The tool call it runs (or ran) for in the foreground, if any.
+    pub tool_call_id: Option<&'a str>,
+    /// Host path of its byte-exact combined `output.log`.
+    pub output_path: &'a std::path::Path,
 }
 
 /// Configuration of a [`Sessions`] engine. [`SessionsConfig::new`] fills the defaults.

@@ -146,7 +146,13 @@ impl Session {
         let event = st.events.push(kind, at_ms);
         let seq = event.seq;
         if let Some(observer) = &self.observer {
-            observer.on_event(&self.id, event);
+            let observed = super::ObservedSession {
+                id: &self.id,
+                command: &self.command,
+                tool_call_id: self.tool_call_id.as_deref(),
+                output_path: &self.output_path,
+            };
+            observer.on_session_event(&observed, event);
         }
         self.notify.send_replace(seq);
         seq

@@ -1,0 +1,319 @@
+//! The control socket and `toolhost attach` against real host sessions.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost::control::{ControlClient, ControlError, ControlServer, socket_path};
+use toolhost::events::EventLog;
+use toolhost::permissions::{ApprovalOutcome, ApprovalRequest};
+use toolhost::{Host, HostConfig};
+
+async fn host(ws: &Path, state: &Path) -> (Arc<Host>, ControlServer) {
+    let log = Arc::new(EventLog::open(state, None).unwrap());
+    let host = Arc::new(
+        Host::new({
+            let mut config = HostConfig::new(ws, state);
+            config.events = Some(log);
+            config
+        })
+        .await
+        .unwrap(),
+    );
+    let (stop, _) = tokio::sync::watch::channel(false);
+    let control = ControlServer::start(host.clone(), stop).unwrap();
+    (host, control)
+}
+
+async fn connect(state: &Path, host: &Host) -> ControlClient {
+    ControlClient::connect(&socket_path(state, host.events().id()))
+        .await
+        .unwrap()
+}
+
+/// Waits for the next `events` notification and returns its seqs.
+async fn next_events(client: &mut ControlClient) -> Vec<Value> {
+    loop {
+        let msg = match client.notifications.pop_front() {
+            Some(m) => m,
+            None => tokio::time::timeout(Duration::from_secs(20), client.next_message())
+                .await
+                .expect("no events notification")
+                .unwrap(),
+        };
+        if msg["method"] == "events" {
+            return msg["params"]["events"].as_array().unwrap().clone();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn socket_is_private_and_lists_and_replays() {
+    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (host, control) = host(ws.path(), state.path()).await;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(control.path())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    host.call_tool("bash", &json!({"command": "echo one"}))
+        .await
+        .unwrap();
+    let mut c = connect(state.path(), &host).await;
+    let hello = c.call("hello", json!({})).await.unwrap();
+    assert_eq!(hello["host_session"], json!(host.events().id()));
+    let replay = c.call("events", json!({"cursor": 0})).await.unwrap();
+    assert_eq!(replay["history_complete"], json!(true));
+    let events = replay["events"].as_array().unwrap();
+    assert!(
+        events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e["seq"] == json!(i + 1))
+    );
+    assert!(events.iter().any(|e| e["kind"] == "tool_call_settled"));
+    let from_2 = c.call("events", json!({"cursor": 2})).await.unwrap();
+    assert_eq!(from_2["events"][0]["seq"], json!(3));
+
+    let list = c.call("sessions.list", json!({})).await.unwrap();
+    assert_eq!(list["processes"].as_array().unwrap().len(), 1);
+    let err = c.call("no.such", json!({})).await.unwrap_err();
+    assert!(
+        matches!(err, ControlError::Rpc { code: -32601, .. }),
+        "{err:?}"
+    );
+    let err = c
+        .call("call.cancel", json!({"tool_call_id": "tc_999"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ControlError::Rpc { code: -32602, .. }),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
+    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (host, _control) = host(ws.path(), state.path()).await;
+    let mut c = connect(state.path(), &host).await;
+    c.call("attach", json!({"cursor": 0})).await.unwrap();
+
+    // A call to cancel from the control socket.
+    let h = host.clone();
+    let call = tokio::spawn(async move {
+        h.call_tool("bash", &json!({"command": "echo started; sleep 30"}))
+            .await
+    });
+    let mut tc = None;
+    while tc.is_none() {
+        for e in next_events(&mut c).await {
+            if e["kind"] == "process_output" {
+                tc = e["tool_call_id"].as_str().map(str::to_string);
+            }
+        }
+    }
+    let tc = tc.unwrap();
+    c.call("call.cancel", json!({"tool_call_id": tc}))
+        .await
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(result, Err(toolhost::HostError::Cancelled(_))));
+
+    // A call to detach into the background.
+    let h = host.clone();
+    let call = tokio::spawn(async move {
+        h.call_tool("bash", &json!({"command": "echo bg; sleep 2; echo later"}))
+            .await
+    });
+    let mut tc2 = None;
+    while tc2.is_none() {
+        for e in next_events(&mut c).await {
+            if e["kind"] == "process_output" && e["tool_call_id"] != json!(tc) {
+                tc2 = e["tool_call_id"].as_str().map(str::to_string);
+            }
+        }
+    }
+    let info = c
+        .call("call.detach", json!({"tool_call_id": tc2.unwrap()}))
+        .await
+        .unwrap();
+    let session = info["id"].as_str().unwrap().to_string();
+    let result = call.await.unwrap().unwrap();
+    assert!(
+        result.text.contains("[Detached to background task"),
+        "{}",
+        result.text
+    );
+    // Still running in the background; the live stream shows its later output.
+    let mut saw_later = false;
+    while !saw_later {
+        for e in next_events(&mut c).await {
+            saw_later |= e["kind"] == "process_output"
+                && e["session_id"] == json!(session)
+                && e["text"].as_str().unwrap_or("").contains("later");
+        }
+    }
+    c.call("detach", json!({"mode": "graceful"})).await.unwrap();
+    assert!(matches!(c.next_message().await, Err(ControlError::Closed)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn permission_prompts_go_to_attached_clients_and_are_answered_once() {
+    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (host, control) = host(ws.path(), state.path()).await;
+    let approver = control.approver();
+    let request = ApprovalRequest {
+        request_id: "perm_test".into(),
+        plugin: "bash".into(),
+        tool: "bash".into(),
+        tool_call_id: "tc_1".into(),
+        command: "rm -rf build".into(),
+        cwd: "/w".into(),
+        prompt: "not in the allow list".into(),
+    };
+    // Nobody attached: this approver cannot answer.
+    assert_eq!(approver.ask(&request).await, None);
+
+    let mut c = connect(state.path(), &host).await;
+    c.call("attach", json!({"cursor": 0})).await.unwrap();
+    let ask = {
+        let approver = approver.clone();
+        let request = request.clone();
+        tokio::spawn(async move { approver.ask(&request).await })
+    };
+    let pending = loop {
+        let p = c.call("permission.pending", json!({})).await.unwrap();
+        if !p.as_array().unwrap().is_empty() {
+            break p;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(pending[0]["command"], json!("rm -rf build"));
+    c.call(
+        "permission.resolve",
+        json!({"request_id": "perm_test", "outcome": "allow_always"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ask.await.unwrap(), Some(ApprovalOutcome::AllowAlways));
+    let again = c
+        .call(
+            "permission.resolve",
+            json!({"request_id": "perm_test", "outcome": "reject_once"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(again, ControlError::Rpc { code: -32602, .. }),
+        "{again:?}"
+    );
+
+    // The last client leaving withdraws what is still pending.
+    let ask = {
+        let approver = approver.clone();
+        let mut request = request.clone();
+        request.request_id = "perm_two".into();
+        tokio::spawn(async move { approver.ask(&request).await })
+    };
+    while c
+        .call("permission.pending", json!({}))
+        .await
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .is_empty()
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    c.close().await;
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(5), ask)
+            .await
+            .unwrap()
+            .unwrap(),
+        Some(ApprovalOutcome::Cancelled)
+    );
+}
+
+#[test]
+fn attach_cli_prints_history_and_reattach_catches_up() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    let mut serve = Command::new(bin)
+        .args(["serve", "--workspace"])
+        .arg(ws.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = serve.stdin.take().unwrap();
+    let mut stdout = BufReader::new(serve.stdout.take().unwrap());
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    send(
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo first-call"}}}),
+    );
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+
+    let attach = |extra: &[&str]| {
+        let out = Command::new(bin)
+            .arg("attach")
+            .args(extra)
+            .arg("--state-dir")
+            .arg(state.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = attach(&["--once"]);
+    assert!(first.contains("[1] host running"), "{first}");
+    assert!(first.contains("| first-call"), "{first}");
+
+    send(
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo second-call"}}}),
+    );
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    // Re-attaching resumes after the saved cursor: only the new events.
+    let second = attach(&["--once"]);
+    assert!(second.contains("| second-call"), "{second}");
+    assert!(!second.contains("first-call"), "{second}");
+    assert!(!second.contains("[1] "), "{second}");
+
+    let listed = Command::new(bin)
+        .args(["sessions", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(listed.contains("running"), "{listed}");
+    drop(stdin);
+    assert!(serve.wait().unwrap().success());
+}

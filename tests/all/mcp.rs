@@ -1,0 +1,495 @@
+//! `toolhost serve` driven over stdio by real MCP clients: rmcp's client
+//! (the official Rust SDK), raw JSON-RPC lines for malformed input, and the
+//! official Python SDK (`tests/python`, from `.venv`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+
+fn serve_command(ws: &Path, state: &Path, extra: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.arg("serve")
+        .args(extra)
+        .arg("--workspace")
+        .arg(ws)
+        .arg("--state-dir")
+        .arg(state)
+        .env_remove("TOOLHOST_LOG");
+    cmd
+}
+
+/// Records progress notifications.
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+async fn client(ws: &Path, state: &Path) -> (RunningService<RoleClient, Recorder>, Recorder) {
+    let recorder = Recorder::default();
+    let transport = TokioChildProcess::new(serve_command(ws, state, &[])).expect("spawn serve");
+    let running = recorder.clone().serve(transport).await.expect("initialize");
+    (running, recorder)
+}
+
+fn call(name: &str, args: Value) -> CallToolRequestParams {
+    let mut p = CallToolRequestParams::new(name.to_string());
+    p.arguments = args.as_object().cloned();
+    p
+}
+
+fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
+    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
+}
+
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The events of the only host session in `state`.
+fn events(state: &Path) -> Vec<Value> {
+    let hosts: Vec<_> = std::fs::read_dir(state.join("hosts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    std::fs::read_to_string(hosts[0].join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn assert_seqs_contiguous(events: &[Value]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"], json!(i as u64 + 1), "event {i}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn lists_tools_with_schemas_and_annotations() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    let info = client.peer_info().expect("server info");
+    let caps = serde_json::to_value(&info.capabilities).unwrap();
+    assert_eq!(caps["tools"]["listChanged"], json!(true));
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+    for expected in [
+        "bash",
+        "bash_output",
+        "kill_shell",
+        "write_stdin",
+        "list_shells",
+    ] {
+        assert!(names.contains(&expected.to_string()), "{names:?}");
+    }
+    let bash = tools.iter().find(|t| t.name == "bash").unwrap();
+    assert_eq!(bash.input_schema["type"], json!("object"));
+    assert!(bash.input_schema["properties"]["command"].is_object());
+    assert!(bash.description.as_deref().unwrap_or("").len() > 20);
+    let ann = serde_json::to_value(bash.annotations.as_ref().unwrap()).unwrap();
+    assert_eq!(ann["destructiveHint"], json!(true));
+    let list_shells = tools.iter().find(|t| t.name == "list_shells").unwrap();
+    let ann = serde_json::to_value(list_shells.annotations.as_ref().unwrap()).unwrap();
+    assert_eq!(ann["readOnlyHint"], json!(true));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn call_bash_reports_is_error_and_structured_content() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    let ok = client
+        .call_tool(call("bash", json!({"command": "echo hello"})))
+        .await
+        .unwrap();
+    assert_eq!(ok.is_error, Some(false));
+    assert_eq!(text_of(&ok).trim_end(), "hello");
+    assert_eq!(
+        ok.structured_content.as_ref().unwrap()["exit_code"],
+        json!(0)
+    );
+
+    let bad = client
+        .call_tool(call("bash", json!({"command": "echo before; exit 3"})))
+        .await
+        .unwrap();
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text_of(&bad).contains("exit code 3"), "{}", text_of(&bad));
+    assert_eq!(bad.structured_content.unwrap()["exit_code"], json!(3));
+
+    // Unknown tool: JSON-RPC -32602 (MCP 2025-06-18, tools: error handling).
+    let err = client
+        .call_tool(call("no_such_tool", json!({})))
+        .await
+        .unwrap_err();
+    assert!(format!("{err:?}").contains("-32602"), "{err:?}");
+    // Arguments the plugin refuses: -32602 too.
+    let err = client
+        .call_tool(call("bash", json!({"command": 5})))
+        .await
+        .unwrap_err();
+    assert!(format!("{err:?}").contains("-32602"), "{err:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn progress_notifications_arrive_for_a_long_call() {
+    let (ws, state) = dirs();
+    let (client, recorder) = client(ws.path(), state.path()).await;
+    let result = client
+        .call_tool(call(
+            "bash",
+            json!({"command": "for i in 1 2 3 4 5; do echo line $i; sleep 0.2; done"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+    let progress = recorder.progress.lock().unwrap().clone();
+    assert!(!progress.is_empty(), "no progress notification");
+    let values: Vec<f64> = progress.iter().map(|p| p.progress).collect();
+    assert!(values.windows(2).all(|w| w[1] > w[0]), "{values:?}");
+    assert!(*values.last().unwrap() <= 35.0, "{values:?}");
+    client.cancel().await.unwrap();
+}
+
+/// True while process group `pgid` has a member (signal 0 probes it).
+fn alive(pgid: i32) -> bool {
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_ok()
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_process_group_and_the_server_keeps_serving() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    let pid_file = ws.path().join("pid");
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(call(
+        "bash",
+        json!({"command": "echo $$ > pid; sleep 30 & sleep 30"}),
+    )));
+    let handle = client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        if let Ok(text) = std::fs::read_to_string(&pid_file)
+            && let Ok(pid) = text.trim().parse::<i32>()
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(alive(pid));
+    handle.cancel(Some("test".into())).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "process group {pid} survived the cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Still serving.
+    let r = client
+        .call_tool(call("bash", json!({"command": "echo still here"})))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r).trim_end(), "still here");
+    client.cancel().await.unwrap();
+    let events = events(state.path());
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "tool_call_failed" && e["cancelled"] == json!(true)),
+        "{events:#?}"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_calls_run_concurrently() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    // Warm up (first call compiles nothing, but instantiates the plugin).
+    client
+        .call_tool(call("bash", json!({"command": "true"})))
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let c = |i: u32| {
+        client.call_tool(call(
+            "bash",
+            json!({"command": format!("sleep 1; echo {i}")}),
+        ))
+    };
+    let (a, b, d) = tokio::join!(c(0), c(1), c(2));
+    let elapsed = start.elapsed();
+    for (i, r) in [a, b, d].into_iter().enumerate() {
+        assert_eq!(text_of(&r.unwrap()).trim_end(), i.to_string());
+    }
+    assert!(elapsed < Duration::from_millis(2500), "took {elapsed:?}");
+    client.cancel().await.unwrap();
+}
+
+/// A `toolhost serve` spoken to with raw JSON-RPC lines.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Raw {
+    fn start(ws: &Path, state: &Path, extra: &[&str]) -> Raw {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .arg("serve")
+            .args(extra)
+            .arg("--workspace")
+            .arg(ws)
+            .arg("--state-dir")
+            .arg(state)
+            .env_remove("TOOLHOST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut raw = Raw {
+            child,
+            stdin,
+            stdout,
+        };
+        raw.send_line(
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-06-18","capabilities":{},
+                "clientInfo":{"name":"raw","version":"1"}}})
+            .to_string(),
+        );
+        let init = raw.read();
+        assert_eq!(
+            init["result"]["protocolVersion"],
+            json!("2025-06-18"),
+            "{init}"
+        );
+        raw.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        raw
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+
+    /// Reads until the response with `id`, skipping notifications.
+    fn response(&mut self, id: u64) -> Value {
+        loop {
+            let msg = self.read();
+            if msg.get("id") == Some(&json!(id)) {
+                return msg;
+            }
+            assert!(msg.get("method").is_some(), "unexpected message {msg}");
+        }
+    }
+
+    fn call(&mut self, id: u64, command: &str) -> Value {
+        self.send_line(
+            &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+                "params":{"name":"bash","arguments":{"command":command}}})
+            .to_string(),
+        );
+        self.response(id)
+    }
+
+    /// Closes stdin (the client goes away) and waits for the server to exit.
+    fn finish(mut self) -> std::process::ExitStatus {
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "serve did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn malformed_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
+    let (ws, state) = dirs();
+    let mut raw = Raw::start(ws.path(), state.path(), &[]);
+    raw.send_line("{this is not json");
+    let e = raw.read();
+    assert_eq!(e["error"]["code"], json!(-32700), "{e}");
+    assert_eq!(e["id"], Value::Null);
+
+    raw.send_line(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    assert_eq!(raw.read()["error"]["code"], json!(-32600));
+
+    raw.send_line(r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#);
+    let e = raw.read();
+    assert_eq!(
+        (e["error"]["code"].clone(), e["id"].clone()),
+        (json!(-32600), json!(2))
+    );
+
+    raw.send_line(r#"{"jsonrpc":"2.0","id":3,"method":"no/such/method"}"#);
+    assert_eq!(raw.response(3)["error"]["code"], json!(-32601));
+
+    raw.send_line(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"nme":"bash"}}"#);
+    assert_eq!(raw.response(4)["error"]["code"], json!(-32602));
+
+    raw.send_line(
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
+    );
+    assert_eq!(raw.response(5)["error"]["code"], json!(-32602));
+
+    // An oversized message (more than 4 MiB) is discarded and answered.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "a".repeat(4 * 1024 * 1024 + 10)
+    );
+    raw.send_line(&big);
+    let e = raw.read();
+    assert_eq!(e["error"]["code"], json!(-32600), "{e}");
+
+    // Still serving.
+    raw.send_line(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+    let list = raw.response(7);
+    assert!(list["result"]["tools"].as_array().unwrap().len() >= 5);
+    let r = raw.call(8, "echo fine");
+    assert_eq!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::trim_end),
+        Some("fine"),
+        "{r}"
+    );
+    assert!(raw.finish().success());
+}
+
+#[test]
+fn a_client_that_vanishes_does_not_stop_the_run() {
+    let (ws, state) = dirs();
+    let mut raw = Raw::start(ws.path(), state.path(), &[]);
+    raw.send_line(
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+            "params":{"name":"bash","arguments":{"command":"sleep 1; echo done > marker"}}})
+        .to_string(),
+    );
+    // Let the call start, then go away.
+    std::thread::sleep(Duration::from_millis(300));
+    let status = raw.finish();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("marker")).unwrap(),
+        "done\n"
+    );
+    let events = events(state.path());
+    assert_seqs_contiguous(&events);
+    let kinds: Vec<_> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let settled = kinds
+        .iter()
+        .position(|k| *k == "tool_call_settled")
+        .unwrap();
+    let stopped = kinds.iter().rposition(|k| *k == "lifecycle").unwrap();
+    assert!(settled < stopped, "{kinds:?}");
+    assert_eq!(events[stopped]["state"], json!("stopped"));
+}
+
+#[test]
+fn restart_with_the_same_host_session_replays_history_and_continues_seq() {
+    let (ws, state) = dirs();
+    let mut raw = Raw::start(ws.path(), state.path(), &[]);
+    raw.call(1, "echo first");
+    assert!(raw.finish().success());
+    let first = events(state.path());
+    assert_seqs_contiguous(&first);
+    let id = std::fs::read_dir(state.path().join("hosts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+
+    let mut raw = Raw::start(ws.path(), state.path(), &["--host-session", &id]);
+    raw.call(1, "echo second");
+    assert!(raw.finish().success());
+    let all = events(state.path());
+    assert_seqs_contiguous(&all);
+    assert_eq!(&all[..first.len()], &first[..], "history was rewritten");
+    let lifecycle: Vec<_> = all
+        .iter()
+        .filter(|e| e["kind"] == "lifecycle")
+        .map(|e| e["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(lifecycle, ["running", "stopped", "running", "stopped"]);
+    let outputs: Vec<_> = all
+        .iter()
+        .filter(|e| e["kind"] == "process_output")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(outputs, ["first\n", "second\n"]);
+}
+
+/// The official Python SDK (`tests/python/test_mcp.py`), from `.venv`
+/// (`python3 -m venv .venv && .venv/bin/pip install mcp pytest`).
+#[test]
+fn python_sdk_client() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: the MCP tests drive the official Python SDK from it. Create it with\n  \
+         python3 -m venv .venv && .venv/bin/pip install mcp pytest\n(in {}); .ci/run does this.",
+        python.display(),
+        root.display()
+    );
+    let out = Command::new(&python)
+        .args(["-m", "pytest", "-q", "tests/python"])
+        .current_dir(root)
+        .env("TOOLHOST_BIN", env!("CARGO_BIN_EXE_toolhost"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pytest failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
