@@ -92,11 +92,12 @@ rm made.txt && echo removed"#;
     // TMPDIR is the session's private temp dir inside the state dir.
     let v = bash_json(ws.path(), state.path(), "printf %s \"$TMPDIR\"", &[]);
     let tmpdir = v["text"].as_str().unwrap();
+    let session = v["structured"]["session_id"].as_str().unwrap();
     let expected = state
         .path()
         .canonicalize()
         .unwrap()
-        .join("sessions/bg_000000000001/tmp");
+        .join(format!("sessions/{session}/tmp"));
     assert_eq!(Path::new(tmpdir), expected, "{v}");
 }
 

@@ -16,9 +16,13 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 
+/// `toolhost serve` over `ws` and `state`, with a policy that allows every
+/// command (these tests are about the protocol; the policy has its own).
 fn serve_command(ws: &Path, state: &Path, extra: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
     cmd.arg("serve")
+        .arg("--policy")
+        .arg(crate::cli::allow_all_policy(state))
         .args(extra)
         .arg("--workspace")
         .arg(ws)
@@ -266,6 +270,8 @@ impl Raw {
     fn start(ws: &Path, state: &Path, extra: &[&str]) -> Raw {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("serve")
+            .arg("--policy")
+            .arg(crate::cli::allow_all_policy(state))
             .args(extra)
             .arg("--workspace")
             .arg(ws)

@@ -17,9 +17,13 @@ TOOLHOST = os.environ.get("TOOLHOST_BIN", "target/debug/toolhost")
 
 async def _with_session(body):
     with tempfile.TemporaryDirectory() as ws, tempfile.TemporaryDirectory() as state:
+        # These tests are about the protocol: allow every command.
+        policy = os.path.join(state, "allow-all.toml")
+        with open(policy, "w") as f:
+            f.write('default = "allow"\n')
         params = StdioServerParameters(
             command=TOOLHOST,
-            args=["serve", "--workspace", ws, "--state-dir", state],
+            args=["serve", "--workspace", ws, "--state-dir", state, "--policy", policy],
         )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:

@@ -209,7 +209,10 @@ pub fn judge(rules: &Rules, command: &str, analysis: &Analysis) -> Decision {
         ));
     }
     asks.extend(analysis.issues.iter().cloned());
-    if analysis.parts.is_empty() && asks.is_empty() {
+    if rules.default != DefaultAction::Allow {
+        asks.extend(analysis.effects.iter().cloned());
+    }
+    if analysis.parts.is_empty() && asks.is_empty() && analysis.effects.is_empty() {
         asks.push("the command runs no program (it is empty or only assignments)".to_string());
     }
     if asks.is_empty() {

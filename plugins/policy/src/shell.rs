@@ -93,8 +93,12 @@ pub struct Analysis {
     /// before the command that uses them).
     pub parts: Vec<Part>,
     /// Reasons the whole command may at most be asked about (a parse error,
-    /// nesting too deep, a write redirection on a compound command…).
+    /// nesting too deep, an expansion it cannot check…).
     pub issues: Vec<String>,
+    /// Side effects outside any simple command's program (a write
+    /// redirection on a compound command, a shell variable set for later
+    /// commands): asked about unless `default = "allow"`.
+    pub effects: Vec<String>,
 }
 
 /// Joins words for messages.
@@ -168,6 +172,12 @@ fn opts() -> ParserOptions {
 }
 
 impl Walker<'_> {
+    fn effect(&mut self, msg: String) {
+        if !self.out.effects.contains(&msg) {
+            self.out.effects.push(msg);
+        }
+    }
+
     fn issue(&mut self, msg: impl Into<String>) {
         let msg = msg.into();
         if !self.out.issues.contains(&msg) {
@@ -244,12 +254,12 @@ impl Walker<'_> {
     }
 
     fn redirect_list(&mut self, list: Option<&ast::RedirectList>) {
-        let mut issues = Vec::new();
+        let mut effects = Vec::new();
         for r in list.iter().flat_map(|l| l.0.iter()) {
-            self.redirect(r, &mut issues);
+            self.redirect(r, &mut effects);
         }
-        for i in issues {
-            self.issue(i);
+        for e in effects {
+            self.effect(e);
         }
     }
 
@@ -513,8 +523,8 @@ impl Walker<'_> {
         }
         if words.is_empty() {
             // Assignments or redirections only: no program runs.
-            for i in effects {
-                self.issue(i);
+            for e in effects {
+                self.effect(e);
             }
             return;
         }

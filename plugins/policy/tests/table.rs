@@ -268,6 +268,8 @@ fn command_table() {
         // operator allowed everything no rule restricts.
         (T_ALLOW, "mkdir x > out", "allow"),
         (T_ALLOW, "PATH=/tmp mkdir x", "allow"),
+        (T_ALLOW, "f=$(mktemp); echo x > \"$f\"", "allow"),
+        (T, "f=$(mktemp)", "ask"),
         (T, "cat x > out", "ask"),
         (T_ALLOW, "echo 'abc", "ask"),
         (T_ALLOW, "/usr/bin/env mkdir x", "ask"),
