@@ -317,3 +317,93 @@ fn attach_cli_prints_history_and_reattach_catches_up() {
     drop(stdin);
     assert!(serve.wait().unwrap().success());
 }
+
+/// DESIGN §5 step 4 end to end: the real policy plugin asks, the attached
+/// client answers, and only then does the command run; both the request and
+/// its resolution are in the event log.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
+    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (host, _control) = host(ws.path(), state.path()).await;
+    let mut c = connect(state.path(), &host).await;
+    c.call("attach", json!({"cursor": 0})).await.unwrap();
+
+    // `touch` is asked about by the built-in default policy.
+    let call = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            host.call_tool("bash", &json!({"command": "touch approved"}))
+                .await
+        })
+    };
+    let pending = loop {
+        let p = c.call("permission.pending", json!({})).await.unwrap();
+        if let Some(first) = p.as_array().unwrap().first() {
+            break first.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(pending["command"], json!("touch approved"));
+    assert!(!ws.path().join("approved").exists(), "ran before approval");
+    c.call(
+        "permission.resolve",
+        json!({"request_id": pending["request_id"], "outcome": "allow_once"}),
+    )
+    .await
+    .unwrap();
+    let result = call.await.unwrap().unwrap();
+    assert!(!result.is_error, "{}", result.text);
+    assert!(ws.path().join("approved").exists());
+
+    // A rejection leaves no trace.
+    let call = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            host.call_tool("bash", &json!({"command": "touch rejected"}))
+                .await
+        })
+    };
+    let pending = loop {
+        let p = c.call("permission.pending", json!({})).await.unwrap();
+        if let Some(first) = p.as_array().unwrap().first() {
+            break first.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    c.call(
+        "permission.resolve",
+        json!({"request_id": pending["request_id"], "outcome": "reject_once"}),
+    )
+    .await
+    .unwrap();
+    let result = call.await.unwrap().unwrap();
+    assert!(result.is_error);
+    assert!(result.text.contains("reject_once"), "{}", result.text);
+    assert!(!ws.path().join("rejected").exists());
+
+    let kinds: Vec<String> = host
+        .events()
+        .replay(0, 10_000)
+        .events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| *k == "permission_requested")
+            .count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "permission_resolved").count(),
+        2,
+        "{kinds:?}"
+    );
+}
