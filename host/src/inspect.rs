@@ -231,12 +231,33 @@ impl Inspection {
                         keys.join(", ")
                     }
                 );
+                // What its commands get under the default operator flags
+                // (`--sandbox workspace-write`, no `--allow-network`): the
+                // stricter of the two (DESIGN §3.7).
+                let effective = m
+                    .sandbox_policy()
+                    .stricter(&crate::sandbox::SandboxPolicy::default());
                 let _ = writeln!(
                     s,
-                    "  sandbox    {} (for commands it starts)",
-                    m.sandbox.map_or("operator's default", |s| s.as_str())
+                    "  sandbox    manifest asks {}; with the default flags its commands run under {}{}",
+                    m.sandbox
+                        .map_or("nothing beyond the operator's --sandbox", |s| s.as_str()),
+                    effective.mode.as_str(),
+                    if effective.network {
+                        ", network allowed"
+                    } else {
+                        ", network blocked"
+                    }
                 );
-                let _ = writeln!(s, "  network    {}", if m.network { "yes" } else { "no" });
+                let _ = writeln!(
+                    s,
+                    "  network    {}",
+                    if m.network {
+                        "yes, if the operator passes --allow-network"
+                    } else {
+                        "no"
+                    }
+                );
             }
         }
         s
