@@ -128,14 +128,21 @@ pub struct McpServer {
     host: Arc<Host>,
     cancelled: CancelledSet,
     inflight: Inflight,
+    elicitation: Arc<ElicitationApprover>,
 }
 
 impl McpServer {
+    /// A handler for `host`. Registers the MCP client as a permission
+    /// approver (through elicitation, when the client declares it); it is
+    /// asked after any attached control client.
     fn new(host: Arc<Host>, cancelled: CancelledSet) -> McpServer {
+        let elicitation = Arc::new(ElicitationApprover::default());
+        host.permissions().add_approver(elicitation.clone());
         McpServer {
             host,
             cancelled,
             inflight: Inflight(watch::channel(0).0),
+            elicitation,
         }
     }
 
@@ -185,6 +192,7 @@ impl ServerHandler for McpServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let mut changed = self.host.tools_changed();
         let peer = context.peer;
+        self.elicitation.connect(&peer);
         tokio::spawn(async move {
             while changed.changed().await.is_ok() {
                 if peer.notify_tool_list_changed().await.is_err() {
@@ -641,4 +649,109 @@ where
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     Ok(ServeEnd::ClientClosed)
+}
+
+/// The MCP client as a permission approver (DESIGN §5 step 4): when the
+/// client declared the `elicitation` capability (form mode, MCP 2025-06-18
+/// `elicitation/create`), a policy `ask` becomes an elicitation whose form
+/// has one required field, `decision`, an enum of the ACP option kinds
+/// (`allow_once`, `allow_always`, `reject_once`, `reject_always`).
+///
+/// `accept` answers with that decision, `decline` is `reject_once`,
+/// `cancel` is `cancelled`. A client without the capability, a failed request
+/// or a malformed answer leaves the question to the next approver (none:
+/// deny). An unanswered elicitation times out after
+/// [`ELICITATION_TIMEOUT`].
+#[derive(Default)]
+pub struct ElicitationApprover {
+    peer: std::sync::Mutex<Option<Peer<RoleServer>>>,
+}
+
+/// How long an elicitation waits for the person at the MCP client (5 min).
+pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl ElicitationApprover {
+    /// Uses `peer` for asks if it declared form elicitation.
+    fn connect(&self, peer: &Peer<RoleServer>) {
+        if peer
+            .supported_elicitation_modes()
+            .contains(&rmcp::service::ElicitationMode::Form)
+        {
+            *self.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(peer.clone());
+        }
+    }
+
+    fn schema() -> Option<rmcp::model::ElicitationSchema> {
+        serde_json::from_value(json!({
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": ["allow_once", "allow_always", "reject_once", "reject_always"],
+                    "enumNames": ["Allow once", "Allow always", "Reject once", "Reject always"]
+                }
+            },
+            "required": ["decision"]
+        }))
+        .ok()
+    }
+}
+
+impl crate::permissions::Approver for ElicitationApprover {
+    fn name(&self) -> &str {
+        "mcp-elicitation"
+    }
+
+    fn ask<'a>(
+        &'a self,
+        request: &'a crate::permissions::ApprovalRequest,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<Output = Option<crate::permissions::ApprovalOutcome>>
+                + Send
+                + 'a,
+        >,
+    > {
+        use crate::permissions::ApprovalOutcome;
+        use rmcp::model::{ElicitRequestParams, ElicitationAction};
+        Box::pin(async move {
+            let peer = self
+                .peer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()?;
+            let message = format!(
+                "{}\n\ncommand: {}\ncwd: {}\n(tool `{}` of plugin `{}`)",
+                request.prompt, request.command, request.cwd, request.tool, request.plugin
+            );
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema: Self::schema()?,
+            };
+            let result = match peer
+                .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!("elicitation failed; trying the next approver: {e}");
+                    return None;
+                }
+            };
+            match result.action {
+                ElicitationAction::Accept => result
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("decision"))
+                    .and_then(Value::as_str)
+                    .and_then(ApprovalOutcome::parse),
+                ElicitationAction::Decline => Some(ApprovalOutcome::RejectOnce),
+                ElicitationAction::Cancel => Some(ApprovalOutcome::Cancelled),
+                // A newer action this host does not know: not an answer.
+                _ => None,
+            }
+        })
+    }
 }

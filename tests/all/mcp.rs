@@ -499,3 +499,70 @@ fn python_sdk_client() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An MCP client that declares form elicitation and answers every
+/// elicitation with `decision`, recording the messages it was shown.
+#[derive(Clone)]
+struct Elicitor {
+    decision: &'static str,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Elicitor {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities.elicitation = Some(Default::default());
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked.lock().unwrap().push(message);
+        }
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({ "decision": self.decision })),
+        )
+    }
+}
+
+/// DESIGN §5 step 4: with no control client attached, the policy's `ask`
+/// goes to the MCP client through elicitation, and its answer decides.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_client_answers_a_policy_ask_through_elicitation() {
+    for (decision, runs) in [("allow_once", true), ("reject_once", false)] {
+        let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let elicitor = Elicitor {
+            decision,
+            asked: Arc::default(),
+        };
+        // The built-in default policy (no --policy) asks before `touch`.
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        cmd.arg("serve")
+            .arg("--workspace")
+            .arg(ws.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .env_remove("TOOLHOST_LOG");
+        let transport = TokioChildProcess::new(cmd).expect("spawn serve");
+        let client = elicitor.clone().serve(transport).await.expect("initialize");
+        let result = client
+            .call_tool(call("bash", json!({"command": "touch elicited"})))
+            .await
+            .expect("tools/call");
+        let asked = elicitor.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        assert!(asked[0].contains("touch elicited"), "{asked:?}");
+        assert_eq!(
+            ws.path().join("elicited").exists(),
+            runs,
+            "{decision}: {result:?}"
+        );
+        assert_eq!(result.is_error, Some(!runs), "{decision}: {result:?}");
+        client.cancel().await.unwrap();
+    }
+}
