@@ -387,7 +387,15 @@ enum After {
 
 async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
     match stream.peer_cred() {
-        Ok(cred) if cred.uid() == nix::unistd::getuid().as_raw() => {}
+        Ok(cred) if cred.uid() == nix::unistd::getuid().as_raw() => {
+            // Same user, but maybe one of our own commands: a sandboxed
+            // command must not answer its own permission prompts (AF_UNIX
+            // connects are not blocked by the exec sandbox).
+            if let Some(why) = cred.pid().and_then(|pid| command_peer(&shared, pid)) {
+                tracing::warn!(pid = cred.pid(), "refusing a control connection from {why}");
+                return;
+            }
+        }
         Ok(cred) => {
             tracing::warn!(
                 uid = cred.uid(),
@@ -852,4 +860,39 @@ impl ControlClient {
     pub async fn close(self) {
         self.writer.close().await;
     }
+}
+
+/// Why a control connection from process `pid` must be refused because it is
+/// one of the host's own commands, or `None`. A peer is one when it belongs to
+/// a running session (its session id is a session's pid: sessions lead their
+/// own) or it runs with `no_new_privs` while the host does not (every
+/// confined command does, including ones that left their session).
+fn command_peer(shared: &Shared, pid: i32) -> Option<&'static str> {
+    if let Ok(sid) = nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(pid))) {
+        let ours = shared
+            .host
+            .sessions()
+            .list(&crate::sessions::Caller::Host)
+            .into_iter()
+            .any(|s| {
+                s.status == crate::sessions::SessionStatus::Running
+                    && s.pid == Some(sid.as_raw() as u32)
+            });
+        if ours {
+            return Some("a command the host started");
+        }
+    }
+    if no_new_privs(&format!("/proc/{pid}/status")) == Some(true)
+        && no_new_privs("/proc/self/status") == Some(false)
+    {
+        return Some("a sandboxed process (no_new_privs)");
+    }
+    None
+}
+
+/// The `NoNewPrivs` flag of a `/proc/<pid>/status` file.
+fn no_new_privs(status_path: &str) -> Option<bool> {
+    let status = std::fs::read_to_string(status_path).ok()?;
+    let line = status.lines().find(|l| l.starts_with("NoNewPrivs:"))?;
+    Some(line.split_whitespace().nth(1)? == "1")
 }

@@ -216,7 +216,17 @@ async fn run(cli: Cli) -> ExitCode {
             if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
                 host.permissions().add_approver(Arc::new(tty));
             }
-            match host.call_tool(&tool, &arguments).await {
+            // SIGTERM, SIGINT or SIGHUP while the call runs: kill the
+            // process groups it started (they would otherwise outlive us,
+            // with nobody left to enforce their timeout), then exit 128+n.
+            let outcome = tokio::select! {
+                outcome = host.call_tool(&tool, &arguments) => outcome,
+                signal = termination_signal() => {
+                    host.sessions().shutdown().await;
+                    return ExitCode::from(128 + signal);
+                }
+            };
+            match outcome {
                 Ok(result) => {
                     if json {
                         let value = serde_json::json!({
@@ -365,13 +375,20 @@ async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
         control.path().display(),
         log.id()
     );
-    let end = toolhost::mcp::serve_stdio(
-        host.clone(),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        stop_rx,
-    )
-    .await;
+    let end = tokio::select! {
+        end = toolhost::mcp::serve_stdio(
+            host.clone(),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            stop_rx,
+        ) => end,
+        // What MCP clients send to stop a server: end every session's process
+        // group like a stop request does (they would otherwise outlive us).
+        signal = termination_signal() => {
+            tracing::info!(signal, "stopping on a signal");
+            Ok(toolhost::mcp::ServeEnd::Stopped)
+        }
+    };
     host.sessions().shutdown().await;
     let (state, message, code) = match end {
         Ok(toolhost::mcp::ServeEnd::ClientClosed) => (
@@ -573,4 +590,22 @@ async fn start_host_with(args: HostArgs, events: Option<Arc<EventLog>>) -> Resul
 fn usage_error(message: String) -> ExitCode {
     eprintln!("toolhost: {message}");
     ExitCode::from(2)
+}
+
+/// Resolves with the signal number when the process gets SIGTERM, SIGINT or
+/// SIGHUP (never, if the handlers cannot be installed).
+async fn termination_signal() -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => 15,
+        _ = int.recv() => 2,
+        _ = hup.recv() => 1,
+    }
 }

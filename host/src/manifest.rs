@@ -505,8 +505,8 @@ impl Manifest {
     }
 
     /// The built-in bash plugin's manifest: exec `**` (the policy plugin and
-    /// approvers decide each command), no files or env, default memory and
-    /// CPU, wall time 11 minutes (its longest foreground timeout is 10), and
+    /// approvers decide each command), no files or env, default memory, CPU
+    /// 60 s, wall time 11 minutes (its longest foreground timeout is 10), and
     /// no sandbox restriction of its own (`--sandbox`/`--allow-network`
     /// decide).
     pub fn builtin_bash() -> Manifest {
@@ -515,6 +515,9 @@ impl Manifest {
             network: true,
             limits: Limits {
                 wall: Duration::from_secs(11 * 60),
+                // It drains output events while a command floods: real work
+                // that grows with the output, not a runaway loop.
+                cpu: Duration::from_secs(60),
                 ..Limits::default()
             },
             ..Manifest::deny_all(crate::builtin::BASH_ID)

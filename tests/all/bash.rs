@@ -289,3 +289,22 @@ async fn cwd_is_relative_to_the_workspace() {
     let expected = f.ws.path().canonicalize().unwrap().join("sub");
     assert_eq!(Path::new(&r.text), expected);
 }
+
+/// A command that prints now and then for seconds keeps the plugin waiting in
+/// `poll` most of the time: that wait is not CPU time, and the call succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_slow_output_is_not_charged_as_cpu() {
+    let f = fixture().await;
+    let r = f
+        .call(
+            "bash",
+            json!({"command": "for i in $(seq 1 150); do echo line $i; sleep 0.02; done"}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    assert!(
+        r.text.starts_with("line 1\n") && r.text.ends_with("line 150"),
+        "{}",
+        r.text
+    );
+}

@@ -326,3 +326,60 @@ fn a_restarted_host_never_reuses_a_session_id_or_its_log() {
         ]
     );
 }
+
+/// Processes whose session id is `sid` (from /proc).
+fn session_members(sid: u32) -> Vec<u32> {
+    toolhost::sessions::group_members(sid)
+}
+
+#[test]
+fn a_terminated_toolhost_takes_its_commands_down_with_it() {
+    let (ws, state) = dirs();
+    let policy = allow_all_policy(state.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args([
+            "call",
+            "bash",
+            r#"{"command":"echo $$ > pid; sleep 300; echo never"}"#,
+        ])
+        .args(["--policy", &policy, "--workspace"])
+        .arg(ws.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = ws.path().join("pid");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let shell: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!session_members(shell).is_empty());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15));
+    // Every process of the command's session is gone (the sleep included).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !session_members(shell).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "survivors: {:?}",
+            session_members(shell)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -407,3 +407,43 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
         "{kinds:?}"
     );
 }
+
+/// A command the host runs (sandboxed or not) cannot use the control socket
+/// to approve its own permission prompts: its connection is closed at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_of_the_host_cannot_use_the_control_socket() {
+    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let log = Arc::new(EventLog::open(state.path(), None).unwrap());
+    let mut config = HostConfig::new(ws.path(), state.path());
+    config.events = Some(log);
+    config.policy_rules = "default = \"allow\"\n".into();
+    let host = Arc::new(Host::new(config).await.unwrap());
+    let (stop, _) = tokio::sync::watch::channel(false);
+    let _control = ControlServer::start(host.clone(), stop).unwrap();
+    let socket = socket_path(state.path(), host.events().id());
+    // A human's client (this test process) is served.
+    let mut human = ControlClient::connect(&socket).await.unwrap();
+    human.call("heartbeat", json!({})).await.unwrap();
+    std::fs::write(
+        ws.path().join("probe.py"),
+        format!(
+            "import socket\n\
+             s = socket.socket(socket.AF_UNIX)\n\
+             s.connect({:?})\n\
+             try:\n    \
+                 s.sendall(b'{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"heartbeat\"}}\\n')\n    \
+                 reply = s.recv(200)\n\
+             except OSError:\n    \
+                 reply = b''\n\
+             print('answered' if reply else 'refused')\n",
+            socket.display().to_string()
+        ),
+    )
+    .unwrap();
+    let result = host
+        .call_tool("bash", &json!({ "command": "python3 probe.py" }))
+        .await
+        .unwrap();
+    assert_eq!(result.text, "refused", "{result:?}");
+    assert!(!result.text.contains("jsonrpc"), "{result:?}");
+}

@@ -82,6 +82,8 @@ pub struct CallState {
     table: ResourceTable,
     limiter: limits::Limiter,
     cpu_ticks: u64,
+    /// When the epoch callback last ran (or the call started).
+    last_tick: std::time::Instant,
     /// Which call this store runs.
     pub call: CallInfo,
     /// Host services (`None` for plugins that import none, such as policies).
@@ -690,6 +692,7 @@ fn new_store(
         table: ResourceTable::new(),
         limiter: limits::Limiter::new(limits.clone()),
         cpu_ticks: 0,
+        last_tick: std::time::Instant::now(),
         call,
         services,
         sessions_used: Vec::new(),
@@ -700,8 +703,19 @@ fn new_store(
     let cpu = limits.cpu;
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |mut ctx| {
+        // The callback runs at the guest's first epoch check after the
+        // deadline. While the guest computes, that is once per tick; after it
+        // was blocked in a host call (a `poll` waiting for output, say) the
+        // epoch moved on while it ran nothing, and the callback fires at once
+        // when it resumes. Charge a tick only when the previous callback was
+        // about a tick ago (the guest has been running since), so time spent
+        // blocked never counts as CPU.
         let state = ctx.data_mut();
-        state.cpu_ticks += 1;
+        let now = std::time::Instant::now();
+        if now.duration_since(state.last_tick) <= crate::engine::EPOCH_TICK * 2 {
+            state.cpu_ticks += 1;
+        }
+        state.last_tick = now;
         if state.cpu_ticks > budget {
             return Err(wasmtime::Error::new(LimitExceeded::Cpu { limit: cpu }));
         }
