@@ -194,7 +194,7 @@ async fn cancellation_kills_the_process_group_and_the_server_keeps_serving() {
     let pid_file = ws.path().join("pid");
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(call(
         "bash",
-        json!({"command": "echo $$ > pid; sleep 30 & sleep 30"}),
+        json!({"command": "echo $$ > pid; sleep 300 & sleep 300"}),
     )));
     let handle = client
         .send_cancellable_request(request, PeerRequestOptions::no_options())
