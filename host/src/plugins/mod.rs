@@ -417,14 +417,7 @@ impl ToolPlugin {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        match tokio::time::timeout(limits.wall, work).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(CallError::from_wasmtime(&plugin, e)),
-            Err(_) => Err(CallError::Limit {
-                plugin,
-                limit: LimitExceeded::Wall { limit: limits.wall },
-            }),
-        }
+        within_wall(plugin, limits.wall, work).await
     }
 }
 
@@ -545,14 +538,24 @@ impl PolicyPlugin {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        match tokio::time::timeout(wall, work).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(CallError::from_wasmtime(&plugin, e)),
-            Err(_) => Err(CallError::Limit {
-                plugin,
-                limit: LimitExceeded::Wall { limit: wall },
-            }),
-        }
+        within_wall(plugin, wall, work).await
+    }
+}
+
+/// Runs one call's `work` (instantiate + export call) under the wall-time
+/// limit, turning traps and limit hits into [`CallError`]s naming `plugin`.
+async fn within_wall<R>(
+    plugin: String,
+    wall: std::time::Duration,
+    work: impl std::future::Future<Output = wasmtime::Result<R>>,
+) -> Result<R, CallError> {
+    match tokio::time::timeout(wall, work).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(CallError::from_wasmtime(&plugin, e)),
+        Err(_) => Err(CallError::Limit {
+            plugin,
+            limit: LimitExceeded::Wall { limit: wall },
+        }),
     }
 }
 
