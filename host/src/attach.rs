@@ -102,7 +102,7 @@ impl Follower {
     }
 
     /// Applies a replay answer (see [`Follower::apply`]).
-    pub fn apply_replay(&mut self, replay: &Replay) -> Result<Vec<Event>, FollowError> {
+    pub fn apply_replay(&mut self, replay: &Replay<Event>) -> Result<Vec<Event>, FollowError> {
         self.apply(&replay.events)
     }
 
@@ -313,7 +313,7 @@ where
     let host_session = hello["host_session"].as_str().unwrap_or("?").to_string();
     if options.once {
         loop {
-            let r: Replay = serde_json::from_value(
+            let r: Replay<Event> = serde_json::from_value(
                 client
                     .call("events", json!({"cursor": follower.cursor()}))
                     .await?,
@@ -401,12 +401,12 @@ where
                     } else if what == "ls" {
                         say(&mut out, format!("{:#}", msg["result"])).await;
                     } else if what == "resync"
-                        && let Ok(replay) = serde_json::from_value::<Replay>(msg["result"].clone())
+                        && let Ok(replay) = serde_json::from_value::<Replay<Event>>(msg["result"].clone())
                     {
                         handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
                     }
                 } else if msg.get("method").and_then(Value::as_str) == Some("events")
-                    && let Ok(replay) = serde_json::from_value::<Replay>(msg["params"].clone())
+                    && let Ok(replay) = serde_json::from_value::<Replay<Event>>(msg["params"].clone())
                 {
                     handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
                 }
@@ -478,7 +478,7 @@ where
 
 async fn handle_batch<O: AsyncWrite + Unpin>(
     follower: &mut Follower,
-    replay: &Replay,
+    replay: &Replay<Event>,
     out: &mut O,
     writer: &mut WriteHalf,
     outstanding: &mut BTreeMap<u64, String>,

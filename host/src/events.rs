@@ -24,11 +24,12 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 /// Events kept in memory per host session; older ones are replayed from disk.
@@ -260,9 +261,48 @@ impl EventKind {
     }
 }
 
-/// The answer to a replay request (the control API's `events` result).
+/// One event as the log stores it: its seq and its JSON object exactly as
+/// written to `events.jsonl` (without the newline). Serialises as that object
+/// verbatim, so a replay goes out without being decoded and re-encoded; call
+/// [`RecordedEvent::event`] for the typed [`Event`].
+#[derive(Debug, Clone)]
+pub struct RecordedEvent {
+    /// The event's seq (the same as in its JSON).
+    pub seq: u64,
+    json: Arc<RawValue>,
+}
+
+impl RecordedEvent {
+    /// The JSON object, e.g. `{"seq":7,"ts_ms":…,"kind":"process_exited",…}`.
+    pub fn json(&self) -> &str {
+        self.json.get()
+    }
+
+    /// Decodes the typed event.
+    ///
+    /// Errors: the JSON is not an [`Event`] (a log written by a newer toolhost).
+    pub fn event(&self) -> Result<Event, serde_json::Error> {
+        serde_json::from_str(self.json.get())
+    }
+}
+
+impl PartialEq for RecordedEvent {
+    fn eq(&self, other: &RecordedEvent) -> bool {
+        self.seq == other.seq && self.json.get() == other.json.get()
+    }
+}
+
+impl Serialize for RecordedEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(serializer)
+    }
+}
+
+/// The answer to a replay request (the control API's `events` result). The host
+/// answers with [`RecordedEvent`]s (sent verbatim); a client decodes the same
+/// JSON as `Replay<Event>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Replay {
+pub struct Replay<E = RecordedEvent> {
     /// The oldest seq the log can still return (1 while the whole history is
     /// on disk).
     pub first_retained_seq: u64,
@@ -273,7 +313,7 @@ pub struct Replay {
     /// [`MAX_REPLAY_EVENTS`]); otherwise ask again from the last seq received.
     pub history_complete: bool,
     /// The events after the cursor, in seq order.
-    pub events: Vec<Event>,
+    pub events: Vec<E>,
 }
 
 /// Errors opening or resuming an event log.
@@ -316,7 +356,7 @@ struct Inner {
     file: Option<File>,
     file_len: u64,
     next_seq: u64,
-    memory: VecDeque<Event>,
+    memory: VecDeque<RecordedEvent>,
     memory_limit: usize,
     /// `index[k]` = byte offset of seq `1 + k * INDEX_STRIDE` in the file.
     index: Vec<u64>,
@@ -474,8 +514,20 @@ impl EventLog {
             ts_ms: now_ms(),
             kind,
         };
+        let json: Arc<RawValue> = match serde_json::value::to_raw_value(&event) {
+            Ok(json) => json.into(),
+            Err(e) => {
+                // Every event type serialises; this is a bug, not a runtime state.
+                tracing::error!(log = %self.id, "cannot encode event {seq}: {e}");
+                Arc::from(
+                    RawValue::from_string(format!(r#"{{"seq":{seq},"ts_ms":0,"kind":"unencodable"}}"#))
+                        .expect("valid JSON"),
+                )
+            }
+        };
         if inner.file.is_some() {
-            let mut line = serde_json::to_vec(&event).unwrap_or_default();
+            let mut line = Vec::with_capacity(json.get().len() + 1);
+            line.extend_from_slice(json.get().as_bytes());
             line.push(b'\n');
             if (seq - 1).is_multiple_of(INDEX_STRIDE) {
                 let at = inner.file_len;
@@ -495,7 +547,7 @@ impl EventLog {
                 None => {}
             }
         }
-        inner.memory.push_back(event);
+        inner.memory.push_back(RecordedEvent { seq, json });
         while inner.memory.len() > inner.memory_limit {
             inner.memory.pop_front();
         }
@@ -672,7 +724,7 @@ impl crate::permissions::PermissionObserver for LogObserver {
     }
 }
 
-fn take_memory(inner: &Inner, from: u64, max: usize, out: &mut Vec<Event>) {
+fn take_memory(inner: &Inner, from: u64, max: usize, out: &mut Vec<RecordedEvent>) {
     let first = inner.memory.front().map_or(inner.next_seq, |e| e.seq);
     let skip = from.saturating_sub(first) as usize;
     out.extend(inner.memory.iter().skip(skip).take(max).cloned());
@@ -763,7 +815,16 @@ fn load(path: &Path, file: &mut File) -> Result<(Inner, Option<Lifecycle>), Even
         }
         offset += n as u64;
         inner.next_seq += 1;
-        inner.memory.push_back(event);
+        let text = std::str::from_utf8(buf.trim_ascii_end()).unwrap_or_default();
+        let json = RawValue::from_string(text.to_owned()).map_err(|e| EventLogError::Corrupt {
+            path: path.to_path_buf(),
+            line: line_no,
+            message: e.to_string(),
+        })?;
+        inner.memory.push_back(RecordedEvent {
+            seq: event.seq,
+            json: json.into(),
+        });
         if inner.memory.len() > MEMORY_EVENTS {
             inner.memory.pop_front();
         }
@@ -783,31 +844,40 @@ fn is_eof(reader: &mut BufReader<&File>) -> bool {
 }
 
 /// Reads events `from..stop` (at most `max`) from the file, seeking with the index.
+/// Each line is checked to be JSON but not decoded: the seq comes from its
+/// position (the file was checked when opened and only this log appends to it).
 fn read_range(
     path: &Path,
     index: &[u64],
     from: u64,
     stop: u64,
     max: usize,
-) -> std::io::Result<Vec<Event>> {
+) -> std::io::Result<Vec<RecordedEvent>> {
     let slot = (((from.max(1) - 1) / INDEX_STRIDE) as usize).min(index.len().saturating_sub(1));
     let (start_seq, start_offset) = index
         .get(slot)
         .map_or((1, 0), |&off| (1 + slot as u64 * INDEX_STRIDE, off));
     let mut file = File::open(path)?;
     file.seek(SeekFrom::Start(start_offset))?;
-    let reader = BufReader::new(file);
-    let mut out = Vec::new();
-    for (seq, line) in (start_seq..).zip(reader.split(b'\n')) {
-        if seq >= stop || out.len() >= max {
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut out = Vec::with_capacity(max.min((stop - from) as usize));
+    let mut seq = start_seq;
+    let mut line = String::new();
+    while seq < stop && out.len() < max {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
             break;
         }
-        let line = line?;
         if seq >= from {
-            let event: Event = serde_json::from_slice(&line)
+            let text = line.trim_end_matches('\n');
+            let json = RawValue::from_string(text.to_owned())
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-            out.push(event);
+            out.push(RecordedEvent {
+                seq,
+                json: json.into(),
+            });
         }
+        seq += 1;
     }
     Ok(out)
 }
@@ -909,7 +979,7 @@ mod tests {
         let r = log.replay(0, 100);
         assert_eq!(r.events.len(), 3);
         assert!(matches!(
-            r.events[2].kind,
+            r.events[2].event().unwrap().kind,
             EventKind::Lifecycle {
                 state: Lifecycle::Interrupted,
                 ..

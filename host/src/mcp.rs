@@ -311,8 +311,15 @@ async fn progress_pump(
         let replay = host
             .events()
             .replay(cursor, crate::events::MAX_REPLAY_EVENTS);
-        for event in &replay.events {
-            cursor = event.seq;
+        for recorded in &replay.events {
+            cursor = recorded.seq;
+            // Most events belong to other calls: skip them undecoded.
+            if !recorded.json().contains(tool_call_id.as_str()) {
+                continue;
+            }
+            let Ok(event) = recorded.event() else {
+                continue;
+            };
             if event.kind.tool_call_id() != Some(tool_call_id.as_str()) {
                 continue;
             }
