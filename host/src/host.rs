@@ -44,6 +44,10 @@ pub struct HostConfig {
     /// (the one-shot CLI); `toolhost serve` opens a persisted one with
     /// [`EventLog::open`].
     pub events: Option<Arc<EventLog>>,
+    /// Most process sessions running at once (`--max-sessions`); past it a
+    /// `start` answers a resource-limit error. Default: 64 (see
+    /// [`SessionsConfig::max_sessions`]).
+    pub max_sessions: usize,
 }
 
 impl HostConfig {
@@ -58,6 +62,7 @@ impl HostConfig {
             plugins: Vec::new(),
             plugins_dir: None,
             events: None,
+            max_sessions: SessionsConfig::new("", "").max_sessions,
         }
     }
 
@@ -270,6 +275,7 @@ impl Host {
         let mut sessions_config = SessionsConfig::new(workspace.clone(), state_dir);
         sessions_config.sandbox = config.sandbox.clone();
         sessions_config.observer = Some(observer.clone());
+        sessions_config.max_sessions = config.max_sessions;
         let sessions =
             Sessions::new(sessions_config).map_err(|e| HostError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, config.policy_rules.clone(), workspace);

@@ -45,6 +45,10 @@ struct HostArgs {
     /// always allows it).
     #[arg(long)]
     allow_network: bool,
+    /// Most commands running at once (foreground and background together);
+    /// past it a start is refused with a resource-limit error.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_sessions: u32,
     /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
     /// file of the same name beside it; without one it gets no grants.
     #[arg(long = "plugin", value_name = "FILE")]
@@ -183,10 +187,10 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    if let Err(e) = toolhost::raise_fd_limit() {
+        tracing::warn!("cannot raise the open-file limit: {e}");
+    }
+    let runtime = match toolhost::tokio_runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("toolhost: cannot start the async runtime: {e}");
@@ -581,6 +585,7 @@ async fn start_host_with(args: HostArgs, events: Option<Arc<EventLog>>) -> Resul
     };
     config.events = events;
     config.plugins = args.plugins;
+    config.max_sessions = args.max_sessions as usize;
     config.plugins_dir = args.plugins_dir;
     Host::new(config)
         .await

@@ -627,6 +627,9 @@ struct Inner {
     spawner: process::Spawner,
     handle: tokio::runtime::Handle,
     registry: Mutex<Registry>,
+    /// Sessions whose task has not finished (started + adopted), kept by the tasks
+    /// themselves so `max_sessions` is checked without walking the registry.
+    running: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -634,7 +637,13 @@ struct Registry {
     sessions: BTreeMap<SessionId, Arc<Session>>,
     /// Starts in flight (counted against `max_sessions`).
     starting: usize,
+    /// When tombstones were last purged (a purge walks every session, so it runs at
+    /// most once per [`PURGE_INTERVAL`]; lookups skip expired ones meanwhile).
+    purged_at: Option<Instant>,
 }
+
+/// Least time between two walks of the registry for expired tombstones.
+const PURGE_INTERVAL: Duration = Duration::from_millis(500);
 
 impl Drop for Inner {
     /// The last clone of [`Sessions`] went away: SIGKILL every running session's
@@ -649,7 +658,13 @@ impl Drop for Inner {
             };
             if running {
                 let mut seen = std::collections::HashSet::new();
-                process::signal_processes(session.pid, session.group, Signal::SIGKILL, &mut seen);
+                process::signal_processes(
+                    session.pid,
+                    session.group,
+                    Signal::SIGKILL,
+                    &mut seen,
+                    Instant::now() - process::SIGNAL_SCAN_MAX_AGE,
+                );
             }
         }
     }
@@ -679,25 +694,32 @@ impl Inner {
         }
     }
 
-    /// Drops tombstones older than the retention window.
+    /// True for a tombstone older than the retention window.
+    fn expired(&self, session: &Session, now: Instant) -> bool {
+        session
+            .lock()
+            .ended_at
+            .is_some_and(|end| now.saturating_duration_since(end) > self.config.retention)
+    }
+
+    /// Drops tombstones older than the retention window; walks the registry at most
+    /// once per [`PURGE_INTERVAL`] (callers skip expired sessions themselves).
     fn purge(&self, reg: &mut Registry) {
-        let retention = self.config.retention;
         let now = Instant::now();
-        reg.sessions.retain(|_, s| {
-            s.lock()
-                .ended_at
-                .is_none_or(|end| now.saturating_duration_since(end) <= retention)
-        });
+        if reg
+            .purged_at
+            .is_some_and(|at| now.saturating_duration_since(at) < PURGE_INTERVAL)
+        {
+            return;
+        }
+        reg.purged_at = Some(now);
+        reg.sessions.retain(|_, s| !self.expired(s, now));
     }
 
     fn reserve(&self) -> Result<Slot<'_>, SessionError> {
         let mut reg = self.registry();
         self.purge(&mut reg);
-        let running = reg
-            .sessions
-            .values()
-            .filter(|s| s.lock().exit.is_none())
-            .count();
+        let running = self.running.load(Ordering::Acquire);
         if running + reg.starting >= self.config.max_sessions {
             return Err(SessionError::ResourceLimit(format!(
                 "{} sessions are already running (the limit is {}); wait for one to end or kill one",
@@ -715,7 +737,7 @@ impl Inner {
         self.purge(&mut reg);
         reg.sessions
             .get(&id)
-            .filter(|s| caller.sees(s))
+            .filter(|s| caller.sees(s) && !self.expired(s, Instant::now()))
             .cloned()
             .ok_or_else(|| SessionError::UnknownSession(id.0.clone()))
     }
@@ -771,9 +793,10 @@ impl Inner {
     fn select(&self, filter: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
         let mut reg = self.registry();
         self.purge(&mut reg);
+        let now = Instant::now();
         reg.sessions
             .values()
-            .filter(|s| filter(s))
+            .filter(|s| filter(s) && !self.expired(s, now))
             .cloned()
             .collect()
     }
@@ -862,6 +885,7 @@ impl Sessions {
             spawner,
             handle,
             registry: Mutex::new(Registry::default()),
+            running: Arc::default(),
         };
         inner.log_sandbox_warnings(&inner.sandbox);
         Ok(Sessions {
@@ -1042,6 +1066,7 @@ impl Sessions {
             .registry()
             .sessions
             .insert(session.id.clone(), session.clone());
+        inner.running.fetch_add(1, Ordering::AcqRel);
         inner.handle.spawn(session::run(
             session,
             child,
@@ -1050,6 +1075,7 @@ impl Sessions {
             Some(log),
             timeout,
             inner.timing(),
+            inner.running.clone(),
         ));
     }
 
@@ -1104,6 +1130,19 @@ impl Sessions {
     /// other plugins' ids.
     pub fn check(&self, caller: &Caller, id: &str) -> Result<Snapshot, SessionError> {
         Ok(self.inner.lookup(caller, id)?.snapshot())
+    }
+
+    /// Waits for session `id` to end (its `Exited` event is recorded) and returns how
+    /// it ended. Returns at once for a finished session. Cancel-safe; holds no
+    /// subscription, so no output is copied to the waiter.
+    ///
+    /// Errors: [`SessionError::UnknownSession`] (never started, purged, or another
+    /// plugin's).
+    pub async fn wait(&self, caller: &Caller, id: &str) -> Result<ExitStatus, SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        session.ended().await;
+        let exit = session.lock().exit.clone();
+        exit.ok_or_else(|| SessionError::Io("the session task ended unexpectedly".into()))
     }
 
     /// Snapshots of the caller's sessions, running and finished (within retention),

@@ -1,15 +1,15 @@
 //! Process plumbing: request validation (shell, cwd, env), the dedicated spawner
 //! thread, the async-signal-safe child setup, `/proc` scanning and group signalling.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag};
@@ -298,21 +298,67 @@ fn read_stat(pid: i32) -> Option<ProcStat> {
     })
 }
 
+/// A snapshot of `/proc`: the live (non-zombie) processes by session id and by
+/// process group id. One scan reads every process's `stat`, so with many processes
+/// (benchmark P5 runs 20,000) concurrent kills share scans through [`proc_table`].
+pub(crate) struct ProcTable {
+    /// When the scan began: every process alive from then until it was read is in it.
+    pub(crate) started: Instant,
+    members: HashMap<i32, Vec<u32>>,
+}
+
+impl ProcTable {
+    fn scan() -> ProcTable {
+        let started = Instant::now();
+        let me = std::process::id();
+        let mut members: HashMap<i32, Vec<u32>> = HashMap::new();
+        let pids = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&pid| pid != me);
+        for pid in pids {
+            let Some(stat) = read_stat(pid as i32) else {
+                continue;
+            };
+            if stat.state == 'Z' {
+                continue;
+            }
+            members.entry(stat.session).or_default().push(pid);
+            if stat.pgrp != stat.session {
+                members.entry(stat.pgrp).or_default().push(pid);
+            }
+        }
+        ProcTable { started, members }
+    }
+
+    /// Live processes whose session id or process group id is `sid`.
+    pub(crate) fn members(&self, sid: u32) -> &[u32] {
+        self.members.get(&(sid as i32)).map_or(&[], Vec::as_slice)
+    }
+}
+
+static LATEST_SCAN: std::sync::Mutex<Option<Arc<ProcTable>>> = std::sync::Mutex::new(None);
+
+/// A `/proc` snapshot whose scan began at or after `not_before`: the newest one when
+/// it qualifies, else a fresh scan (callers arriving meanwhile wait for it and share
+/// it).
+pub(crate) fn proc_table(not_before: Instant) -> Arc<ProcTable> {
+    let mut latest = LATEST_SCAN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(table) = latest.as_ref()
+        && table.started >= not_before
+    {
+        return table.clone();
+    }
+    let table = Arc::new(ProcTable::scan());
+    *latest = Some(table.clone());
+    table
+}
+
 /// Live (non-zombie) processes whose session id or process group id is `sid`,
-/// found by scanning `/proc/*/stat`. The host's own process is never included.
+/// found by scanning `/proc/*/stat` now. The host's own process is never included.
 pub fn group_members(sid: u32) -> Vec<u32> {
-    let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|&pid| {
-            read_stat(pid as i32).is_some_and(|s| {
-                s.state != 'Z' && (s.session == sid as i32 || s.pgrp == sid as i32)
-            })
-        })
-        .collect()
+    proc_table(Instant::now()).members(sid).to_vec()
 }
 
 /// True when `pid` leads its own session or process group (so group signalling is
@@ -332,7 +378,17 @@ fn is_forbidden_group(pid: u32) -> bool {
 
 /// Sends `sig` to every process of the group led by `pid` (when `group`), or to `pid`
 /// alone. Adds the pids signalled to `seen`. Never signals the host's own group.
-pub(crate) fn signal_processes(pid: u32, group: bool, sig: Signal, seen: &mut HashSet<u32>) {
+///
+/// The group's leader group is signalled with `killpg` at once; processes of the
+/// session that moved to other groups are found in a `/proc` snapshot begun at or
+/// after `not_before` (see [`proc_table`]).
+pub(crate) fn signal_processes(
+    pid: u32,
+    group: bool,
+    sig: Signal,
+    seen: &mut HashSet<u32>,
+    not_before: Instant,
+) {
     if is_forbidden_group(pid) {
         tracing::warn!(
             pid,
@@ -347,7 +403,7 @@ pub(crate) fn signal_processes(pid: u32, group: bool, sig: Signal, seen: &mut Ha
         return;
     }
     let before = seen.len();
-    for member in group_members(pid) {
+    for &member in proc_table(not_before).members(pid) {
         if signal::kill(Pid::from_raw(member as i32), sig).is_ok() {
             seen.insert(member);
         }
@@ -356,6 +412,10 @@ pub(crate) fn signal_processes(pid: u32, group: bool, sig: Signal, seen: &mut Ha
         seen.insert(pid);
     }
 }
+
+/// How old a `/proc` snapshot may be when it only picks whom to signal first
+/// (the survivor check that follows always uses newer ones).
+pub(crate) const SIGNAL_SCAN_MAX_AGE: Duration = Duration::from_millis(20);
 
 /// Polling interval while waiting for a signalled group to go away (only during a
 /// kill's grace period).

@@ -273,6 +273,7 @@ pub(crate) struct Timing {
 /// The life of a session after spawn: capture stdout and stderr in arrival order,
 /// wait for the direct child, enforce the timeout, drain the pipes for at most
 /// `drain_grace` after the exit, then record the `Exited` event.
+#[allow(clippy::too_many_arguments)] // One call site; each is a distinct part of the run.
 pub(crate) async fn run(
     session: Arc<Session>,
     mut child: Child,
@@ -281,6 +282,7 @@ pub(crate) async fn run(
     mut log: Option<File>,
     timeout: Option<Duration>,
     timing: Timing,
+    running: Arc<std::sync::atomic::AtomicUsize>,
 ) {
     let mut out_buf = vec![0u8; READ_BUFFER];
     let mut err_buf = vec![0u8; READ_BUFFER];
@@ -340,6 +342,8 @@ pub(crate) async fn run(
         st.output.release();
         st.exit = Some(exit.clone());
         st.ended_at = Some(Instant::now());
+        // Before anyone can see the exit, so a waiter may start another at once.
+        running.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         session.push_event(&mut st, EventKind::Exited(exit.clone()));
         exit
     };
@@ -369,32 +373,47 @@ pub(crate) async fn terminate(
         }
     }
     let mut seen = HashSet::new();
-    let survivors = |session: &Session| -> usize {
+    // Survivors in a `/proc` snapshot begun at or after `not_before`; returns that
+    // snapshot's start so the next check insists on a newer one.
+    let survivors = |session: &Session, not_before: Instant| -> (usize, Instant) {
         if session.group {
-            process::group_members(session.pid).len()
+            let table = process::proc_table(not_before);
+            (table.members(session.pid).len(), table.started)
         } else if session.lock().child_exited {
-            0
+            (0, not_before)
         } else {
-            1
+            (1, not_before)
         }
     };
     if let Some(sig) = signal {
         if !session.group && session.lock().child_exited {
             return 0;
         }
-        process::signal_processes(session.pid, session.group, sig, &mut seen);
+        let now = Instant::now();
+        process::signal_processes(session.pid, session.group, sig, &mut seen, now);
         return seen.len() as u32;
     }
     if !session.group && session.lock().child_exited {
         return 0;
     }
-    process::signal_processes(session.pid, session.group, Signal::SIGTERM, &mut seen);
-    let deadline = Instant::now() + timing.kill_grace;
-    while survivors(session) > 0 && Instant::now() < deadline {
+    let sent = Instant::now();
+    let relaxed = sent
+        .checked_sub(process::SIGNAL_SCAN_MAX_AGE)
+        .unwrap_or(sent);
+    process::signal_processes(session.pid, session.group, Signal::SIGTERM, &mut seen, relaxed);
+    let deadline = sent + timing.kill_grace;
+    // Only a snapshot begun after the SIGTERM can show the group gone; each later
+    // check wants a newer one than the last (concurrent kills share the scans).
+    // The first check waits one poll too, so kills sent together share a scan.
+    let mut last = sent;
+    let mut left = 1;
+    while left > 0 && Instant::now() < deadline {
         tokio::time::sleep(process::SURVIVOR_POLL).await;
+        let not_before = if last == sent { sent } else { last + Duration::from_nanos(1) };
+        (left, last) = survivors(session, not_before);
     }
-    if survivors(session) > 0 {
-        process::signal_processes(session.pid, session.group, Signal::SIGKILL, &mut seen);
+    if left > 0 {
+        process::signal_processes(session.pid, session.group, Signal::SIGKILL, &mut seen, last);
     }
     let bound = timing.drain_grace + Duration::from_secs(5);
     let _ = tokio::time::timeout(bound, session.ended()).await;
