@@ -42,7 +42,7 @@ pub const MAX_WASM_STACK: usize = 1 << 20;
 /// memory, which is also the engine's default virtual reservation).
 pub const MAX_POOL_MEMORY: u64 = 4 << 30;
 
-/// How to build the engine. `Default`: pooling for 1000 concurrent
+/// How to build the engine. `Default`: pooling for 128 concurrent
 /// instances, slots sized for 64 MiB memories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EngineOptions {
@@ -50,7 +50,13 @@ pub struct EngineOptions {
     /// be reserved). Default: true.
     pub pooling: bool,
     /// Most component instances alive at once (calls in flight, all plugins
-    /// together). Default: 1000. A call beyond it fails to instantiate.
+    /// together). Default: 128. A call beyond it fails to instantiate.
+    ///
+    /// Each slot is reserved up front and its async stack is a separate mapping
+    /// with a guard page, so the slot count sets how many memory mappings the host
+    /// process has, and every command the host starts pays for copying them in
+    /// `fork` (benchmark P2 in BENCHMARKS.md: 1000 slots made a spawn ~5 ms
+    /// slower).
     pub max_instances: u32,
     /// The largest memory any loaded plugin may grow to (the largest manifest
     /// `memory`); capped at [`MAX_POOL_MEMORY`]. Default: 64 MiB.
@@ -61,7 +67,7 @@ impl Default for EngineOptions {
     fn default() -> EngineOptions {
         EngineOptions {
             pooling: true,
-            max_instances: 1000,
+            max_instances: 128,
             max_memory_bytes: 64 << 20,
         }
     }
@@ -228,9 +234,21 @@ fn pool_config(options: &EngineOptions) -> PoolingAllocationConfig {
         .max_core_instances_per_component(16)
         .max_memories_per_component(2)
         .max_tables_per_component(16)
-        .max_memory_size(options.max_memory_bytes.clamp(1 << 20, MAX_POOL_MEMORY) as usize);
+        .max_memory_size(options.max_memory_bytes.clamp(1 << 20, MAX_POOL_MEMORY) as usize)
+        // Every call is a fresh instance in a reused slot. Resetting a slot with
+        // `madvise` makes the next call page-fault in every page it touches again;
+        // instead keep up to KEEP_RESIDENT bytes resident and reset only the pages
+        // the call dirtied (found with the PAGEMAP_SCAN ioctl on Linux 6.7+, else a
+        // `memset` of the low bytes). Benchmark P1 in BENCHMARKS.md.
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(KEEP_RESIDENT / 16)
+        .pagemap_scan(wasmtime::Enabled::Auto);
     pool
 }
+
+/// Bytes of each pooled linear memory kept resident between calls (see
+/// `pool_config`): 2 MiB, enough for a plugin's stack, data and a call's heap.
+const KEEP_RESIDENT: usize = 2 << 20;
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -337,6 +337,26 @@ impl ToolPlugin {
         self.manifest.sandbox_policy()
     }
 
+    /// Asks the plugin to `describe` its tools again, in a fresh instance
+    /// under its limits, exactly as a tool call runs (fresh [`Store`] from the
+    /// cached `InstancePre`, `describe`, store dropped). [`ToolPlugin::tools`]
+    /// keeps what load time saw; this is the per-call path that benchmark P1
+    /// measures (see `BENCHMARKS.md`).
+    ///
+    /// Errors: as [`ToolPlugin::call`].
+    pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
+        let info = CallInfo {
+            plugin: self.id.clone(),
+            manifest: self.manifest.clone(),
+            tool: String::new(),
+            tool_call_id: String::new(),
+        };
+        self.run(info, |bindings, store| {
+            Box::pin(async move { bindings.toolhost_plugin_tool().call_describe(store).await })
+        })
+        .await
+    }
+
     /// Runs one tool call in a fresh instance under the plugin's limits.
     ///
     /// Errors: [`CallError::Limit`] (memory, table, CPU, wall, stack),
@@ -417,7 +437,9 @@ impl ToolPlugin {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        within_wall(plugin, limits.wall, work).await
+        let result = within_wall(plugin, limits.wall, work).await;
+        retire(store);
+        result
     }
 }
 
@@ -538,7 +560,23 @@ impl PolicyPlugin {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        within_wall(plugin, wall, work).await
+        let result = within_wall(plugin, wall, work).await;
+        retire(store);
+        result
+    }
+}
+
+/// Drops a finished call's store off the caller's path. Dropping it returns the
+/// instance's pool slot, which resets the memory the call dirtied (a page-table
+/// scan plus `memset`, several µs); the result is ready before that, so the reset
+/// runs as a separate task (benchmark P1 in BENCHMARKS.md). Nothing in the store
+/// is shared: its WASI context, resources and subscriptions die with it either way.
+fn retire(store: Store<CallState>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(async move { drop(store) });
+        }
+        Err(_) => drop(store),
     }
 }
 

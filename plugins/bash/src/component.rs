@@ -39,7 +39,7 @@ impl Guest for Bash {
             .map(|spec| ToolSpec {
                 name: spec.name.into(),
                 description: spec.description.into(),
-                input_schema: spec.input_schema,
+                input_schema: spec.input_schema.into(),
                 hints: ToolHints {
                     read_only: spec.hints.read_only,
                     destructive: spec.hints.destructive,

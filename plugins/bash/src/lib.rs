@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod report;
+pub mod schemas;
 pub mod text;
 pub mod tools;
 

@@ -1,7 +1,7 @@
 //! The tools this plugin offers: names, descriptions, JSON Schemas and hints.
 //! These texts are what the agent reads to decide how to call each tool.
 
-use serde_json::json;
+use crate::schemas;
 
 /// Name of the shell tool.
 pub const BASH: &str = "bash";
@@ -35,19 +35,9 @@ pub struct Spec {
     /// What the agent reads.
     pub description: &'static str,
     /// JSON Schema of the arguments, as JSON text.
-    pub input_schema: String,
+    pub input_schema: &'static str,
     /// Behaviour hints.
     pub hints: Hints,
-}
-
-const SESSION_ID_PATTERN: &str = "^bg_[0-9a-f]{12}$";
-
-fn session_id_schema(what: &str) -> serde_json::Value {
-    json!({
-        "type": "string",
-        "pattern": SESSION_ID_PATTERN,
-        "description": format!("{what} (`bg_` + 12 hex digits), as returned by `bash` or `list_shells`."),
-    })
 }
 
 const BASH_DESCRIPTION: &str = "\
@@ -117,116 +107,11 @@ command. Takes no arguments.";
 
 /// The specs of every tool, in the order they are offered.
 pub fn specs() -> Vec<Spec> {
-    let bash_schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {
-            "command": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The command line, run as `sh -c COMMAND`. Pipes, `&&`, redirections and other sh syntax work."
-            },
-            "timeout_ms": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 600000,
-                "description": "Kill the process group after this many milliseconds. Default 120000 (2 min) in the foreground; none for background and interactive runs unless given."
-            },
-            "run_in_background": {
-                "type": "boolean",
-                "default": false,
-                "description": "Start as a background session and return its id at once; read output later with `bash_output`."
-            },
-            "cwd": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Working directory, relative to the workspace root or absolute; must lie inside the workspace. Default: the workspace root."
-            },
-            "description": {
-                "type": "string",
-                "description": "A short (5-10 words) description of what the command does, for people watching. Not used to run it."
-            },
-            "yield_ms": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 600000,
-                "description": "Return after this many milliseconds if the command is still running, detaching it into a background task that keeps running. Default: wait for the end (or 1000 for `interactive`). Not with `run_in_background`."
-            },
-            "interactive": {
-                "type": "boolean",
-                "default": false,
-                "description": "Keep stdin open for `write_stdin` (REPLs, prompts). Default false: stdin is closed."
-            }
-        },
-        "required": ["command"],
-        "additionalProperties": false
-    });
-    let bash_output_schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {
-            "session_id": session_id_schema("The session to read"),
-            "wait_ms": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 600000,
-                "default": 0,
-                "description": "Wait up to this many milliseconds for the session to end before reading. Default 0: read at once."
-            }
-        },
-        "required": ["session_id"],
-        "additionalProperties": false
-    });
-    let kill_shell_schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {
-            "session_id": session_id_schema("The session to stop"),
-            "signal": {
-                "type": "string",
-                "enum": crate::args::SIGNALS,
-                "description": "Send only this signal. Default: SIGTERM, then SIGKILL after a short grace."
-            }
-        },
-        "required": ["session_id"],
-        "additionalProperties": false
-    });
-    let write_stdin_schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {
-            "session_id": session_id_schema("The interactive session to write to"),
-            "input": {
-                "type": "string",
-                "description": "Text to write to stdin, as UTF-8; include a trailing newline to submit a line. May be empty."
-            },
-            "close_stdin": {
-                "type": "boolean",
-                "default": false,
-                "description": "Close stdin after writing, so the program reads end-of-file."
-            },
-            "yield_ms": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 600000,
-                "default": 250,
-                "description": "How long to collect output after writing, in milliseconds (returns early if the session ends)."
-            }
-        },
-        "required": ["session_id", "input"],
-        "additionalProperties": false
-    });
-    let list_shells_schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {},
-        "additionalProperties": false
-    });
     vec![
         Spec {
             name: BASH,
             description: BASH_DESCRIPTION,
-            input_schema: bash_schema.to_string(),
+            input_schema: schemas::BASH_SCHEMA,
             hints: Hints {
                 read_only: false,
                 destructive: true,
@@ -237,7 +122,7 @@ pub fn specs() -> Vec<Spec> {
         Spec {
             name: BASH_OUTPUT,
             description: BASH_OUTPUT_DESCRIPTION,
-            input_schema: bash_output_schema.to_string(),
+            input_schema: schemas::BASH_OUTPUT_SCHEMA,
             // Reading advances the session's read cursor, so it is not idempotent.
             hints: Hints {
                 read_only: true,
@@ -249,7 +134,7 @@ pub fn specs() -> Vec<Spec> {
         Spec {
             name: KILL_SHELL,
             description: KILL_SHELL_DESCRIPTION,
-            input_schema: kill_shell_schema.to_string(),
+            input_schema: schemas::KILL_SHELL_SCHEMA,
             hints: Hints {
                 read_only: false,
                 destructive: true,
@@ -260,7 +145,7 @@ pub fn specs() -> Vec<Spec> {
         Spec {
             name: WRITE_STDIN,
             description: WRITE_STDIN_DESCRIPTION,
-            input_schema: write_stdin_schema.to_string(),
+            input_schema: schemas::WRITE_STDIN_SCHEMA,
             hints: Hints {
                 read_only: false,
                 destructive: true,
@@ -271,7 +156,7 @@ pub fn specs() -> Vec<Spec> {
         Spec {
             name: LIST_SHELLS,
             description: LIST_SHELLS_DESCRIPTION,
-            input_schema: list_shells_schema.to_string(),
+            input_schema: schemas::LIST_SHELLS_SCHEMA,
             hints: Hints {
                 read_only: true,
                 destructive: false,
@@ -286,6 +171,21 @@ pub fn specs() -> Vec<Spec> {
 mod tests {
     use super::*;
     use serde_json::Value;
+
+    /// What a session id looks like (`bg_` + 12 hex digits).
+    const SESSION_ID_PATTERN: &str = "^bg_[0-9a-f]{12}$";
+
+    #[test]
+    fn session_id_arguments_carry_the_id_pattern() {
+        for name in [BASH_OUTPUT, KILL_SHELL, WRITE_STDIN] {
+            let s = schema(name);
+            assert_eq!(s["properties"]["session_id"]["type"], "string", "{name}");
+            assert_eq!(
+                s["properties"]["session_id"]["pattern"], SESSION_ID_PATTERN,
+                "{name}"
+            );
+        }
+    }
 
     fn schema(name: &str) -> Value {
         let spec = specs().into_iter().find(|s| s.name == name).unwrap();
