@@ -1,0 +1,222 @@
+//! P5: scale: N concurrent background sessions (`sleep 1000`) started, checked and
+//! killed, watching the host's threads and RSS throughout and checking that every
+//! process was reaped and none escaped. Baseline: tokio spawning the same N children
+//! with piped stdout/stderr (what a bare host holds per child).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, ensure};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use toolhost::sessions::{Caller, SessionStatus, StartRequest};
+
+use crate::fixture::{Fixture, raise_fd_limit_for, rss, threads};
+use crate::report::Row;
+use crate::stats::{bytes, duration};
+
+/// Samples this process's thread count every 2 ms into `max` until dropped.
+struct ThreadWatch {
+    max: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ThreadWatch {
+    fn start() -> ThreadWatch {
+        let max = Arc::new(AtomicU64::new(threads()));
+        let m = max.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                m.fetch_max(threads(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        });
+        ThreadWatch { max, task }
+    }
+
+    fn max(&self) -> u64 {
+        self.max.fetch_max(threads(), Ordering::Relaxed).max(threads())
+    }
+}
+
+impl Drop for ThreadWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Live (non-zombie) processes whose session id is in `sids`, and zombies whose
+/// parent is this process; one scan of `/proc`.
+fn leftovers(sids: &HashSet<i32>) -> (usize, usize) {
+    let me = std::process::id() as i32;
+    let (mut live, mut zombies) = (0, 0);
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = text.rfind(')') else {
+            continue;
+        };
+        let f: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+        let (state, ppid, sid) = (
+            f.first().copied().unwrap_or(""),
+            f.get(1).and_then(|s| s.parse::<i32>().ok()).unwrap_or(0),
+            f.get(3).and_then(|s| s.parse::<i32>().ok()).unwrap_or(0),
+        );
+        if state == "Z" {
+            if ppid == me {
+                zombies += 1;
+            }
+        } else if sids.contains(&sid) {
+            live += 1;
+        }
+    }
+    (live, zombies)
+}
+
+/// Runs P5 with `n` sessions.
+pub async fn run(n: usize) -> Result<Vec<Row>> {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u64;
+    let thread_goal = 2 * cores + 8;
+    let fd_limit = raise_fd_limit_for(n);
+    let fixture = Fixture::new()?;
+    let sessions = fixture.sessions(n + 16)?;
+    // Warm up: the first sessions allocate the engine's lasting structures.
+    for _ in 0..8 {
+        let id = sessions
+            .start(&Caller::Host, StartRequest::new("true"))
+            .await?;
+        sessions.wait(&Caller::Host, &id).await?;
+    }
+    let watch = ThreadWatch::start();
+    let rss_before = rss();
+    let threads_before = threads();
+
+    let t = Instant::now();
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let id = sessions
+            .start(&Caller::Host, StartRequest::new("sleep 1000"))
+            .await
+            .with_context(|| format!("starting session {} of {n} (open-file limit {fd_limit})", i + 1))?;
+        ids.push(id);
+    }
+    let start_time = t.elapsed();
+    let rss_started = rss();
+    let per_session = rss_started.saturating_sub(rss_before) as f64 / n as f64;
+
+    let t = Instant::now();
+    let mut sids = HashSet::new();
+    for id in &ids {
+        let snap = sessions.check(&Caller::Host, id)?;
+        ensure!(snap.status == SessionStatus::Running, "{id} is {:?}", snap.status);
+        sids.insert(snap.pid.context("no pid")? as i32);
+    }
+    let check_time = t.elapsed();
+
+    let t = Instant::now();
+    let mut kills = tokio::task::JoinSet::new();
+    for id in ids.clone() {
+        let sessions = sessions.clone();
+        kills.spawn(async move {
+            sessions
+                .kill(&Caller::Host, &id, None, "benchmark")
+                .await
+                .map(|_| ())
+        });
+    }
+    while let Some(r) = kills.join_next().await {
+        r??;
+    }
+    for id in &ids {
+        let exit = sessions.wait(&Caller::Host, id).await?;
+        ensure!(exit.code.is_none(), "{id} was not killed: {exit:?}");
+    }
+    let kill_time = t.elapsed();
+    let max_threads = watch.max();
+    drop(watch);
+    // tokio reaps in the background; give it a bounded moment before counting zombies.
+    let mut left = leftovers(&sids);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while left != (0, 0) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        left = leftovers(&sids);
+    }
+    let (orphans, zombies) = left;
+
+    // Baseline: the same children held by bare tokio.
+    let raw_before = rss();
+    let raw_watch = ThreadWatch::start();
+    let t = Instant::now();
+    let mut children = Vec::with_capacity(n);
+    for _ in 0..n {
+        children.push(
+            tokio::process::Command::new("sleep")
+                .arg("1000")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()?,
+        );
+    }
+    let raw_start = t.elapsed();
+    let raw_per_child = rss().saturating_sub(raw_before) as f64 / n as f64;
+    for c in &children {
+        if let Some(pid) = c.id() {
+            let _ = kill(Pid::from_raw(-(pid as i32)), Signal::SIGTERM);
+        }
+    }
+    for c in &mut children {
+        c.wait().await?;
+    }
+    let raw_threads = raw_watch.max();
+    drop(raw_watch);
+
+    let ratio = per_session / raw_per_child.max(1.0);
+    let met = max_threads <= thread_goal
+        && per_session <= 20.0 * 1024.0
+        && orphans == 0
+        && zombies == 0;
+    Ok(vec![Row {
+        id: "P5".into(),
+        what: format!(
+            "scale: {n} concurrent background sessions `sleep 1000` (sandboxed: {}) started, \
+             checked, killed (SIGTERM sequence, concurrently); vs tokio holding {n} piped \
+             `sleep` children",
+            sessions.sandbox()
+        ),
+        measured: format!(
+            "{}/session, {max_threads} threads",
+            bytes(per_session)
+        ),
+        baseline: format!("{}/child, {raw_threads} threads", bytes(raw_per_child)),
+        ratio: Some(ratio),
+        ratio_note: "RSS per session / per raw child".into(),
+        goal: format!("threads ≤ {thread_goal}, ≤ 20 KiB/session, all reaped"),
+        met,
+        details: vec![
+            format!(
+                "start {n}: {} ({}/session); check all: {}; kill all: {}",
+                duration(start_time),
+                duration(start_time / n as u32),
+                duration(check_time),
+                duration(kill_time)
+            ),
+            format!(
+                "host RSS {} before, {} with {n} running; threads {threads_before} before, max {max_threads}",
+                bytes(rss_before as f64),
+                bytes(rss_started as f64)
+            ),
+            format!("after kill: {orphans} live processes left in the sessions, {zombies} unreaped zombies"),
+            format!("raw: start {n}: {}; {}/child; max {raw_threads} threads", duration(raw_start), bytes(raw_per_child)),
+            format!("open-file limit {fd_limit}"),
+        ],
+    }])
+}

@@ -1,0 +1,154 @@
+//! P3: wake-up latency, from a process's death to the subscriber that waits for it
+//! being woken. The process (`exec sleep`) is SIGKILLed by the benchmark itself at
+//! t0; the host-API subscriber, the guest (the bash plugin's foreground call blocked
+//! on its pollable) and the raw baseline (tokio's `Child::wait` on the same kind of
+//! process) each stop the clock when they see the exit.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::json;
+use toolhost::sessions::{Caller, EventKind, Sessions, StartRequest};
+
+use crate::fixture::{ALLOW_ALL, Fixture};
+use crate::plugin_call::ratio;
+use crate::report::Row;
+use crate::stats::{Summary, duration};
+
+/// One host-API sample: start `exec sleep 1000`, subscribe, SIGKILL it, time until
+/// the subscription yields `Exited`.
+pub async fn host_once(sessions: &Sessions) -> Result<Duration> {
+    let id = sessions
+        .start(&Caller::Host, StartRequest::new("exec sleep 1000"))
+        .await?;
+    let mut sub = sessions.subscribe(&Caller::Host, &id, 1)?;
+    let pid = sessions.check(&Caller::Host, &id)?.pid.context("no pid")?;
+    // Drain what is there (`started`) so the next wait really blocks.
+    sub.next(16);
+    let t0 = Instant::now();
+    kill(Pid::from_raw(pid as i32), Signal::SIGKILL)?;
+    loop {
+        sub.ready().await;
+        let events = sub.next(16);
+        if events.iter().any(|e| matches!(e.kind, EventKind::Exited(_))) {
+            return Ok(t0.elapsed());
+        }
+        if events.is_empty() && sub.finished() {
+            bail!("the subscription ended without an exit event");
+        }
+    }
+}
+
+/// One raw sample: tokio spawns `sleep 1000`, SIGKILL, time until `wait` returns.
+pub async fn raw_once() -> Result<Duration> {
+    let mut child = tokio::process::Command::new("sleep")
+        .arg("1000")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = child.id().context("no pid")?;
+    let t0 = Instant::now();
+    kill(Pid::from_raw(pid as i32), Signal::SIGKILL)?;
+    let status = child.wait().await?;
+    let elapsed = t0.elapsed();
+    ensure!(status.code().is_none(), "sleep was not killed: {status}");
+    Ok(elapsed)
+}
+
+/// One guest sample: a foreground `bash` tool call of `exec sleep 1000` (the plugin
+/// blocks on its subscription's pollable), SIGKILL, time until the tool call
+/// returns (wake-up plus the plugin formatting its result).
+pub async fn guest_once(host: &std::sync::Arc<toolhost::Host>) -> Result<Duration> {
+    let id = host.new_call_id();
+    let call = {
+        let host = host.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            host.call_tool_as(
+                &id,
+                "bash",
+                &json!({"command": "exec sleep 1000"}),
+                "api",
+                Default::default(),
+            )
+            .await
+        })
+    };
+    let started = Instant::now();
+    let pid = loop {
+        if let Some(pid) = host.sessions().pid(&id) {
+            break pid;
+        }
+        ensure!(
+            started.elapsed() < Duration::from_secs(10),
+            "the call never started"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    };
+    // Let the plugin reach its blocking poll (setup only; the clock is not running).
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let t0 = Instant::now();
+    kill(Pid::from_raw(pid as i32), Signal::SIGKILL)?;
+    let result = call.await??;
+    let elapsed = t0.elapsed();
+    ensure!(
+        result.text.contains("SIGKILL"),
+        "unexpected result: {}",
+        result.text
+    );
+    Ok(elapsed)
+}
+
+/// Runs P3 with `samples` samples of each kind, interleaved.
+pub async fn run(samples: usize) -> Result<Vec<Row>> {
+    let fixture = Fixture::new()?;
+    let host = std::sync::Arc::new(fixture.host(Some(ALLOW_ALL)).await?);
+    let sessions = host.sessions().clone();
+    for _ in 0..5 {
+        host_once(&sessions).await?;
+        raw_once().await?;
+    }
+    let (mut api, mut guest, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        api.push(host_once(&sessions).await?);
+        raw.push(raw_once().await?);
+        guest.push(guest_once(&host).await?);
+        raw.push(raw_once().await?);
+    }
+    let api = Summary::of(api);
+    let guest = Summary::of(guest);
+    let raw = Summary::of(raw);
+    let goal = Duration::from_micros(500);
+    let row = |id: &str, what: &str, s: &Summary| Row {
+        id: id.into(),
+        what: what.into(),
+        measured: format!("{} (p99 {})", duration(s.median), duration(s.p99)),
+        baseline: format!("{} (p99 {})", duration(raw.median), duration(raw.p99)),
+        ratio: Some(ratio(s.median, raw.median)),
+        ratio_note: "toolhost / raw".into(),
+        goal: format!("median ≤ {}", duration(goal)),
+        met: s.median <= goal,
+        details: vec![
+            format!("toolhost: {}", s.describe()),
+            format!("raw:      {}", raw.describe()),
+        ],
+    };
+    Ok(vec![
+        row(
+            "P3 host",
+            "wake-up: SIGKILL of `exec sleep` → host-API subscription yields `exited`, vs \
+             tokio `Child::wait` returning for the same kill",
+            &api,
+        ),
+        row(
+            "P3 guest",
+            "wake-up: SIGKILL of `exec sleep` → the bash plugin's foreground call, blocked \
+             on its pollable, has returned its result, vs tokio `Child::wait`",
+            &guest,
+        ),
+    ])
+}
