@@ -25,8 +25,26 @@ pub struct Mode {
 }
 
 impl Mode {
+    /// P5's session count: 500 quick, 10,000 full.
+    pub fn sessions(&self) -> usize {
+        self.pick(500, 10_000)
+    }
+
     fn pick<T>(&self, quick: T, full: T) -> T {
         if self.quick { quick } else { full }
+    }
+}
+
+/// Runs a figure's helper part that must live in its own process (`P5-raw`: the
+/// P5 baseline with `sessions` children) and returns its JSON; `None` for other ids.
+pub fn run_helper(id: &str, sessions: usize) -> Option<anyhow::Result<String>> {
+    match id {
+        "P5-raw" => Some((|| {
+            let runtime = toolhost::tokio_runtime()?;
+            let raw = runtime.block_on(scale::raw(sessions))?;
+            Ok(serde_json::to_string(&raw)?)
+        })()),
+        _ => None,
     }
 }
 
@@ -40,7 +58,7 @@ pub fn run_figure(id: &str, mode: Mode) -> anyhow::Result<Vec<report::Row>> {
         "P2" => runtime.block_on(end_to_end::run(mode.pick(40, 300))),
         "P3" => runtime.block_on(wakeup::run(mode.pick(30, 200))),
         "P4" => runtime.block_on(capture::run(mode.pick(128 << 20, 1 << 30), mode.pick(2, 3))),
-        "P5" => runtime.block_on(scale::run(mode.pick(500, 10_000))),
+        "P5" => runtime.block_on(scale::run(mode.sessions())),
         "P6" => startup::run(mode.pick(4, 20)),
         "P7" => replay::run(100_000, mode.pick(2, 5)),
         other => anyhow::bail!("unknown figure `{other}` (expected one of {FIGURES:?})"),

@@ -23,12 +23,29 @@ struct Args {
     /// Internal: run one figure in this process and print its rows as JSON.
     #[arg(long, hide = true, value_name = "ID")]
     figure: Option<String>,
+    /// Internal: the session count for `--figure P5-raw`.
+    #[arg(long, hide = true, value_name = "N")]
+    sessions: Option<usize>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let mode = Mode { quick: args.quick };
     if let Some(id) = args.figure {
+        if let Some(result) =
+            toolhost_bench::run_helper(&id, args.sessions.unwrap_or(mode.sessions()))
+        {
+            return match result {
+                Ok(json) => {
+                    println!("{json}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{id}: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         return match run_figure(&id, mode) {
             Ok(rows) => {
                 println!("{}", serde_json::to_string(&rows).expect("rows serialise"));

@@ -149,35 +149,10 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
     }
     let (orphans, zombies) = left;
 
-    // Baseline: the same children held by bare tokio.
-    let raw_before = rss();
-    let raw_watch = ThreadWatch::start();
-    let t = Instant::now();
-    let mut children = Vec::with_capacity(n);
-    for _ in 0..n {
-        children.push(
-            tokio::process::Command::new("sleep")
-                .arg("1000")
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .process_group(0)
-                .kill_on_drop(true)
-                .spawn()?,
-        );
-    }
-    let raw_start = t.elapsed();
-    let raw_per_child = rss().saturating_sub(raw_before) as f64 / n as f64;
-    for c in &children {
-        if let Some(pid) = c.id() {
-            let _ = kill(Pid::from_raw(-(pid as i32)), Signal::SIGTERM);
-        }
-    }
-    for c in &mut children {
-        c.wait().await?;
-    }
-    let raw_threads = raw_watch.max();
-    drop(raw_watch);
+    // Baseline: the same children held by bare tokio, in a fresh process (in this
+    // one it would reuse the memory the sessions just freed).
+    let raw = raw_in_child(n)?;
+    let (raw_per_child, raw_threads, raw_start) = (raw.per_child_bytes, raw.max_threads, raw.start);
 
     let ratio = per_session / raw_per_child.max(1.0);
     let met = max_threads <= thread_goal
@@ -215,8 +190,71 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
                 bytes(rss_started as f64)
             ),
             format!("after kill: {orphans} live processes left in the sessions, {zombies} unreaped zombies"),
-            format!("raw: start {n}: {}; {}/child; max {raw_threads} threads", duration(raw_start), bytes(raw_per_child)),
+            format!(
+                "raw (own process): start {n}: {}; {}/child; max {raw_threads} threads",
+                duration(raw_start),
+                bytes(raw_per_child)
+            ),
             format!("open-file limit {fd_limit}"),
         ],
     }])
+}
+
+/// What the baseline process measured.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct RawScale {
+    /// RSS growth per child, in bytes.
+    pub per_child_bytes: f64,
+    /// Most threads seen.
+    pub max_threads: u64,
+    /// Time to spawn all children.
+    pub start: Duration,
+}
+
+/// Runs [`raw`] in a child process of this benchmark binary (`--figure P5-raw`).
+fn raw_in_child(n: usize) -> Result<RawScale> {
+    let exe = std::env::current_exe()?;
+    let out = std::process::Command::new(exe)
+        .args(["--figure", "P5-raw", "--sessions", &n.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    ensure!(out.status.success(), "the P5 baseline process failed: {}", out.status);
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// The P5 baseline: tokio holding `n` piped `sleep 1000` children, then killing and
+/// reaping them.
+pub async fn raw(n: usize) -> Result<RawScale> {
+    raise_fd_limit_for(n);
+    let before = rss();
+    let watch = ThreadWatch::start();
+    let t = Instant::now();
+    let mut children = Vec::with_capacity(n);
+    for _ in 0..n {
+        children.push(
+            tokio::process::Command::new("sleep")
+                .arg("1000")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()?,
+        );
+    }
+    let start = t.elapsed();
+    let per_child_bytes = rss().saturating_sub(before) as f64 / n as f64;
+    for c in &children {
+        if let Some(pid) = c.id() {
+            let _ = kill(Pid::from_raw(-(pid as i32)), Signal::SIGTERM);
+        }
+    }
+    for c in &mut children {
+        c.wait().await?;
+    }
+    Ok(RawScale {
+        per_child_bytes,
+        max_threads: watch.max(),
+        start,
+    })
 }

@@ -21,6 +21,7 @@ pub mod permissions;
 pub mod plugins;
 pub mod sandbox;
 pub mod sessions;
+mod spawn;
 pub mod tty;
 
 /// Most threads the tokio blocking pool of [`tokio_runtime`] may start: file reads

@@ -487,6 +487,19 @@ impl Confinement {
     }
 }
 
+impl Confinement {
+    /// Applies the sandbox in the calling process: for the child side of
+    /// [`crate::spawn`] (between `clone` and `exec`). Async-signal-safe and
+    /// allocation-free, like the `pre_exec` closure of
+    /// [`install`](Confinement::install). A no-op under full-access.
+    pub(crate) fn apply_in_child(&self) -> std::io::Result<()> {
+        match &self.plan {
+            Some(plan) => plan.apply(),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Data the child applies between fork and exec. Built entirely in the parent.
 struct ChildPlan {
     mounts: Option<mounts::MountPlan>,

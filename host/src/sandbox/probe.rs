@@ -20,7 +20,8 @@ pub struct KernelSupport {
     pub mount_namespace_error: Option<String>,
 }
 
-/// Probes the kernel once (the first call forks two short-lived children that only issue
+/// Probes the kernel once (the first call starts two short-lived children, sharing the
+/// host's memory until they exit, that only issue
 /// `unshare`/`mount` syscalls and `_exit`); later calls return the cached answer.
 pub fn probe() -> KernelSupport {
     static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
@@ -52,37 +53,9 @@ pub fn probe() -> KernelSupport {
         .clone()
 }
 
-/// Runs `f` in a forked child and reports its result (an errno travels as the exit status).
-/// `f` must be async-signal-safe: the parent may be multi-threaded.
+/// Runs `f` in a child process and reports its result. The child shares the host's
+/// memory until it exits (`clone(CLONE_VM | CLONE_VFORK)`, see [`crate::spawn`]), so
+/// `f` must be async-signal-safe and must not allocate.
 fn in_forked_child(f: fn() -> io::Result<()>) -> io::Result<()> {
-    // SAFETY: the child only runs `f` (async-signal-safe by contract) and `_exit`s.
-    unsafe {
-        let pid = libc::fork();
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if pid == 0 {
-            let code = match f() {
-                Ok(()) => 0,
-                Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
-            };
-            libc::_exit(code);
-        }
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0 {
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
-            }
-        }
-        if libc::WIFEXITED(status) {
-            match libc::WEXITSTATUS(status) {
-                0 => Ok(()),
-                255 => Err(io::Error::other("probe child failed")),
-                code => Err(io::Error::from_raw_os_error(code)),
-            }
-        } else {
-            Err(io::Error::other("probe child was killed"))
-        }
-    }
+    crate::spawn::in_child(&f)
 }

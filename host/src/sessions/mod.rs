@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::process::Child;
+use tokio::net::unix::pipe;
 
 use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
 
@@ -802,6 +802,23 @@ impl Inner {
     }
 }
 
+/// Registers a started child's pidfd and pipes with the current tokio runtime.
+#[allow(clippy::type_complexity)]
+fn register(
+    started: process::Started,
+) -> std::io::Result<(
+    process::ChildProcess,
+    pipe::Receiver,
+    pipe::Receiver,
+    Option<pipe::Sender>,
+)> {
+    let child = process::ChildProcess::spawned(started.pidfd)?;
+    let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
+    let stderr = pipe::Receiver::from_owned_fd(started.stderr)?;
+    let stdin = started.stdin.map(pipe::Sender::from_owned_fd).transpose()?;
+    Ok((child, stdout, stderr, stdin))
+}
+
 fn is_foreground_run(session: &Session, tool_call_id: &str) -> bool {
     if session.tool_call_id.as_deref() != Some(tool_call_id) {
         return false;
@@ -874,7 +891,7 @@ impl Sessions {
         } else {
             tracing::info!("sandbox for started commands: {sandbox}: commands are NOT confined");
         }
-        let spawner = process::Spawner::start(handle.clone()).map_err(io_error)?;
+        let spawner = process::Spawner::start().map_err(io_error)?;
         let inner = Inner {
             config,
             workspace,
@@ -990,11 +1007,20 @@ impl Sessions {
             StdinMode::Bytes(b) => (process::StdinSetup::Piped, Some(b), false),
             StdinMode::Open => (process::StdinSetup::Piped, None, true),
         };
-        let cmd =
-            process::build_command(&shell, &req.command, env, cwd_fd, stdin_setup, &confinement);
         let effective = Arc::new(confinement.effective().clone());
-        let mut child = match inner.spawner.spawn(cmd).await {
-            Ok(child) => child,
+        let launched = match process::Launch::new(
+            &shell,
+            &req.command,
+            env,
+            cwd_fd,
+            stdin_setup,
+            confinement,
+        ) {
+            Ok(launch) => inner.spawner.spawn(launch).await,
+            Err(e) => Err(e),
+        };
+        let started = match launched {
+            Ok(started) => started,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&session_dir);
                 let under = if effective.is_confined() {
@@ -1008,12 +1034,19 @@ impl Sessions {
                 )));
             }
         };
-        let Some(pid) = child.id() else {
-            return Err(SessionError::Io(
-                "the process vanished right after spawn".into(),
-            ));
+        let pid = started.pid;
+        let (child, stdout, stderr, stdin) = match register(started) {
+            Ok(parts) => parts,
+            Err(e) => {
+                // SAFETY: plain kill of the child we just started (it is reaped by
+                // the ChildProcess drop, or by the pidfd closing with it gone).
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                let _ = std::fs::remove_dir_all(&session_dir);
+                return Err(SessionError::Io(format!(
+                    "cannot watch the started process: {e}"
+                )));
+            }
         };
-        let stdin = child.stdin.take();
         let (open_pipe, bytes_pipe) = if stdin_open {
             (stdin, None)
         } else {
@@ -1040,7 +1073,7 @@ impl Sessions {
                 // Dropping the pipe closes it: the process reads end-of-file.
             });
         }
-        self.launch(session, child, log, req.timeout);
+        self.launch(session, child, Some(stdout), Some(stderr), log, req.timeout);
         drop(slot);
         Ok(id)
     }
@@ -1049,19 +1082,13 @@ impl Sessions {
     fn launch(
         &self,
         session: Arc<Session>,
-        mut child: Child,
+        child: process::ChildProcess,
+        stdout: Option<pipe::Receiver>,
+        stderr: Option<pipe::Receiver>,
         log: std::fs::File,
         timeout: Option<Duration>,
     ) {
         let inner = &self.inner;
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        if let Some(p) = &stdout {
-            process::raise_pipe_size(p);
-        }
-        if let Some(p) = &stderr {
-            process::raise_pipe_size(p);
-        }
         inner
             .registry()
             .sessions
@@ -1091,7 +1118,7 @@ impl Sessions {
     pub fn adopt(
         &self,
         caller: &Caller,
-        mut child: Child,
+        mut child: tokio::process::Child,
         command: String,
         tool_call_id: Option<String>,
     ) -> Result<SessionId, SessionError> {
@@ -1103,7 +1130,25 @@ impl Sessions {
         })?;
         let slot = inner.reserve()?;
         let (id, output_path, log) = inner.create_log()?;
-        let stdin = child.stdin.take();
+        let io = |e: std::io::Error| SessionError::Io(format!("cannot adopt the child's pipes: {e}"));
+        let stdin = (child.stdin.take())
+            .map(|p| p.into_owned_fd().and_then(pipe::Sender::from_owned_fd))
+            .transpose()
+            .map_err(io)?;
+        let receiver = |fd: std::io::Result<std::os::fd::OwnedFd>| {
+            fd.and_then(|fd| {
+                process::raise_pipe_size(&fd);
+                pipe::Receiver::from_owned_fd(fd)
+            })
+        };
+        let stdout = (child.stdout.take())
+            .map(|p| receiver(p.into_owned_fd()))
+            .transpose()
+            .map_err(io)?;
+        let stderr = (child.stderr.take())
+            .map(|p| receiver(p.into_owned_fd()))
+            .transpose()
+            .map_err(io)?;
         let stdin_open = stdin.is_some();
         let session = Session::new(SessionInit {
             id: id.clone(),
@@ -1119,7 +1164,8 @@ impl Sessions {
             observer: inner.config.observer.clone(),
             sandbox: None,
         });
-        self.launch(session, child, log, None);
+        let child = process::ChildProcess::Adopted(child);
+        self.launch(session, child, stdout, stderr, log, None);
         drop(slot);
         Ok(id)
     }

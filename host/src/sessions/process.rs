@@ -5,9 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Component, Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -16,7 +14,6 @@ use nix::fcntl::{FcntlArg, OFlag};
 use nix::sys::signal::{self, Signal};
 use nix::sys::stat::Mode;
 use nix::unistd::{self, AccessFlags, Pid};
-use tokio::process::Child;
 use tokio::sync::oneshot;
 
 use super::SessionError;
@@ -180,54 +177,207 @@ pub(crate) enum StdinSetup {
     Piped,
 }
 
-/// Builds the command `shell -c command` with a cleared environment, the child-side
-/// setup installed, the kernel sandbox installed after it, and piped stdout/stderr.
-pub(crate) fn build_command(
-    shell: &Path,
-    command: &str,
-    env: Vec<(OsString, OsString)>,
-    cwd: OwnedFd,
+/// Everything the spawner thread needs to start one session's shell: built by
+/// [`Launch::new`] in the caller, consumed by [`Spawner::spawn`].
+pub(crate) struct Launch {
+    program: crate::spawn::Program,
     stdin: StdinSetup,
-    sandbox: &Confinement,
-) -> tokio::process::Command {
-    let mut cmd = std::process::Command::new(shell);
-    cmd.arg("-c")
-        .arg(command)
-        .env_clear()
-        .envs(env)
-        .stdin(match stdin {
-            StdinSetup::Null => Stdio::null(),
-            StdinSetup::Piped => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let parent = Pid::this();
-    // SAFETY: `child_setup` only makes async-signal-safe system calls (fchdir, setsid,
-    // prctl, getppid) and does not allocate; it runs in the forked child before exec.
-    unsafe {
-        cmd.pre_exec(move || child_setup(&cwd, parent));
-    }
-    // The kernel sandbox (mount namespace, capability drop, no_new_privs, Landlock,
-    // seccomp) goes after our own pre_exec closure so it runs last before exec: `fchdir`
-    // and `setsid` happen unconfined, and nothing after it can loosen it. A no-op under
-    // full-access. If a layer it reports cannot be applied, spawn fails (fail closed).
-    sandbox.install_ref(&mut cmd);
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
-    cmd
+    cwd: OwnedFd,
+    confinement: Confinement,
 }
 
-/// Runs in the forked child between fork and exec: async-signal-safe, no allocation.
-fn child_setup(cwd: &OwnedFd, parent: Pid) -> io::Result<()> {
+impl Launch {
+    /// `shell -c command` with exactly `env`, in `cwd`, under `confinement`.
+    ///
+    /// Errors: a NUL byte in the shell, command or environment.
+    pub(crate) fn new(
+        shell: &Path,
+        command: &str,
+        env: Vec<(OsString, OsString)>,
+        cwd: OwnedFd,
+        stdin: StdinSetup,
+        confinement: Confinement,
+    ) -> io::Result<Launch> {
+        let argv = [
+            shell.as_os_str(),
+            std::ffi::OsStr::new("-c"),
+            std::ffi::OsStr::new(command),
+        ];
+        Ok(Launch {
+            program: crate::spawn::Program::new(shell.as_os_str(), &argv, &env)?,
+            stdin,
+            cwd,
+            confinement,
+        })
+    }
+}
+
+/// A started shell: its pid, a waiter, and the host ends of its pipes (plain fds:
+/// the caller registers them with its tokio runtime).
+pub(crate) struct Started {
+    pub(crate) pid: u32,
+    pub(crate) pidfd: OwnedFd,
+    pub(crate) stdin: Option<OwnedFd>,
+    pub(crate) stdout: OwnedFd,
+    pub(crate) stderr: OwnedFd,
+}
+
+/// Runs in the child between `clone` and `exec`: async-signal-safe, no allocation.
+/// Then the kernel sandbox goes on last, so `fchdir` and `setsid` happen unconfined
+/// and nothing after it can loosen it (a no-op under full-access; if a layer it
+/// reports cannot be applied, the spawn fails: fail closed).
+fn child_setup(cwd: &OwnedFd, parent: Pid, confinement: &Confinement) -> io::Result<()> {
     let errno = |e: Errno| io::Error::from_raw_os_error(e as i32);
     unistd::fchdir(cwd.as_fd()).map_err(errno)?;
     unistd::setsid().map_err(errno)?;
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
-    // The host may have died between fork and prctl: then nothing would kill us.
+    // The host may have died between clone and prctl: then nothing would kill us.
     if unistd::getppid() != parent {
         return Err(io::Error::from_raw_os_error(Errno::ESRCH as i32));
     }
-    Ok(())
+    confinement.apply_in_child()
+}
+
+/// Starts one launch on the calling (spawner) thread.
+fn start(launch: Launch) -> io::Result<Started> {
+    let pipe = || -> io::Result<(OwnedFd, OwnedFd)> {
+        unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| io::Error::from_raw_os_error(e as i32))
+    };
+    let (stdout_r, stdout_w) = pipe()?;
+    let (stderr_r, stderr_w) = pipe()?;
+    let (stdin_host, stdin_child) = match launch.stdin {
+        StdinSetup::Null => (None, OwnedFd::from(std::fs::File::open("/dev/null")?)),
+        StdinSetup::Piped => {
+            let (r, w) = pipe()?;
+            (Some(w), r)
+        }
+    };
+    let stdio = crate::spawn::Stdio {
+        fds: [
+            stdin_child.as_raw_fd(),
+            stdout_w.as_raw_fd(),
+            stderr_w.as_raw_fd(),
+        ],
+    };
+    let parent = Pid::this();
+    let setup = || child_setup(&launch.cwd, parent, &launch.confinement);
+    let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup)?;
+    raise_pipe_size(&stdout_r);
+    raise_pipe_size(&stderr_r);
+    Ok(Started {
+        pid: spawned.pid,
+        pidfd: spawned.pidfd,
+        stdin: stdin_host,
+        stdout: stdout_r,
+        stderr: stderr_r,
+    })
+}
+
+/// The direct child a session waits for: one we spawned (waited for through its
+/// pidfd) or one the embedder spawned with tokio and handed over (`adopt`).
+pub(crate) enum ChildProcess {
+    /// Spawned by [`Spawner`].
+    Spawned {
+        /// Readable once the child has exited.
+        pidfd: tokio::io::unix::AsyncFd<OwnedFd>,
+        /// Kept after reaping, so `wait` can be called again.
+        status: Option<std::process::ExitStatus>,
+    },
+    /// Handed over by the embedder.
+    Adopted(tokio::process::Child),
+}
+
+impl ChildProcess {
+    /// Wraps a pidfd from [`Started`]. Must be called inside a tokio runtime.
+    pub(crate) fn spawned(pidfd: OwnedFd) -> io::Result<ChildProcess> {
+        // SAFETY: an OwnedFd stays open and the same fd until the AsyncFd drops it.
+        let pidfd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+        }
+        .map_err(io::Error::from)?;
+        Ok(ChildProcess::Spawned {
+            pidfd,
+            status: None,
+        })
+    }
+
+    /// Waits for the child to exit and reaps it. Cancel-safe.
+    pub(crate) async fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        match self {
+            ChildProcess::Adopted(child) => child.wait().await,
+            ChildProcess::Spawned { pidfd, status } => loop {
+                if let Some(status) = status {
+                    return Ok(*status);
+                }
+                let mut ready = pidfd.readable().await?;
+                match reap(ready.get_inner().as_raw_fd())? {
+                    Some(s) => *status = Some(s),
+                    None => ready.clear_ready(),
+                }
+            },
+        }
+    }
+}
+
+impl Drop for ChildProcess {
+    /// A session task dropped before its child exited (runtime shutdown): kill the
+    /// child, as tokio's `kill_on_drop` did, and reap it if it is already gone.
+    fn drop(&mut self) {
+        if let ChildProcess::Spawned {
+            pidfd,
+            status: None,
+        } = self
+        {
+            let fd = pidfd.get_ref().as_raw_fd();
+            // SAFETY: pidfd_send_signal on our own pidfd.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd,
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
+            let _ = reap(fd);
+        }
+    }
+}
+
+/// `waitid(P_PIDFD, WEXITED | WNOHANG)`: the exit status if the child has exited.
+fn reap(pidfd: std::os::fd::RawFd) -> io::Result<Option<std::process::ExitStatus>> {
+    use std::os::unix::process::ExitStatusExt;
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own pidfd.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                pidfd as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG,
+            )
+        };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        // SAFETY: waitid filled in the SIGCHLD fields (or left them zero).
+        let (pid, code) = unsafe { (info.si_pid(), info.si_status()) };
+        if pid == 0 {
+            return Ok(None);
+        }
+        let raw = match info.si_code {
+            libc::CLD_EXITED => (code & 0xff) << 8,
+            libc::CLD_DUMPED => (code & 0x7f) | 0x80,
+            _ => code & 0x7f,
+        };
+        return Ok(Some(std::process::ExitStatus::from_raw(raw)));
+    }
 }
 
 /// Raises the capacity of a pipe (best effort; failures are ignored).
@@ -236,39 +386,46 @@ pub(crate) fn raise_pipe_size(fd: impl AsFd) {
 }
 
 struct SpawnJob {
-    cmd: tokio::process::Command,
-    reply: oneshot::Sender<io::Result<Child>>,
+    launch: Launch,
+    reply: oneshot::Sender<io::Result<Started>>,
 }
 
-/// One long-lived thread that forks every child. `PR_SET_PDEATHSIG` fires when the
-/// *thread* that forked a child exits, so children must not be forked from threads
-/// that come and go (tokio's blocking pool). The thread has the runtime entered so
-/// tokio can register the child and its pipes. It ends when the [`Spawner`] is dropped,
-/// which (by design) SIGKILLs the shells it started.
+/// One long-lived thread that starts every child. `PR_SET_PDEATHSIG` fires when the
+/// *thread* that created a child exits, so children must not be created from threads
+/// that come and go (tokio's blocking pool). Children are created with
+/// `clone(CLONE_VM | CLONE_VFORK)` ([`crate::spawn`]), so this thread is suspended
+/// for each until it has called `exec`. The thread ends when the [`Spawner`] is
+/// dropped, which (by design) SIGKILLs the shells it started.
 pub(crate) struct Spawner {
     jobs: mpsc::Sender<SpawnJob>,
 }
 
 impl Spawner {
-    pub(crate) fn start(handle: tokio::runtime::Handle) -> io::Result<Spawner> {
+    pub(crate) fn start() -> io::Result<Spawner> {
         let (jobs, rx) = mpsc::channel::<SpawnJob>();
         std::thread::Builder::new()
             .name("toolhost-spawner".to_owned())
             .spawn(move || {
-                let _runtime = handle.enter();
-                while let Ok(mut job) = rx.recv() {
-                    let result = job.cmd.spawn();
-                    // If the requester went away the child is dropped: kill_on_drop.
-                    let _ = job.reply.send(result);
+                while let Ok(job) = rx.recv() {
+                    let result = start(job.launch);
+                    if let Err(Ok(started)) = job.reply.send(result) {
+                        // The requester went away: do not leave the child running.
+                        // SAFETY: plain kill of our own child; the session task that
+                        // would reap it never existed, so reap it here.
+                        unsafe {
+                            libc::kill(started.pid as i32, libc::SIGKILL);
+                            libc::waitpid(started.pid as i32, std::ptr::null_mut(), 0);
+                        }
+                    }
                 }
             })?;
         Ok(Spawner { jobs })
     }
 
-    pub(crate) async fn spawn(&self, cmd: tokio::process::Command) -> io::Result<Child> {
+    pub(crate) async fn spawn(&self, launch: Launch) -> io::Result<Started> {
         let (reply, rx) = oneshot::channel();
         self.jobs
-            .send(SpawnJob { cmd, reply })
+            .send(SpawnJob { launch, reply })
             .map_err(|_| io::Error::other("the spawner thread has stopped"))?;
         rx.await
             .map_err(|_| io::Error::other("the spawner thread has stopped"))?

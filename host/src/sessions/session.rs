@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 use super::output::{EventLog, OutputBuffer};
@@ -36,7 +35,7 @@ pub(crate) struct Session {
     pub(crate) group: bool,
     /// Started with an open stdin pipe.
     pub(crate) stdin_open: bool,
-    pub(crate) stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    pub(crate) stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
     pub(crate) read_cursor: tokio::sync::Mutex<u64>,
     /// The sandbox the process runs under (`None`: adopted, not confined by the host).
     pub(crate) effective: Option<Arc<EffectiveSandbox>>,
@@ -76,7 +75,7 @@ pub(crate) struct SessionInit {
     pub(crate) output_path: PathBuf,
     pub(crate) pid: u32,
     pub(crate) group: bool,
-    pub(crate) stdin: Option<ChildStdin>,
+    pub(crate) stdin: Option<pipe::Sender>,
     pub(crate) stdin_open: bool,
     pub(crate) memory_bytes: usize,
     pub(crate) observer: Option<Arc<dyn SessionObserver>>,
@@ -246,13 +245,22 @@ impl Session {
     }
 }
 
-async fn read_some<R: AsyncRead + Unpin>(
-    pipe: &mut Option<R>,
-    buf: &mut [u8],
-) -> std::io::Result<usize> {
-    match pipe {
-        Some(pipe) => pipe.read(buf).await,
-        None => std::future::pending().await,
+/// Reads what `pipe` has into `buf`, allocating the buffer ([`READ_BUFFER`]
+/// bytes) only once the pipe first has data: a session that never writes (a
+/// `sleep` in the background) holds no buffer. Cancel-safe.
+async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let Some(pipe) = pipe else {
+        return std::future::pending().await;
+    };
+    loop {
+        pipe.readable().await?;
+        if buf.is_empty() {
+            buf.resize(READ_BUFFER, 0);
+        }
+        match pipe.try_read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            result => return result,
+        }
     }
 }
 
@@ -276,16 +284,16 @@ pub(crate) struct Timing {
 #[allow(clippy::too_many_arguments)] // One call site; each is a distinct part of the run.
 pub(crate) async fn run(
     session: Arc<Session>,
-    mut child: Child,
-    mut stdout: Option<ChildStdout>,
-    mut stderr: Option<ChildStderr>,
+    mut child: process::ChildProcess,
+    mut stdout: Option<pipe::Receiver>,
+    mut stderr: Option<pipe::Receiver>,
     mut log: Option<File>,
     timeout: Option<Duration>,
     timing: Timing,
     running: Arc<std::sync::atomic::AtomicUsize>,
 ) {
-    let mut out_buf = vec![0u8; READ_BUFFER];
-    let mut err_buf = vec![0u8; READ_BUFFER];
+    let mut out_buf = Vec::new();
+    let mut err_buf = Vec::new();
     let start = tokio::time::Instant::from_std(session.started);
     let timeout_at = timeout.map(|t| start + t);
     let mut timed_out = false;

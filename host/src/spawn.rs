@@ -1,0 +1,357 @@
+//! Process creation without copying the host: `clone(CLONE_VM | CLONE_VFORK)`.
+//!
+//! `fork` copies every mapping and page table of the host (its wasmtime pools, JIT
+//! code and heap) only for `exec` to throw the copy away; on the 2-core VMs we measure
+//! on that is 1-1.5 ms per command and most of a `true` tool call (benchmark P2 in
+//! BENCHMARKS.md). `posix_spawn` avoids it with `CLONE_VM | CLONE_VFORK`, but cannot
+//! run our child-side setup (session, death signal, working directory, the kernel
+//! sandbox). [`spawn`] does the same as `posix_spawn` and runs that setup:
+//!
+//! - the child shares the host's memory and the calling thread is suspended until
+//!   the child calls `execve` or `_exit`, so everything the child uses is built
+//!   beforehand ([`Program`]) and the child only makes system calls: no allocation,
+//!   no locks (the same contract as a `pre_exec` closure, which the setup already
+//!   met);
+//! - all signals are blocked around `clone`; the child resets every handler to its
+//!   default (the host's handlers must never run on the child's stack) and unblocks
+//!   all signals before `exec`, as `posix_spawn` does;
+//! - a failing step or `execve` sends its errno through a close-on-exec pipe, so a
+//!   spawn error is reported as the step's `io::Error` and no process is left.
+//!
+//! The child's pidfd comes from `CLONE_PIDFD`; [`Spawned::pidfd`] is how the sessions
+//! engine waits for the exit (readiness on the pidfd, then `waitid(P_PIDFD)`).
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// What to run: built in the parent, read by the child.
+pub(crate) struct Program {
+    path: CString,
+    // Owned strings behind the pointer arrays.
+    _argv: Vec<CString>,
+    _envp: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    envp_ptrs: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the raw pointers point into the CStrings owned by the same struct.
+unsafe impl Send for Program {}
+
+impl Program {
+    /// `path` with arguments `argv` (including `argv[0]`) and exactly `env`.
+    ///
+    /// Errors: `InvalidInput` for a NUL byte anywhere.
+    pub(crate) fn new(
+        path: &OsStr,
+        argv: &[&OsStr],
+        env: &[(OsString, OsString)],
+    ) -> io::Result<Program> {
+        let c = |s: &[u8]| {
+            CString::new(s).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidInput, "argument contains a NUL byte")
+            })
+        };
+        let path = c(path.as_bytes())?;
+        let argv: Vec<CString> = argv
+            .iter()
+            .map(|a| c(a.as_bytes()))
+            .collect::<io::Result<_>>()?;
+        let envp: Vec<CString> = env
+            .iter()
+            .map(|(k, v)| {
+                let mut pair = k.as_bytes().to_vec();
+                pair.push(b'=');
+                pair.extend_from_slice(v.as_bytes());
+                c(&pair)
+            })
+            .collect::<io::Result<_>>()?;
+        let ptrs = |v: &[CString]| {
+            v.iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        Ok(Program {
+            argv_ptrs: ptrs(&argv),
+            envp_ptrs: ptrs(&envp),
+            path,
+            _argv: argv,
+            _envp: envp,
+        })
+    }
+}
+
+/// The child's standard streams: `fds[i]` becomes fd `i` (`None`: left as the host's,
+/// which callers never want; use `/dev/null`).
+pub(crate) struct Stdio {
+    pub(crate) fds: [RawFd; 3],
+}
+
+/// A started child.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    /// Its pid.
+    pub(crate) pid: u32,
+    /// A pidfd for it (readable once it has exited).
+    pub(crate) pidfd: OwnedFd,
+}
+
+/// Everything the child reads, behind one pointer.
+struct ChildArgs<'a> {
+    program: &'a Program,
+    stdio: &'a Stdio,
+    setup: &'a (dyn Fn() -> io::Result<()> + Sync),
+    error_pipe: RawFd,
+}
+
+/// Stack for the child: it only makes system calls, but the sandbox setup nests a
+/// few frames.
+const CHILD_STACK: usize = 256 * 1024;
+
+/// Starts `program` with `stdio`, running `setup` in the child first (it must make
+/// only async-signal-safe system calls and must not allocate; see the module docs).
+/// The fds in `stdio` stay open in the parent (the caller closes its copies).
+///
+/// Errors: the errno of the first failing step (`clone`, a `setup` step, a `dup2`
+/// or `execve`); then no process is left behind.
+pub(crate) fn spawn(
+    program: &Program,
+    stdio: &Stdio,
+    setup: &(dyn Fn() -> io::Result<()> + Sync),
+) -> io::Result<Spawned> {
+    let (err_read, err_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+    let args = ChildArgs {
+        program,
+        stdio,
+        setup,
+        error_pipe: err_write.as_raw_fd(),
+    };
+    let mut stack = vec![0u8; CHILD_STACK];
+    let (pid, pidfd) = {
+        let _blocked = BlockedSignals::all()?;
+        let mut pidfd: libc::c_int = -1;
+        // SAFETY: the stack is ours and outlives the child's use of it (CLONE_VFORK:
+        // we are suspended until it execs or exits); `args` lives on our stack for as
+        // long. `child_main` only makes system calls.
+        let pid = unsafe {
+            let top = stack.as_mut_ptr().add(CHILD_STACK);
+            // 16-byte alignment for the ABI.
+            let top = top.sub(top as usize % 16);
+            libc::clone(
+                child_main,
+                top.cast(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+                (&args as *const ChildArgs<'_>).cast_mut().cast(),
+                &mut pidfd as *mut libc::c_int,
+            )
+        };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        (pid, pidfd)
+    };
+    drop(stack);
+    // SAFETY: CLONE_PIDFD stored a new fd that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    drop(err_write);
+    let mut errno = [0u8; 4];
+    let n = nix::unistd::read(&err_read, &mut errno).unwrap_or(0);
+    if n == errno.len() {
+        // The child failed and has exited: reap it.
+        let mut status = 0;
+        // SAFETY: plain waitpid on our own child.
+        while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
+    }
+    Ok(Spawned {
+        pid: pid as u32,
+        pidfd,
+    })
+}
+
+/// Runs `f` in a `CLONE_VM | CLONE_VFORK` child and returns its result (the child
+/// `_exit`s; nothing is executed). For probing what a child may do (unshare, ...)
+/// without forking the host. `f` has the same contract as `spawn`'s `setup`.
+pub(crate) fn in_child(f: &(dyn Fn() -> io::Result<()> + Sync)) -> io::Result<()> {
+    let program = Program::new(OsStr::new("/"), &[], &[])?;
+    let stdio = Stdio { fds: [-1, -1, -1] };
+    let run = || -> io::Result<()> {
+        f()?;
+        // Report success as "errno 0" and stop before exec.
+        Err(io::Error::from_raw_os_error(0))
+    };
+    match spawn(&program, &stdio, &run) {
+        Err(e) if e.raw_os_error() == Some(0) => Ok(()),
+        Err(e) => Err(e),
+        Ok(spawned) => {
+            // Unreachable (the child never execs), but never leave a process.
+            let mut status = 0;
+            // SAFETY: waitpid on our own child.
+            unsafe { libc::waitpid(spawned.pid as i32, &mut status, 0) };
+            Err(io::Error::other("the probe child did not stop"))
+        }
+    }
+}
+
+/// Blocks every signal for the current thread until dropped.
+struct BlockedSignals {
+    old: libc::sigset_t,
+}
+
+impl BlockedSignals {
+    fn all() -> io::Result<BlockedSignals> {
+        // SAFETY: sigset manipulation on local values.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            let rc = libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
+            Ok(BlockedSignals { old })
+        }
+    }
+}
+
+impl Drop for BlockedSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// The child: runs on its own stack in the host's memory until `execve`.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `ChildArgs` the parent keeps alive while suspended.
+    let args = unsafe { &*(arg as *const ChildArgs<'_>) };
+    let errno = match child_steps(args) {
+        Ok(()) => libc::EINVAL, // execve returned without an error: cannot happen.
+        Err(e) => e.raw_os_error().unwrap_or(libc::EINVAL),
+    };
+    let bytes = errno.to_ne_bytes();
+    // SAFETY: write + _exit only.
+    unsafe {
+        libc::write(args.error_pipe, bytes.as_ptr().cast(), bytes.len());
+        libc::_exit(127)
+    }
+}
+
+fn child_steps(args: &ChildArgs<'_>) -> io::Result<()> {
+    let last = io::Error::last_os_error;
+    // SAFETY (whole function): system calls on data prepared by the parent.
+    unsafe {
+        // The host's handlers live in its memory and must not run here; ignored
+        // signals stay ignored except SIGPIPE, which Rust ignores for itself.
+        for sig in 1..libc::SIGRTMAX() {
+            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+                continue;
+            }
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut current) != 0 {
+                continue;
+            }
+            let ignored = current.sa_sigaction == libc::SIG_IGN;
+            if current.sa_sigaction != libc::SIG_DFL && (!ignored || sig == libc::SIGPIPE) {
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &default, std::ptr::null_mut());
+            }
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        for (target, &fd) in args.stdio.fds.iter().enumerate() {
+            if fd < 0 {
+                continue;
+            }
+            let target = target as RawFd;
+            if fd == target {
+                // dup2 onto itself would keep close-on-exec set.
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(last());
+                }
+            } else if libc::dup2(fd, target) < 0 {
+                return Err(last());
+            }
+        }
+        (args.setup)()?;
+        libc::execve(
+            args.program.path.as_ptr(),
+            args.program.argv_ptrs.as_ptr(),
+            args.program.envp_ptrs.as_ptr(),
+        );
+        Err(last())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wait(pid: u32) -> i32 {
+        let mut status = 0;
+        unsafe { libc::waitpid(pid as i32, &mut status, 0) };
+        status
+    }
+
+    #[test]
+    fn runs_a_program_with_exact_args_and_env() {
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let null = std::fs::File::open("/dev/null").unwrap();
+        let program = Program::new(
+            OsStr::new("/bin/sh"),
+            &[
+                OsStr::new("sh"),
+                OsStr::new("-c"),
+                OsStr::new("printf '%s:%s' \"$1\" \"$X\"; exit 3"),
+                OsStr::new("sh"),
+                OsStr::new("a b"),
+            ],
+            &[("X".into(), "y=z".into())],
+        )
+        .unwrap();
+        let stdio = Stdio {
+            fds: [null.as_raw_fd(), w.as_raw_fd(), w.as_raw_fd()],
+        };
+        let spawned = spawn(&program, &stdio, &|| Ok(())).unwrap();
+        drop(w);
+        let mut out = String::new();
+        use std::io::Read;
+        std::fs::File::from(r).read_to_string(&mut out).unwrap();
+        assert_eq!(out, "a b:y=z");
+        let status = wait(spawned.pid);
+        assert!(libc::WIFEXITED(status));
+        assert_eq!(libc::WEXITSTATUS(status), 3);
+    }
+
+    #[test]
+    fn a_failing_setup_step_is_the_spawn_error_and_leaves_no_process() {
+        let program = Program::new(OsStr::new("/bin/true"), &[OsStr::new("true")], &[]).unwrap();
+        let stdio = Stdio { fds: [-1, -1, -1] };
+        let err = spawn(&program, &stdio, &|| {
+            Err(io::Error::from_raw_os_error(libc::EPERM))
+        })
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EPERM));
+        let missing = Program::new(OsStr::new("/no/such"), &[OsStr::new("x")], &[]).unwrap();
+        let err = spawn(&missing, &stdio, &|| Ok(())).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        // Both children were reaped by spawn: none is left to wait for.
+        let rc = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
+        assert!(rc <= 0, "a child was left behind: {rc}");
+    }
+
+    #[test]
+    fn in_child_reports_what_the_child_may_do() {
+        assert!(in_child(&|| Ok(())).is_ok());
+        let err = in_child(&|| Err(io::Error::from_raw_os_error(libc::EACCES))).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EACCES));
+    }
+}
