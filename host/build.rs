@@ -13,6 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sha2::{Digest, Sha256};
+
 /// The plugin crates built here: (package, artifact stem).
 const PLUGINS: &[(&str, &str)] = &[
     ("toolhost-bash", "toolhost_bash"),
@@ -99,6 +101,16 @@ fn main() {
         let dest = out_dir.join(format!("{stem}.wasm"));
         std::fs::copy(&built, &dest)
             .unwrap_or_else(|e| panic!("copying {} failed: {e}", built.display()));
+        // Its sha256 (the compiled-code cache key), so start-up need not hash the
+        // embedded bytes every time (benchmark P6).
+        let bytes = std::fs::read(&dest)
+            .unwrap_or_else(|e| panic!("reading {} failed: {e}", dest.display()));
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        std::fs::write(out_dir.join(format!("{stem}.sha256")), digest)
+            .unwrap_or_else(|e| panic!("writing the digest of {stem} failed: {e}"));
     }
 }
 

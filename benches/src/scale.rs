@@ -124,15 +124,18 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
     for id in ids.clone() {
         let sessions = sessions.clone();
         kills.spawn(async move {
+            let t = Instant::now();
             sessions
                 .kill(&Caller::Host, &id, None, "benchmark")
                 .await
-                .map(|_| ())
+                .map(|_| t.elapsed())
         });
     }
+    let mut kill_times = Vec::with_capacity(n);
     while let Some(r) = kills.join_next().await {
-        r??;
+        kill_times.push(r??);
     }
+    let kill_each = crate::stats::Summary::of(kill_times);
     for id in &ids {
         let exit = sessions.wait(&Caller::Host, id).await?;
         ensure!(exit.code.is_none(), "{id} was not killed: {exit:?}");
@@ -184,6 +187,7 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
                 duration(check_time),
                 duration(kill_time)
             ),
+            format!("one kill (SIGTERM, wait for the group to go): {}", kill_each.describe()),
             format!(
                 "host RSS {} before, {} with {n} running; threads {threads_before} before, max {max_threads}",
                 bytes(rss_before as f64),

@@ -186,11 +186,10 @@ impl Runtime {
             let component = Component::new(engine, bytes)?;
             return Ok((component, CompileSource::Compiled));
         };
-        let path = dir.join(format!(
-            "{}-{:016x}.cwasm",
-            sha256_hex(bytes),
-            self.engine_hash()
-        ));
+        let digest = crate::builtin::known_sha256(bytes)
+            .map(str::to_owned)
+            .unwrap_or_else(|| sha256_hex(bytes));
+        let path = dir.join(format!("{digest}-{:016x}.cwasm", self.engine_hash()));
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of an
             // engine with the same compatibility hash, into a directory only

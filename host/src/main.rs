@@ -212,7 +212,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(v) => v,
                 Err(e) => return usage_error(format!("ARGUMENTS is not valid JSON: {e}")),
             };
-            let host = match start_host(host).await {
+            let host = match start_host_with(host, None, ONE_CALL_INSTANCES).await {
                 Ok(h) => h,
                 Err(code) => return code,
             };
@@ -334,7 +334,7 @@ async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
         Err(e) => return usage_error(e.to_string()),
     };
     let pid = std::process::id();
-    let host = match start_host_with(args, Some(log.clone())).await {
+    let host = match start_host_with(args, Some(log.clone()), HostConfig::new("", "").max_instances).await {
         Ok(h) => Arc::new(h),
         Err(code) => {
             log.append(EventKind::Lifecycle {
@@ -558,11 +558,19 @@ async fn sessions(state_dir: PathBuf, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Pool slots for `toolhost call`: one tool call with its policy call (and a few
+/// spare); a smaller pool is quicker to set up and tear down (benchmark P6).
+const ONE_CALL_INSTANCES: u32 = 8;
+
 async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
-    start_host_with(args, None).await
+    start_host_with(args, None, HostConfig::new("", "").max_instances).await
 }
 
-async fn start_host_with(args: HostArgs, events: Option<Arc<EventLog>>) -> Result<Host, ExitCode> {
+async fn start_host_with(
+    args: HostArgs,
+    events: Option<Arc<EventLog>>,
+    max_instances: u32,
+) -> Result<Host, ExitCode> {
     let workspace = match args.workspace {
         Some(w) => w,
         None => std::env::current_dir()
@@ -586,6 +594,7 @@ async fn start_host_with(args: HostArgs, events: Option<Arc<EventLog>>) -> Resul
     config.events = events;
     config.plugins = args.plugins;
     config.max_sessions = args.max_sessions as usize;
+    config.max_instances = max_instances;
     config.plugins_dir = args.plugins_dir;
     Host::new(config)
         .await

@@ -437,9 +437,7 @@ impl ToolPlugin {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        let result = within_wall(plugin, limits.wall, work).await;
-        retire(store);
-        result
+        within_wall(plugin, limits.wall, work).await
     }
 }
 
@@ -560,23 +558,7 @@ impl PolicyPlugin {
             let bindings = self.pre.instantiate_async(&mut store).await?;
             f(&bindings, &mut store).await
         };
-        let result = within_wall(plugin, wall, work).await;
-        retire(store);
-        result
-    }
-}
-
-/// Drops a finished call's store off the caller's path. Dropping it returns the
-/// instance's pool slot, which resets the memory the call dirtied (a page-table
-/// scan plus `memset`, several µs); the result is ready before that, so the reset
-/// runs as a separate task (benchmark P1 in BENCHMARKS.md). Nothing in the store
-/// is shared: its WASI context, resources and subscriptions die with it either way.
-fn retire(store: Store<CallState>) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(async move { drop(store) });
-        }
-        Err(_) => drop(store),
+        within_wall(plugin, wall, work).await
     }
 }
 
