@@ -56,7 +56,11 @@ fn p7_replay(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(criterion::Throughput::Elements(100_000));
     g.bench_function("replay 100k events from cursor 0", |b| {
-        b.iter_batched(|| (), |()| replay::replay_all(&log, 0), BatchSize::SmallInput)
+        b.iter_batched(
+            || (),
+            |()| replay::replay_all(&log, 0),
+            BatchSize::SmallInput,
+        )
     });
     g.bench_function("read + split 100k lines", |b| {
         b.iter(|| replay::read_lines(&path).expect("read"))

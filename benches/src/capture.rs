@@ -62,7 +62,10 @@ pub async fn raw_once(size: u64) -> Result<Duration> {
     }
     let status = child.wait().await?;
     let elapsed = t.elapsed();
-    ensure!(status.success() && total == size, "raw read {total} of {size}");
+    ensure!(
+        status.success() && total == size,
+        "raw read {total} of {size}"
+    );
     Ok(elapsed)
 }
 
@@ -104,7 +107,10 @@ pub async fn run(size: u64, reps: usize) -> Result<Vec<Row>> {
         details: vec![
             format!(
                 "toolhost runs: {}",
-                ours.iter().map(|&v| per_s(v)).collect::<Vec<_>>().join(", ")
+                ours.iter()
+                    .map(|&v| per_s(v))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             format!(
                 "raw runs:      {}",

@@ -66,7 +66,11 @@ pub fn status_field(name: &str) -> u64 {
             let rest = l.strip_prefix(name)?.strip_prefix(':')?;
             let mut parts = rest.split_whitespace();
             let n: u64 = parts.next()?.parse().ok()?;
-            Some(if parts.next() == Some("kB") { n * 1024 } else { n })
+            Some(if parts.next() == Some("kB") {
+                n * 1024
+            } else {
+                n
+            })
         })
         .unwrap_or(0)
 }

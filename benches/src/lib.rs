@@ -57,7 +57,7 @@ pub fn run_figure(id: &str, mode: Mode) -> anyhow::Result<Vec<report::Row>> {
         "P1" => runtime.block_on(plugin_call::run(mode.pick(2_000, 10_000))),
         "P2" => runtime.block_on(end_to_end::run(mode.pick(40, 300))),
         "P3" => runtime.block_on(wakeup::run(mode.pick(30, 200))),
-        "P4" => runtime.block_on(capture::run(mode.pick(128 << 20, 1 << 30), mode.pick(2, 3))),
+        "P4" => runtime.block_on(capture::run(mode.pick(128 << 20, 1 << 30), mode.pick(2, 5))),
         "P5" => runtime.block_on(scale::run(mode.sessions())),
         "P6" => startup::run(mode.pick(4, 20)),
         "P7" => replay::run(100_000, mode.pick(2, 5)),

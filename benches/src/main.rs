@@ -76,7 +76,10 @@ fn main() -> ExitCode {
     let started = std::time::Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     for id in &ids {
-        eprintln!("toolhost-bench: running {id}{}…", if args.quick { " (quick)" } else { "" });
+        eprintln!(
+            "toolhost-bench: running {id}{}…",
+            if args.quick { " (quick)" } else { "" }
+        );
         let t = std::time::Instant::now();
         let mut child = Command::new(&exe);
         child.arg("--figure").arg(id).stderr(Stdio::inherit());
@@ -104,7 +107,10 @@ fn main() -> ExitCode {
                 details: Vec::new(),
             }),
         }
-        eprintln!("toolhost-bench: {id} took {:.1} s", t.elapsed().as_secs_f64());
+        eprintln!(
+            "toolhost-bench: {id} took {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
     }
     println!(
         "toolhost-bench ({} mode, {} cores, {:.0} s)\n",

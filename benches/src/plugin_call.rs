@@ -76,11 +76,9 @@ impl Bare {
                         ResourceType::host::<wasmtime_wasi::p2::DynPollable>(),
                         |_, _| Ok(()),
                     ),
-                    ComponentItem::Resource(_) => sessions.resource(
-                        export,
-                        ResourceType::host::<Unlinked>(),
-                        |_, _| Ok(()),
-                    ),
+                    ComponentItem::Resource(_) => {
+                        sessions.resource(export, ResourceType::host::<Unlinked>(), |_, _| Ok(()))
+                    }
                     _ => Ok(()),
                 };
                 defined.map_err(|e| anyhow!("{e:#}"))?;
@@ -180,7 +178,11 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
         let t = Instant::now();
         let tools = plugin.describe().await?;
         ours.push(t.elapsed());
-        anyhow::ensure!(tools.len() == expected, "describe returned {} tools", tools.len());
+        anyhow::ensure!(
+            tools.len() == expected,
+            "describe returned {} tools",
+            tools.len()
+        );
         let t = Instant::now();
         let n = bare.describe().await?;
         raw.push(t.elapsed());
@@ -192,8 +194,7 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
             all.push(one);
         }
     }
-    let [store, instantiate, call, drop_] =
-        phases.map(|p| duration(Summary::of(p).median));
+    let [store, instantiate, call, drop_] = phases.map(|p| duration(Summary::of(p).median));
     let ours = Summary::of(ours);
     let raw = Summary::of(raw);
     let goal = Duration::from_micros(10);

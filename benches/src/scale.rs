@@ -37,7 +37,9 @@ impl ThreadWatch {
     }
 
     fn max(&self) -> u64 {
-        self.max.fetch_max(threads(), Ordering::Relaxed).max(threads())
+        self.max
+            .fetch_max(threads(), Ordering::Relaxed)
+            .max(threads())
     }
 }
 
@@ -53,7 +55,11 @@ fn leftovers(sids: &HashSet<i32>) -> (usize, usize) {
     let me = std::process::id() as i32;
     let (mut live, mut zombies) = (0, 0);
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -103,7 +109,12 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
         let id = sessions
             .start(&Caller::Host, StartRequest::new("sleep 1000"))
             .await
-            .with_context(|| format!("starting session {} of {n} (open-file limit {fd_limit})", i + 1))?;
+            .with_context(|| {
+                format!(
+                    "starting session {} of {n} (open-file limit {fd_limit})",
+                    i + 1
+                )
+            })?;
         ids.push(id);
     }
     let start_time = t.elapsed();
@@ -114,7 +125,11 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
     let mut sids = HashSet::new();
     for id in &ids {
         let snap = sessions.check(&Caller::Host, id)?;
-        ensure!(snap.status == SessionStatus::Running, "{id} is {:?}", snap.status);
+        ensure!(
+            snap.status == SessionStatus::Running,
+            "{id} is {:?}",
+            snap.status
+        );
         sids.insert(snap.pid.context("no pid")? as i32);
     }
     let check_time = t.elapsed();
@@ -158,10 +173,8 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
     let (raw_per_child, raw_threads, raw_start) = (raw.per_child_bytes, raw.max_threads, raw.start);
 
     let ratio = per_session / raw_per_child.max(1.0);
-    let met = max_threads <= thread_goal
-        && per_session <= 20.0 * 1024.0
-        && orphans == 0
-        && zombies == 0;
+    let met =
+        max_threads <= thread_goal && per_session <= 20.0 * 1024.0 && orphans == 0 && zombies == 0;
     Ok(vec![Row {
         id: "P5".into(),
         what: format!(
@@ -170,10 +183,7 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
              `sleep` children",
             sessions.sandbox()
         ),
-        measured: format!(
-            "{}/session, {max_threads} threads",
-            bytes(per_session)
-        ),
+        measured: format!("{}/session, {max_threads} threads", bytes(per_session)),
         baseline: format!("{}/child, {raw_threads} threads", bytes(raw_per_child)),
         ratio: Some(ratio),
         ratio_note: "RSS per session / per raw child".into(),
@@ -187,13 +197,18 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
                 duration(check_time),
                 duration(kill_time)
             ),
-            format!("one kill (SIGTERM, wait for the group to go): {}", kill_each.describe()),
+            format!(
+                "one kill (SIGTERM, wait for the group to go): {}",
+                kill_each.describe()
+            ),
             format!(
                 "host RSS {} before, {} with {n} running; threads {threads_before} before, max {max_threads}",
                 bytes(rss_before as f64),
                 bytes(rss_started as f64)
             ),
-            format!("after kill: {orphans} live processes left in the sessions, {zombies} unreaped zombies"),
+            format!(
+                "after kill: {orphans} live processes left in the sessions, {zombies} unreaped zombies"
+            ),
             format!(
                 "raw (own process): start {n}: {}; {}/child; max {raw_threads} threads",
                 duration(raw_start),
@@ -222,7 +237,11 @@ fn raw_in_child(n: usize) -> Result<RawScale> {
         .args(["--figure", "P5-raw", "--sessions", &n.to_string()])
         .stderr(std::process::Stdio::inherit())
         .output()?;
-    ensure!(out.status.success(), "the P5 baseline process failed: {}", out.status);
+    ensure!(
+        out.status.success(),
+        "the P5 baseline process failed: {}",
+        out.status
+    );
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 

@@ -33,7 +33,10 @@ pub fn toolhost_binary() -> Result<PathBuf> {
             build.arg("--release");
         }
         let status = build.status().context("running cargo build")?;
-        ensure!(status.success(), "cargo build of the toolhost binary failed");
+        ensure!(
+            status.success(),
+            "cargo build of the toolhost binary failed"
+        );
     }
     if !bin.exists() {
         bail!(

@@ -32,7 +32,10 @@ pub async fn host_once(sessions: &Sessions) -> Result<Duration> {
     loop {
         sub.ready().await;
         let events = sub.next(16);
-        if events.iter().any(|e| matches!(e.kind, EventKind::Exited(_))) {
+        if events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Exited(_)))
+        {
             return Ok(t0.elapsed());
         }
         if events.is_empty() && sub.finished() {

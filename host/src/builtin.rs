@@ -2,17 +2,16 @@
 //! in the binary so `toolhost` works with no setup (DESIGN §8).
 
 /// The `bash` tool plugin component (`plugins/bash`).
-pub const BASH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_bash.wasm"));
+pub static BASH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_bash.wasm"));
 
 /// The policy plugin component (`plugins/policy`).
-pub const POLICY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_policy.wasm"));
+pub static POLICY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_policy.wasm"));
 
 /// Lowercase hex sha256 of [`BASH`], computed at build time.
 pub const BASH_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/toolhost_bash.sha256"));
 
 /// Lowercase hex sha256 of [`POLICY`], computed at build time.
-pub const POLICY_SHA256: &str =
-    include_str!(concat!(env!("OUT_DIR"), "/toolhost_policy.sha256"));
+pub const POLICY_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/toolhost_policy.sha256"));
 
 /// The build-time sha256 of `bytes` when they are one of the embedded plugins
 /// (the same slice, by address and length), so start-up does not hash them.
@@ -38,6 +37,10 @@ mod tests {
         assert_eq!(BASH_SHA256, crate::engine::sha256_hex(BASH));
         assert_eq!(POLICY_SHA256, crate::engine::sha256_hex(POLICY));
         assert_eq!(known_sha256(BASH), Some(BASH_SHA256));
-        assert_eq!(known_sha256(&BASH.to_vec()), None, "only the embedded slice");
+        assert_eq!(
+            known_sha256(BASH.to_vec().as_slice()),
+            None,
+            "only the embedded slice"
+        );
     }
 }

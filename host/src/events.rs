@@ -520,8 +520,10 @@ impl EventLog {
                 // Every event type serialises; this is a bug, not a runtime state.
                 tracing::error!(log = %self.id, "cannot encode event {seq}: {e}");
                 Arc::from(
-                    RawValue::from_string(format!(r#"{{"seq":{seq},"ts_ms":0,"kind":"unencodable"}}"#))
-                        .expect("valid JSON"),
+                    RawValue::from_string(format!(
+                        r#"{{"seq":{seq},"ts_ms":0,"kind":"unencodable"}}"#
+                    ))
+                    .expect("valid JSON"),
                 )
             }
         };

@@ -334,7 +334,13 @@ async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
         Err(e) => return usage_error(e.to_string()),
     };
     let pid = std::process::id();
-    let host = match start_host_with(args, Some(log.clone()), HostConfig::new("", "").max_instances).await {
+    let host = match start_host_with(
+        args,
+        Some(log.clone()),
+        HostConfig::new("", "").max_instances,
+    )
+    .await
+    {
         Ok(h) => Arc::new(h),
         Err(code) => {
             log.append(EventKind::Lifecycle {

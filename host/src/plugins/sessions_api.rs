@@ -300,7 +300,7 @@ fn event(e: engine::SessionEvent) -> wit::SessionEvent {
                 engine::OutputStream::Stderr => wit::OutputStream::Stderr,
             },
             offset: c.offset,
-            data: c.data,
+            data: c.data.to_vec(),
         }),
         engine::EventKind::Detached(d) => wit::EventKind::Detached(detach_info(d)),
         engine::EventKind::Exited(s) => wit::EventKind::Exited(exit_status(s)),

@@ -451,8 +451,9 @@ pub struct OutputChunk {
     pub stream: OutputStream,
     /// Log offset of `data[0]`, in bytes.
     pub offset: u64,
-    /// The raw bytes (at most 64 KiB per chunk).
-    pub data: Vec<u8>,
+    /// The raw bytes (at most 64 KiB per chunk). Shared, not copied, between the
+    /// session's event backlog, its in-memory tail and every subscriber.
+    pub data: bytes::Bytes,
 }
 
 /// A session as [`Sessions::check`] and [`Sessions::list`] see it (WIT `snapshot`).
@@ -1008,17 +1009,12 @@ impl Sessions {
             StdinMode::Open => (process::StdinSetup::Piped, None, true),
         };
         let effective = Arc::new(confinement.effective().clone());
-        let launched = match process::Launch::new(
-            &shell,
-            &req.command,
-            env,
-            cwd_fd,
-            stdin_setup,
-            confinement,
-        ) {
-            Ok(launch) => inner.spawner.spawn(launch).await,
-            Err(e) => Err(e),
-        };
+        let launched =
+            match process::Launch::new(&shell, &req.command, env, cwd_fd, stdin_setup, confinement)
+            {
+                Ok(launch) => inner.spawner.spawn(launch).await,
+                Err(e) => Err(e),
+            };
         let started = match launched {
             Ok(started) => started,
             Err(e) => {
@@ -1130,7 +1126,8 @@ impl Sessions {
         })?;
         let slot = inner.reserve()?;
         let (id, output_path, log) = inner.create_log()?;
-        let io = |e: std::io::Error| SessionError::Io(format!("cannot adopt the child's pipes: {e}"));
+        let io =
+            |e: std::io::Error| SessionError::Io(format!("cannot adopt the child's pipes: {e}"));
         let stdin = (child.stdin.take())
             .map(|p| p.into_owned_fd().and_then(pipe::Sender::from_owned_fd))
             .transpose()

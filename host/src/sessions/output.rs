@@ -4,6 +4,8 @@
 
 use std::collections::VecDeque;
 
+use bytes::{Buf, Bytes};
+
 use encoding_rs::{Decoder, UTF_8};
 
 use super::{EventKind, OmittedRange, OutputStream, SessionEvent};
@@ -86,7 +88,10 @@ pub fn tail_str(s: &str, max_bytes: usize) -> &str {
 pub(crate) struct OutputBuffer {
     head: Vec<u8>,
     head_cap: usize,
-    tail: VecDeque<u8>,
+    /// The newest bytes after the head, as the chunks they arrived in (shared with
+    /// the chunks' events: no copy), at most `tail_cap` bytes in all.
+    tail: VecDeque<Bytes>,
+    tail_len: usize,
     tail_cap: usize,
     total: u64,
     decoders: [Decoder; 2],
@@ -103,6 +108,7 @@ impl OutputBuffer {
             head: Vec::new(),
             head_cap,
             tail: VecDeque::new(),
+            tail_len: 0,
             tail_cap: memory_bytes - head_cap,
             total: 0,
             decoders: [UTF_8.new_decoder(), UTF_8.new_decoder()],
@@ -116,20 +122,38 @@ impl OutputBuffer {
         self.total
     }
 
-    /// Appends one chunk: O(chunk length), independent of the total so far.
-    pub(crate) fn push(&mut self, stream: OutputStream, data: &[u8]) {
+    /// Appends one chunk: O(chunk length) while the head fills, then O(1) plus
+    /// the decoding of the text tail; independent of the total so far.
+    pub(crate) fn push(&mut self, stream: OutputStream, data: &Bytes) {
         self.total += data.len() as u64;
         if !self.released {
             let room = self.head_cap.saturating_sub(self.head.len());
-            let (to_head, rest) = data.split_at(room.min(data.len()));
-            self.head.extend_from_slice(to_head);
+            let to_head = room.min(data.len());
+            self.head.extend_from_slice(&data[..to_head]);
+            let rest = data.slice(to_head..);
             if rest.len() >= self.tail_cap {
                 self.tail.clear();
-                self.tail.extend(&rest[rest.len() - self.tail_cap..]);
-            } else {
-                let overflow = (self.tail.len() + rest.len()).saturating_sub(self.tail_cap);
-                self.tail.drain(..overflow);
-                self.tail.extend(rest);
+                self.tail
+                    .push_back(rest.slice(rest.len() - self.tail_cap..));
+                self.tail_len = self.tail_cap;
+            } else if !rest.is_empty() {
+                self.tail_len += rest.len();
+                self.tail.push_back(rest);
+                let mut excess = self.tail_len.saturating_sub(self.tail_cap);
+                while excess > 0 {
+                    let Some(front) = self.tail.front_mut() else {
+                        break;
+                    };
+                    if front.len() <= excess {
+                        excess -= front.len();
+                        self.tail_len -= front.len();
+                        self.tail.pop_front();
+                    } else {
+                        front.advance(excess);
+                        self.tail_len -= excess;
+                        excess = 0;
+                    }
+                }
             }
         }
         self.decode(stream, data, false);
@@ -181,6 +205,7 @@ impl OutputBuffer {
         self.released = true;
         self.head = Vec::new();
         self.tail = VecDeque::new();
+        self.tail_len = 0;
     }
 
     /// The decoded tail text (at most [`OUTPUT_TAIL_MAX_BYTES`]) and whether it is
@@ -205,18 +230,21 @@ impl OutputBuffer {
         if end <= self.head.len() as u64 {
             return Some(self.head[offset as usize..end as usize].to_vec());
         }
-        let tail_start = self.total - self.tail.len() as u64;
+        let tail_start = self.total - self.tail_len as u64;
         if offset >= tail_start {
-            let from = (offset - tail_start) as usize;
-            let (a, b) = self.tail.as_slices();
+            let mut skip = (offset - tail_start) as usize;
             let mut out = Vec::with_capacity(len);
-            if from < a.len() {
-                let take = len.min(a.len() - from);
-                out.extend_from_slice(&a[from..from + take]);
-                out.extend_from_slice(&b[..len - take]);
-            } else {
-                let from_b = from - a.len();
-                out.extend_from_slice(&b[from_b..from_b + len]);
+            for chunk in &self.tail {
+                if out.len() == len {
+                    break;
+                }
+                if skip >= chunk.len() {
+                    skip -= chunk.len();
+                    continue;
+                }
+                let take = (chunk.len() - skip).min(len - out.len());
+                out.extend_from_slice(&chunk[skip..skip + take]);
+                skip = 0;
             }
             return Some(out);
         }
@@ -354,12 +382,15 @@ mod tests {
     #[test]
     fn head_and_tail_stay_bounded_and_readable() {
         let mut b = OutputBuffer::new(8);
-        b.push(OutputStream::Stdout, b"0123456789abcdef");
+        b.push(
+            OutputStream::Stdout,
+            &Bytes::copy_from_slice(b"0123456789abcdef"),
+        );
         assert_eq!(b.total(), 16);
         assert_eq!(b.read(0, 4).as_deref(), Some(&b"0123"[..]));
         assert_eq!(b.read(12, 4).as_deref(), Some(&b"cdef"[..]));
         assert_eq!(b.read(4, 4), None);
-        b.push(OutputStream::Stderr, b"gh");
+        b.push(OutputStream::Stderr, &Bytes::copy_from_slice(b"gh"));
         assert_eq!(b.read(14, 4).as_deref(), Some(&b"efgh"[..]));
     }
 
@@ -370,9 +401,18 @@ mod tests {
         whole.push_str("end\n");
         for split in [0, 1, 7, 30_001] {
             let mut b = OutputBuffer::new(1024);
-            b.push(OutputStream::Stderr, "prefix ".as_bytes());
-            b.push(OutputStream::Stdout, &whole.as_bytes()[..split]);
-            b.push(OutputStream::Stdout, &whole.as_bytes()[split..]);
+            b.push(
+                OutputStream::Stderr,
+                &Bytes::copy_from_slice("prefix ".as_bytes()),
+            );
+            b.push(
+                OutputStream::Stdout,
+                &Bytes::copy_from_slice(&whole.as_bytes()[..split]),
+            );
+            b.push(
+                OutputStream::Stdout,
+                &Bytes::copy_from_slice(&whole.as_bytes()[split..]),
+            );
             b.finish();
             let (tail, truncated) = b.tail_text();
             assert!(truncated, "split {split}");
@@ -398,7 +438,7 @@ mod tests {
                 EventKind::Output(OutputChunk {
                     stream: OutputStream::Stdout,
                     offset: i * 4,
-                    data: b"abcd".to_vec(),
+                    data: Bytes::from_static(b"abcd"),
                 }),
                 0,
             );

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use bytes::{Bytes, BytesMut};
 use nix::sys::signal::Signal;
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
@@ -44,6 +45,9 @@ pub(crate) struct Session {
     state: Mutex<State>,
     /// Bumped (to the last seq) on every event; subscribers wait on it.
     notify: watch::Sender<u64>,
+    /// Flips to true once the `Exited` event is recorded: waiters for the end are
+    /// not woken by every output chunk (benchmark P4).
+    finished: watch::Sender<bool>,
     observer: Option<Arc<dyn SessionObserver>>,
 }
 
@@ -116,6 +120,7 @@ impl Session {
                 log_error: None,
             }),
             notify,
+            finished: watch::channel(false).0,
             observer: init.observer,
         });
         {
@@ -205,7 +210,7 @@ impl Session {
 
     /// Resolves once the session has ended.
     pub(crate) async fn ended(&self) {
-        let mut rx = self.watch();
+        let mut rx = self.finished.subscribe();
         loop {
             rx.borrow_and_update();
             if self.lock().exit.is_some() {
@@ -217,8 +222,8 @@ impl Session {
         }
     }
 
-    fn record_output(&self, log: &mut Option<File>, stream: OutputStream, data: &[u8]) {
-        let write_error = match log.as_mut().map(|f| f.write_all(data)) {
+    fn record_output(&self, log: &mut Option<File>, stream: OutputStream, data: Bytes) {
+        let write_error = match log.as_mut().map(|f| f.write_all(&data)) {
             Some(Err(e)) => Some(e),
             _ => None,
         };
@@ -233,33 +238,49 @@ impl Session {
             *log = None;
         }
         let offset = st.output.total();
-        st.output.push(stream, data);
+        st.output.push(stream, &data);
         self.push_event(
             &mut st,
             EventKind::Output(OutputChunk {
                 stream,
                 offset,
-                data: data.to_vec(),
+                data,
             }),
         );
     }
 }
 
-/// Reads what `pipe` has into `buf`, allocating the buffer ([`READ_BUFFER`]
-/// bytes) only once the pipe first has data: a session that never writes (a
-/// `sleep` in the background) holds no buffer. Cancel-safe.
-async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+/// Reads what `pipe` has as one chunk (empty at end-of-file). Cancel-safe.
+///
+/// The bytes are read straight into a block of [`READ_BUFFER`] bytes that the
+/// chunk then shares with the session's tail and events, so a flood costs one
+/// copy out of the pipe and one into the log (benchmark P4). A block is taken
+/// only once the pipe has data (a silent `sleep` holds none) and is reused for
+/// the following reads while it has room; a short chunk from a block that has
+/// little left is copied out so it does not pin the block.
+async fn read_some(
+    pipe: &mut Option<pipe::Receiver>,
+    block: &mut BytesMut,
+) -> std::io::Result<Bytes> {
     let Some(pipe) = pipe else {
         return std::future::pending().await;
     };
     loop {
         pipe.readable().await?;
-        if buf.is_empty() {
-            buf.resize(READ_BUFFER, 0);
+        if block.capacity() - block.len() < READ_BUFFER / 4 {
+            *block = BytesMut::with_capacity(READ_BUFFER);
         }
-        match pipe.try_read(buf) {
+        match pipe.try_read_buf(block) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            result => return result,
+            Err(e) => return Err(e),
+            Ok(_) => {
+                let chunk = block.split();
+                return Ok(if chunk.len() < READ_BUFFER / 4 {
+                    Bytes::copy_from_slice(&chunk)
+                } else {
+                    chunk.freeze()
+                });
+            }
         }
     }
 }
@@ -292,8 +313,8 @@ pub(crate) async fn run(
     timing: Timing,
     running: Arc<std::sync::atomic::AtomicUsize>,
 ) {
-    let mut out_buf = Vec::new();
-    let mut err_buf = Vec::new();
+    let mut out_buf = BytesMut::new();
+    let mut err_buf = BytesMut::new();
     let start = tokio::time::Instant::from_std(session.started);
     let timeout_at = timeout.map(|t| start + t);
     let mut timed_out = false;
@@ -310,11 +331,11 @@ pub(crate) async fn run(
                 drain_deadline = Some(tokio::time::Instant::now() + timing.drain_grace);
             }
             result = read_some(&mut stdout, &mut out_buf) => match result {
-                Ok(n) if n > 0 => session.record_output(&mut log, OutputStream::Stdout, &out_buf[..n]),
+                Ok(chunk) if !chunk.is_empty() => session.record_output(&mut log, OutputStream::Stdout, chunk),
                 _ => stdout = None,
             },
             result = read_some(&mut stderr, &mut err_buf) => match result {
-                Ok(n) if n > 0 => session.record_output(&mut log, OutputStream::Stderr, &err_buf[..n]),
+                Ok(chunk) if !chunk.is_empty() => session.record_output(&mut log, OutputStream::Stderr, chunk),
                 _ => stderr = None,
             },
             () = sleep_until_opt(timeout_at), if !timed_out && exit.is_none() => {
@@ -353,6 +374,7 @@ pub(crate) async fn run(
         // Before anyone can see the exit, so a waiter may start another at once.
         running.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         session.push_event(&mut st, EventKind::Exited(exit.clone()));
+        session.finished.send_replace(true);
         exit
     };
     if let Ok(mut stdin) = session.stdin.try_lock() {
@@ -408,7 +430,13 @@ pub(crate) async fn terminate(
     let relaxed = sent
         .checked_sub(process::SIGNAL_SCAN_MAX_AGE)
         .unwrap_or(sent);
-    process::signal_processes(session.pid, session.group, Signal::SIGTERM, &mut seen, relaxed);
+    process::signal_processes(
+        session.pid,
+        session.group,
+        Signal::SIGTERM,
+        &mut seen,
+        relaxed,
+    );
     let deadline = sent + timing.kill_grace;
     // Only a snapshot begun after the SIGTERM can show the group gone; each later
     // check wants a newer one than the last (concurrent kills share the scans).
@@ -417,7 +445,11 @@ pub(crate) async fn terminate(
     let mut left = 1;
     while left > 0 && Instant::now() < deadline {
         tokio::time::sleep(process::SURVIVOR_POLL).await;
-        let not_before = if last == sent { sent } else { last + Duration::from_nanos(1) };
+        let not_before = if last == sent {
+            sent
+        } else {
+            last + Duration::from_nanos(1)
+        };
         (left, last) = survivors(session, not_before);
     }
     if left > 0 {

@@ -189,7 +189,7 @@ mod tests {
 
     fn schema(name: &str) -> Value {
         let spec = specs().into_iter().find(|s| s.name == name).unwrap();
-        serde_json::from_str(&spec.input_schema).expect("schema is JSON")
+        serde_json::from_str(spec.input_schema).expect("schema is JSON")
     }
 
     #[test]
