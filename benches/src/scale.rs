@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use toolhost::sessions::{Caller, SessionStatus, StartRequest};
+use toolhost::sandbox::{SandboxMode, SandboxPolicy};
+use toolhost::sessions::{Caller, SessionStatus, Sessions, SessionsConfig, StartRequest};
 
 use crate::fixture::{Fixture, raise_fd_limit_for, rss, threads};
 use crate::report::Row;
@@ -85,13 +86,33 @@ fn leftovers(sids: &HashSet<i32>) -> (usize, usize) {
     (live, zombies)
 }
 
-/// Runs P5 with `n` sessions.
-pub async fn run(n: usize) -> Result<Vec<Row>> {
+/// Descriptors one running session holds: its stdout and stderr pipes, its pidfd
+/// and its output log.
+pub const FDS_PER_SESSION: u64 = 4;
+
+/// Runs P5 with `wanted` sessions, or as many as the open-file limit allows.
+///
+/// The sessions run unconfined (`full-access`): under the sandbox every command
+/// gets a private mount namespace, and creating one gets slower with every
+/// namespace alive (the kernel copies the mount tree and its propagation peers),
+/// so thousands of concurrent sandboxed sessions measure the kernel, not the host
+/// (see BENCHMARKS.md).
+pub async fn run(wanted: usize) -> Result<Vec<Row>> {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u64;
     let thread_goal = 2 * cores + 8;
-    let fd_limit = raise_fd_limit_for(n);
+    let fd_limit = raise_fd_limit_for(wanted);
+    let room = (fd_limit.saturating_sub(256) / FDS_PER_SESSION) as usize;
+    let n = wanted.min(room);
     let fixture = Fixture::new()?;
-    let sessions = fixture.sessions(n + 16)?;
+    let sessions = {
+        let mut config = SessionsConfig::new(&fixture.workspace, &fixture.state);
+        config.max_sessions = n + 16;
+        config.sandbox = SandboxPolicy {
+            mode: SandboxMode::FullAccess,
+            ..SandboxPolicy::default()
+        };
+        Sessions::new(config)?
+    };
     // Warm up: the first sessions allocate the engine's lasting structures.
     for _ in 0..8 {
         let id = sessions
@@ -178,7 +199,7 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
     Ok(vec![Row {
         id: "P5".into(),
         what: format!(
-            "scale: {n} concurrent background sessions `sleep 1000` (sandboxed: {}) started, \
+            "scale: {n} concurrent background sessions `sleep 1000` ({}) started, \
              checked, killed (SIGTERM sequence, concurrently); vs tokio holding {n} piped \
              `sleep` children",
             sessions.sandbox()
@@ -188,7 +209,7 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
         ratio: Some(ratio),
         ratio_note: "RSS per session / per raw child".into(),
         goal: format!("threads ≤ {thread_goal}, ≤ 20 KiB/session, all reaped"),
-        met,
+        met: met && n == wanted,
         details: vec![
             format!(
                 "start {n}: {} ({}/session); check all: {}; kill all: {}",
@@ -214,7 +235,15 @@ pub async fn run(n: usize) -> Result<Vec<Row>> {
                 duration(raw_start),
                 bytes(raw_per_child)
             ),
-            format!("open-file limit {fd_limit}"),
+            if n < wanted {
+                format!(
+                    "open-file limit {fd_limit} (hard limit; raising it needs CAP_SYS_RESOURCE, \
+                     which this process lacks): {n} sessions of the {wanted} asked for fit at \
+                     {FDS_PER_SESSION} descriptors each"
+                )
+            } else {
+                format!("open-file limit {fd_limit}")
+            },
         ],
     }])
 }

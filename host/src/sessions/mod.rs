@@ -664,7 +664,7 @@ impl Drop for Inner {
                     session.group,
                     Signal::SIGKILL,
                     &mut seen,
-                    Instant::now() - process::SIGNAL_SCAN_MAX_AGE,
+                    None,
                 );
             }
         }

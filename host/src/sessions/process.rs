@@ -512,6 +512,14 @@ pub(crate) fn proc_table(not_before: Instant) -> Arc<ProcTable> {
     table
 }
 
+/// The newest `/proc` snapshot, if any was taken (no scan).
+fn latest_proc_table() -> Option<Arc<ProcTable>> {
+    LATEST_SCAN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 /// Live (non-zombie) processes whose session id or process group id is `sid`,
 /// found by scanning `/proc/*/stat` now. The host's own process is never included.
 pub fn group_members(sid: u32) -> Vec<u32> {
@@ -538,13 +546,14 @@ fn is_forbidden_group(pid: u32) -> bool {
 ///
 /// The group's leader group is signalled with `killpg` at once; processes of the
 /// session that moved to other groups are found in a `/proc` snapshot begun at or
-/// after `not_before` (see [`proc_table`]).
+/// after `not_before` (see [`proc_table`]), or with `None` in the newest snapshot
+/// there is, without scanning (the terminate sequence: its survivor checks scan).
 pub(crate) fn signal_processes(
     pid: u32,
     group: bool,
     sig: Signal,
     seen: &mut HashSet<u32>,
-    not_before: Instant,
+    not_before: Option<Instant>,
 ) {
     if is_forbidden_group(pid) {
         tracing::warn!(
@@ -560,7 +569,11 @@ pub(crate) fn signal_processes(
         return;
     }
     let before = seen.len();
-    for &member in proc_table(not_before).members(pid) {
+    let table = match not_before {
+        Some(not_before) => Some(proc_table(not_before)),
+        None => latest_proc_table(),
+    };
+    for &member in table.as_ref().map_or(&[][..], |t| t.members(pid)) {
         if signal::kill(Pid::from_raw(member as i32), sig).is_ok() {
             seen.insert(member);
         }
@@ -569,10 +582,6 @@ pub(crate) fn signal_processes(
         seen.insert(pid);
     }
 }
-
-/// How old a `/proc` snapshot may be when it only picks whom to signal first
-/// (the survivor check that follows always uses newer ones).
-pub(crate) const SIGNAL_SCAN_MAX_AGE: Duration = Duration::from_millis(20);
 
 /// Polling interval while waiting for a signalled group to go away (only during a
 /// kill's grace period).

@@ -419,24 +419,18 @@ pub(crate) async fn terminate(
         if !session.group && session.lock().child_exited {
             return 0;
         }
-        let now = Instant::now();
+        let now = Some(Instant::now());
         process::signal_processes(session.pid, session.group, sig, &mut seen, now);
         return seen.len() as u32;
     }
     if !session.group && session.lock().child_exited {
         return 0;
     }
+    // killpg reaches the leader's group at once; members that moved to other
+    // groups are in the newest snapshot, and the survivor checks below scan anew
+    // (a scan per kill would make killing n sessions O(n^2): benchmark P5).
     let sent = Instant::now();
-    let relaxed = sent
-        .checked_sub(process::SIGNAL_SCAN_MAX_AGE)
-        .unwrap_or(sent);
-    process::signal_processes(
-        session.pid,
-        session.group,
-        Signal::SIGTERM,
-        &mut seen,
-        relaxed,
-    );
+    process::signal_processes(session.pid, session.group, Signal::SIGTERM, &mut seen, None);
     let deadline = sent + timing.kill_grace;
     // Only a snapshot begun after the SIGTERM can show the group gone; each later
     // check wants a newer one than the last (concurrent kills share the scans).
@@ -453,7 +447,13 @@ pub(crate) async fn terminate(
         (left, last) = survivors(session, not_before);
     }
     if left > 0 {
-        process::signal_processes(session.pid, session.group, Signal::SIGKILL, &mut seen, last);
+        process::signal_processes(
+            session.pid,
+            session.group,
+            Signal::SIGKILL,
+            &mut seen,
+            Some(last),
+        );
     }
     let bound = timing.drain_grace + Duration::from_secs(5);
     let _ = tokio::time::timeout(bound, session.ended()).await;
