@@ -53,10 +53,10 @@ pub struct EngineOptions {
     /// together). Default: 128. A call beyond it fails to instantiate.
     ///
     /// Each slot is reserved up front and its async stack is a separate mapping
-    /// with a guard page, so the slot count sets how many memory mappings the host
-    /// process has, and every command the host starts pays for copying them in
-    /// `fork` (benchmark P2 in BENCHMARKS.md: 1000 slots made a spawn ~5 ms
-    /// slower).
+    /// with a guard page, so the slot count sets how many mappings the host
+    /// process has and how long setting up and tearing down the pool takes
+    /// (benchmark P6). It also caps plugin calls in flight: 128 is far above what
+    /// an agent runs at once; `toolhost call` uses 8.
     pub max_instances: u32,
     /// The largest memory any loaded plugin may grow to (the largest manifest
     /// `memory`); capped at [`MAX_POOL_MEMORY`]. Default: 64 MiB.

@@ -48,6 +48,14 @@ pub fn tokio_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 ///
 /// Errors: the `getrlimit`/`setrlimit` error.
 pub fn raise_fd_limit() -> std::io::Result<u64> {
+    raise_fd_limit_inner()
+}
+
+/// The soft `RLIMIT_NOFILE` before [`raise_fd_limit`] raised it (0: not raised).
+pub(crate) static INHERITED_NOFILE: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+fn raise_fd_limit_inner() -> std::io::Result<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -57,6 +65,9 @@ pub fn raise_fd_limit() -> std::io::Result<u64> {
         return Err(std::io::Error::last_os_error());
     }
     if limit.rlim_cur < limit.rlim_max {
+        // Commands get the limit the host was started with back (see
+        // `sessions::process::child_setup`): some programs loop up to it.
+        INHERITED_NOFILE.store(limit.rlim_cur, std::sync::atomic::Ordering::Relaxed);
         limit.rlim_cur = limit.rlim_max;
         // SAFETY: `limit` is a valid rlimit read just above.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {

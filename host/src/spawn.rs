@@ -129,7 +129,7 @@ pub(crate) fn spawn(
         setup,
         error_pipe: err_write.as_raw_fd(),
     };
-    let mut stack = vec![0u8; CHILD_STACK];
+    let stack = ChildStack::new()?;
     let (pid, pidfd) = {
         let _blocked = BlockedSignals::all()?;
         let mut pidfd: libc::c_int = -1;
@@ -137,12 +137,9 @@ pub(crate) fn spawn(
         // we are suspended until it execs or exits); `args` lives on our stack for as
         // long. `child_main` only makes system calls.
         let pid = unsafe {
-            let top = stack.as_mut_ptr().add(CHILD_STACK);
-            // 16-byte alignment for the ABI.
-            let top = top.sub(top as usize % 16);
             libc::clone(
                 child_main,
-                top.cast(),
+                stack.top(),
                 libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
                 (&args as *const ChildArgs<'_>).cast_mut().cast(),
                 &mut pidfd as *mut libc::c_int,
@@ -195,6 +192,54 @@ pub(crate) fn in_child(f: &(dyn Fn() -> io::Result<()> + Sync)) -> io::Result<()
             unsafe { libc::waitpid(spawned.pid as i32, &mut status, 0) };
             Err(io::Error::other("the probe child did not stop"))
         }
+    }
+}
+
+/// The child's stack: its own mapping with a `PROT_NONE` guard page below it, so
+/// an overflow faults instead of writing over the host's memory (the child shares
+/// it). Unmapped on drop.
+struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    fn new() -> io::Result<ChildStack> {
+        // SAFETY: a fresh anonymous mapping we own; sysconf is a plain query.
+        unsafe {
+            let page = libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize;
+            let len = CHILD_STACK + page;
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let stack = ChildStack { base, len };
+            if libc::mprotect(base, page, libc::PROT_NONE) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stack)
+        }
+    }
+
+    /// The initial stack pointer: the end of the mapping (page-aligned, so
+    /// 16-byte aligned as the ABI wants).
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of our own mapping.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `new` mapped.
+        unsafe { libc::munmap(self.base, self.len) };
     }
 }
 

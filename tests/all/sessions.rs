@@ -479,6 +479,40 @@ async fn kill_terminates_group_and_counts_processes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_sends_sigterm_to_processes_in_other_groups_of_the_session() {
+    // `set -m` puts the background job in its own process group: killpg of the
+    // session's leader group does not reach it, the /proc scan must.
+    let e = env();
+    let id = start(
+        &e.sessions,
+        StartRequest::new(
+            "set -m; sh -c 'trap \"echo term > got_term; exit 0\" TERM; echo ready; \
+             while :; do sleep 0.05; done' & wait",
+        ),
+    )
+    .await;
+    let started = Instant::now();
+    while !e
+        .sessions
+        .check(&HOST, &id)
+        .unwrap()
+        .output_tail
+        .contains("ready")
+    {
+        assert!(started.elapsed() < HANG, "the job never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let sid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
+    e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(e.ws.path().join("got_term")).unwrap(),
+        "term\n",
+        "the job in its own group got SIGTERM and ran its trap"
+    );
+    assert!(group_gone(sid).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_escalates_to_sigkill_when_term_is_ignored() {
     let e = env_with(|c| c.kill_grace = Duration::from_millis(200));
     let id = start(

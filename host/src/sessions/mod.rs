@@ -652,6 +652,8 @@ impl Drop for Inner {
     /// thread ends, but their background children would not).
     fn drop(&mut self) {
         let reg = self.registry.get_mut().unwrap_or_else(|e| e.into_inner());
+        // One scan for all of them (each group's other-group members included).
+        let table = process::proc_table(Instant::now());
         for session in reg.sessions.values() {
             let running = {
                 let st = session.lock();
@@ -664,7 +666,7 @@ impl Drop for Inner {
                     session.group,
                     Signal::SIGKILL,
                     &mut seen,
-                    None,
+                    Some(&table),
                 );
             }
         }
@@ -813,7 +815,7 @@ fn register(
     pipe::Receiver,
     Option<pipe::Sender>,
 )> {
-    let child = process::ChildProcess::spawned(started.pidfd)?;
+    let child = process::ChildProcess::spawned(started.pid, started.pidfd)?;
     let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
     let stderr = pipe::Receiver::from_owned_fd(started.stderr)?;
     let stdin = started.stdin.map(pipe::Sender::from_owned_fd).transpose()?;
@@ -1034,9 +1036,9 @@ impl Sessions {
         let (child, stdout, stderr, stdin) = match register(started) {
             Ok(parts) => parts,
             Err(e) => {
-                // SAFETY: plain kill of the child we just started (it is reaped by
-                // the ChildProcess drop, or by the pidfd closing with it gone).
+                // SAFETY: plain kill of the child we just started; then reap it.
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                process::reap_in_background(pid);
                 let _ = std::fs::remove_dir_all(&session_dir);
                 return Err(SessionError::Io(format!(
                     "cannot watch the started process: {e}"

@@ -226,7 +226,12 @@ pub(crate) struct Started {
 /// Then the kernel sandbox goes on last, so `fchdir` and `setsid` happen unconfined
 /// and nothing after it can loosen it (a no-op under full-access; if a layer it
 /// reports cannot be applied, the spawn fails: fail closed).
-fn child_setup(cwd: &OwnedFd, parent: Pid, confinement: &Confinement) -> io::Result<()> {
+fn child_setup(
+    cwd: &OwnedFd,
+    parent: Pid,
+    inherited_nofile: u64,
+    confinement: &Confinement,
+) -> io::Result<()> {
     let errno = |e: Errno| io::Error::from_raw_os_error(e as i32);
     unistd::fchdir(cwd.as_fd()).map_err(errno)?;
     unistd::setsid().map_err(errno)?;
@@ -234,6 +239,21 @@ fn child_setup(cwd: &OwnedFd, parent: Pid, confinement: &Confinement) -> io::Res
     // The host may have died between clone and prctl: then nothing would kill us.
     if unistd::getppid() != parent {
         return Err(io::Error::from_raw_os_error(Errno::ESRCH as i32));
+    }
+    // The host raised its own soft open-file limit; the command gets the one the
+    // host was started with (read before clone: an atomic load, no lock).
+    if inherited_nofile != 0 {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: plain getrlimit/setrlimit on a local value.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur = inherited_nofile.min(limit.rlim_max);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+        }
     }
     confinement.apply_in_child()
 }
@@ -260,7 +280,8 @@ fn start(launch: Launch) -> io::Result<Started> {
         ],
     };
     let parent = Pid::this();
-    let setup = || child_setup(&launch.cwd, parent, &launch.confinement);
+    let inherited_nofile = crate::INHERITED_NOFILE.load(std::sync::atomic::Ordering::Relaxed);
+    let setup = || child_setup(&launch.cwd, parent, inherited_nofile, &launch.confinement);
     let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup)?;
     raise_pipe_size(&stdout_r);
     raise_pipe_size(&stderr_r);
@@ -278,6 +299,8 @@ fn start(launch: Launch) -> io::Result<Started> {
 pub(crate) enum ChildProcess {
     /// Spawned by [`Spawner`].
     Spawned {
+        /// Its pid.
+        pid: u32,
         /// Readable once the child has exited.
         pidfd: tokio::io::unix::AsyncFd<OwnedFd>,
         /// Kept after reaping, so `wait` can be called again.
@@ -289,13 +312,14 @@ pub(crate) enum ChildProcess {
 
 impl ChildProcess {
     /// Wraps a pidfd from [`Started`]. Must be called inside a tokio runtime.
-    pub(crate) fn spawned(pidfd: OwnedFd) -> io::Result<ChildProcess> {
+    pub(crate) fn spawned(pid: u32, pidfd: OwnedFd) -> io::Result<ChildProcess> {
         // SAFETY: an OwnedFd stays open and the same fd until the AsyncFd drops it.
         let pidfd = unsafe {
             tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
         }
         .map_err(io::Error::from)?;
         Ok(ChildProcess::Spawned {
+            pid,
             pidfd,
             status: None,
         })
@@ -305,7 +329,7 @@ impl ChildProcess {
     pub(crate) async fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
         match self {
             ChildProcess::Adopted(child) => child.wait().await,
-            ChildProcess::Spawned { pidfd, status } => loop {
+            ChildProcess::Spawned { pidfd, status, .. } => loop {
                 if let Some(status) = status {
                     return Ok(*status);
                 }
@@ -321,26 +345,45 @@ impl ChildProcess {
 
 impl Drop for ChildProcess {
     /// A session task dropped before its child exited (runtime shutdown): kill the
-    /// child, as tokio's `kill_on_drop` did, and reap it if it is already gone.
+    /// child, as tokio's `kill_on_drop` did, and reap it once it is gone.
     fn drop(&mut self) {
         if let ChildProcess::Spawned {
+            pid,
             pidfd,
             status: None,
         } = self
         {
-            let fd = pidfd.get_ref().as_raw_fd();
             // SAFETY: pidfd_send_signal on our own pidfd.
             unsafe {
                 libc::syscall(
                     libc::SYS_pidfd_send_signal,
-                    fd,
+                    pidfd.get_ref().as_raw_fd(),
                     libc::SIGKILL,
                     std::ptr::null::<libc::siginfo_t>(),
                     0,
                 )
             };
-            let _ = reap(fd);
+            reap_in_background(*pid);
         }
+    }
+}
+
+/// Reaps child `pid` (already signalled to die) on a short-lived thread, so no
+/// zombie is left and no caller blocks on it. Only for error and shutdown paths.
+pub(crate) fn reap_in_background(pid: u32) {
+    let reap = move || {
+        let mut status = 0;
+        // SAFETY: blocking waitpid on our own child.
+        while unsafe { libc::waitpid(pid as i32, &mut status, 0) } < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+    };
+    if std::thread::Builder::new()
+        .name("toolhost-reaper".into())
+        .spawn(reap)
+        .is_err()
+    {
+        tracing::warn!(pid, "cannot start a thread to reap a killed child");
     }
 }
 
@@ -512,13 +555,26 @@ pub(crate) fn proc_table(not_before: Instant) -> Arc<ProcTable> {
     table
 }
 
-/// The newest `/proc` snapshot, if any was taken (no scan).
-fn latest_proc_table() -> Option<Arc<ProcTable>> {
-    LATEST_SCAN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+/// [`proc_table`] for async callers: the newest snapshot when it qualifies and no
+/// scan is running, else a scan on the blocking pool, so a scan (≈ 100 ms with
+/// 10,000 processes) never stalls the runtime's workers.
+pub(crate) async fn proc_table_async(not_before: Instant) -> Arc<ProcTable> {
+    if let Ok(latest) = LATEST_SCAN.try_lock()
+        && let Some(table) = latest.as_ref()
+        && table.started >= not_before
+    {
+        return table.clone();
+    }
+    match tokio::task::spawn_blocking(move || proc_table(not_before)).await {
+        Ok(table) => table,
+        Err(_) => proc_table(not_before),
+    }
 }
+
+/// How old a `/proc` snapshot may be (and still have begun after the session
+/// started) for picking whom a kill's SIGTERM goes to; concurrent kills share it.
+/// The survivor checks that follow always use newer ones.
+pub(crate) const SIGNAL_SCAN_MAX_AGE: Duration = Duration::from_secs(1);
 
 /// Live (non-zombie) processes whose session id or process group id is `sid`,
 /// found by scanning `/proc/*/stat` now. The host's own process is never included.
@@ -544,16 +600,15 @@ fn is_forbidden_group(pid: u32) -> bool {
 /// Sends `sig` to every process of the group led by `pid` (when `group`), or to `pid`
 /// alone. Adds the pids signalled to `seen`. Never signals the host's own group.
 ///
-/// The group's leader group is signalled with `killpg` at once; processes of the
-/// session that moved to other groups are found in a `/proc` snapshot begun at or
-/// after `not_before` (see [`proc_table`]), or with `None` in the newest snapshot
-/// there is, without scanning (the terminate sequence: its survivor checks scan).
+/// The leader's group is signalled with `killpg`; processes of the session that
+/// moved to other groups (`set -m`, `timeout`, ...) are found in `table`, a `/proc`
+/// snapshot the caller took (see [`proc_table`]; required when `group`).
 pub(crate) fn signal_processes(
     pid: u32,
     group: bool,
     sig: Signal,
     seen: &mut HashSet<u32>,
-    not_before: Option<Instant>,
+    table: Option<&ProcTable>,
 ) {
     if is_forbidden_group(pid) {
         tracing::warn!(
@@ -569,11 +624,7 @@ pub(crate) fn signal_processes(
         return;
     }
     let before = seen.len();
-    let table = match not_before {
-        Some(not_before) => Some(proc_table(not_before)),
-        None => latest_proc_table(),
-    };
-    for &member in table.as_ref().map_or(&[][..], |t| t.members(pid)) {
+    for &member in table.map_or(&[][..], |t| t.members(pid)) {
         if signal::kill(Pid::from_raw(member as i32), sig).is_ok() {
             seen.insert(member);
         }

@@ -403,34 +403,40 @@ pub(crate) async fn terminate(
         }
     }
     let mut seen = HashSet::new();
-    // Survivors in a `/proc` snapshot begun at or after `not_before`; returns that
-    // snapshot's start so the next check insists on a newer one.
-    let survivors = |session: &Session, not_before: Instant| -> (usize, Instant) {
+    // A `/proc` snapshot begun at or after `not_before`, for a group session.
+    let table = |not_before: Instant| async move {
         if session.group {
-            let table = process::proc_table(not_before);
-            (table.members(session.pid).len(), table.started)
-        } else if session.lock().child_exited {
-            (0, not_before)
+            Some(process::proc_table_async(not_before).await)
         } else {
-            (1, not_before)
+            None
         }
     };
     if let Some(sig) = signal {
         if !session.group && session.lock().child_exited {
             return 0;
         }
-        let now = Some(Instant::now());
-        process::signal_processes(session.pid, session.group, sig, &mut seen, now);
+        let t = table(Instant::now()).await;
+        process::signal_processes(session.pid, session.group, sig, &mut seen, t.as_deref());
         return seen.len() as u32;
     }
     if !session.group && session.lock().child_exited {
         return 0;
     }
-    // killpg reaches the leader's group at once; members that moved to other
-    // groups are in the newest snapshot, and the survivor checks below scan anew
-    // (a scan per kill would make killing n sessions O(n^2): benchmark P5).
+    // Whom the SIGTERM reaches beyond the leader's group: a snapshot begun after the
+    // session started and at most SIGNAL_SCAN_MAX_AGE old, so concurrent kills share
+    // one scan instead of each scanning (benchmark P5).
     let sent = Instant::now();
-    process::signal_processes(session.pid, session.group, Signal::SIGTERM, &mut seen, None);
+    let recent = sent
+        .checked_sub(process::SIGNAL_SCAN_MAX_AGE)
+        .map_or(session.started, |t| t.max(session.started));
+    let t = table(recent).await;
+    process::signal_processes(
+        session.pid,
+        session.group,
+        Signal::SIGTERM,
+        &mut seen,
+        t.as_deref(),
+    );
     let deadline = sent + timing.kill_grace;
     // Only a snapshot begun after the SIGTERM can show the group gone; each later
     // check wants a newer one than the last (concurrent kills share the scans).
@@ -444,15 +450,20 @@ pub(crate) async fn terminate(
         } else {
             last + Duration::from_nanos(1)
         };
-        (left, last) = survivors(session, not_before);
+        (left, last) = match table(not_before).await {
+            Some(t) => (t.members(session.pid).len(), t.started),
+            None if session.lock().child_exited => (0, not_before),
+            None => (1, not_before),
+        };
     }
     if left > 0 {
+        let t = table(last).await;
         process::signal_processes(
             session.pid,
             session.group,
             Signal::SIGKILL,
             &mut seen,
-            Some(last),
+            t.as_deref(),
         );
     }
     let bound = timing.drain_grace + Duration::from_secs(5);
