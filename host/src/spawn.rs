@@ -83,7 +83,7 @@ impl Program {
     }
 }
 
-/// The child's standard streams: `fds[i]` becomes fd `i` (`None`: left as the host's,
+/// The child's standard streams: `fds[i]` becomes fd `i` (`-1`: left as the host's,
 /// which callers never want; use `/dev/null`).
 pub(crate) struct Stdio {
     pub(crate) fds: [RawFd; 3],
