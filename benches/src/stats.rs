@@ -7,7 +7,7 @@ use std::time::Duration;
 pub struct Summary {
     /// How many samples.
     pub n: usize,
-    /// The median (the lower middle sample for an even count).
+    /// The median (the mean of the two middle samples for an even count).
     pub median: Duration,
     /// The 99th percentile (nearest rank).
     pub p99: Duration,
@@ -26,7 +26,7 @@ impl Summary {
         let rank = |p: f64| samples[(((n as f64) * p).ceil() as usize).clamp(1, n) - 1];
         Summary {
             n,
-            median: samples[(n - 1) / 2],
+            median: (samples[(n - 1) / 2] + samples[n / 2]) / 2,
             p99: rank(0.99),
             min: samples[0],
             max: samples[n - 1],
@@ -46,11 +46,13 @@ impl Summary {
     }
 }
 
-/// The median of plain numbers (the lower middle for an even count).
+/// The median of plain numbers (the mean of the two middle values for an even
+/// count).
 pub fn median(mut values: Vec<f64>) -> f64 {
     assert!(!values.is_empty(), "no values");
     values.sort_by(f64::total_cmp);
-    values[(values.len() - 1) / 2]
+    let n = values.len();
+    (values[(n - 1) / 2] + values[n / 2]) / 2.0
 }
 
 /// A duration with three significant digits and a unit: `812 ns`, `8.12 µs`,
@@ -112,13 +114,14 @@ mod tests {
     fn order_statistics() {
         let s = Summary::of((1..=100).rev().map(Duration::from_micros).collect());
         assert_eq!(s.n, 100);
-        assert_eq!(s.median, Duration::from_micros(50));
+        assert_eq!(s.median, Duration::from_nanos(50_500));
         assert_eq!(s.p99, Duration::from_micros(99));
         assert_eq!(s.min, Duration::from_micros(1));
         assert_eq!(s.max, Duration::from_micros(100));
         let one = Summary::of(vec![Duration::from_millis(3)]);
         assert_eq!((one.median, one.p99), (one.min, one.max));
-        assert_eq!(median(vec![3.0, 1.0, 2.0, 10.0]), 2.0);
+        assert_eq!(median(vec![3.0, 1.0, 2.0, 10.0]), 2.5);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
     }
 
     #[test]

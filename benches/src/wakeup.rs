@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail, ensure};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-use toolhost::sessions::{Caller, EventKind, Sessions, StartRequest};
+use toolhost::sessions::{Caller, EventKind, Sessions, StartRequest, Subscription};
 
 use crate::fixture::{ALLOW_ALL, Fixture};
 use crate::plugin_call::ratio;
@@ -29,6 +29,12 @@ pub async fn host_once(sessions: &Sessions) -> Result<Duration> {
     sub.next(16);
     let t0 = Instant::now();
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL)?;
+    exited(&mut sub).await?;
+    Ok(t0.elapsed())
+}
+
+/// Waits until `sub` yields the session's `Exited` event.
+async fn exited(sub: &mut Subscription) -> Result<()> {
     loop {
         sub.ready().await;
         let events = sub.next(16);
@@ -36,7 +42,7 @@ pub async fn host_once(sessions: &Sessions) -> Result<Duration> {
             .iter()
             .any(|e| matches!(e.kind, EventKind::Exited(_)))
         {
-            return Ok(t0.elapsed());
+            return Ok(());
         }
         if events.is_empty() && sub.finished() {
             bail!("the subscription ended without an exit event");
@@ -108,21 +114,12 @@ pub async fn guest_once(host: &std::sync::Arc<toolhost::Host>) -> Result<(Durati
     let t0 = Instant::now();
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL)?;
     let host_seen = async {
-        loop {
-            sub.ready().await;
-            let events = sub.next(16);
-            if events
-                .iter()
-                .any(|e| matches!(e.kind, EventKind::Exited(_)))
-                || sub.finished()
-            {
-                return t0.elapsed();
-            }
-        }
+        exited(&mut sub).await?;
+        Ok::<_, anyhow::Error>(t0.elapsed())
     };
     let (seen, result) = tokio::join!(host_seen, call);
     let elapsed = t0.elapsed();
-    let result = result??;
+    let (seen, result) = (seen?, result??);
     ensure!(
         result.text.contains("SIGKILL"),
         "unexpected result: {}",

@@ -41,6 +41,10 @@ pub fn tokio_runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// The soft `RLIMIT_NOFILE` before [`raise_fd_limit`] raised it (0: not raised).
+pub(crate) static INHERITED_NOFILE: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit (as Go and most servers do at
 /// start-up) and returns the new soft limit. Every running session holds a few
 /// descriptors (its pipes and pidfd), so the default soft limit of 1024 would cap a
@@ -48,14 +52,6 @@ pub fn tokio_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 ///
 /// Errors: the `getrlimit`/`setrlimit` error.
 pub fn raise_fd_limit() -> std::io::Result<u64> {
-    raise_fd_limit_inner()
-}
-
-/// The soft `RLIMIT_NOFILE` before [`raise_fd_limit`] raised it (0: not raised).
-pub(crate) static INHERITED_NOFILE: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(0);
-
-fn raise_fd_limit_inner() -> std::io::Result<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -27,11 +27,11 @@ pub fn probe() -> KernelSupport {
     static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
     SUPPORT
         .get_or_init(|| {
-            let mount = in_forked_child(|| {
+            let mount = crate::spawn::in_child(&|| {
                 super::mounts::enter_namespace()?;
                 super::mounts::make_root_private()
             });
-            let userns = in_forked_child(|| {
+            let userns = crate::spawn::in_child(&|| {
                 // SAFETY: plain syscall in the throwaway child.
                 if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
                     return Err(io::Error::last_os_error());
@@ -51,11 +51,4 @@ pub fn probe() -> KernelSupport {
             support
         })
         .clone()
-}
-
-/// Runs `f` in a child process and reports its result. The child shares the host's
-/// memory until it exits (`clone(CLONE_VM | CLONE_VFORK)`, see [`crate::spawn`]), so
-/// `f` must be async-signal-safe and must not allocate.
-fn in_forked_child(f: fn() -> io::Result<()>) -> io::Result<()> {
-    crate::spawn::in_child(&f)
 }

@@ -805,7 +805,8 @@ impl Inner {
     }
 }
 
-/// Registers a started child's pidfd and pipes with the current tokio runtime.
+/// Registers a started child's pidfd and pipes with the current tokio runtime. On
+/// error the child has been killed and will be reaped.
 #[allow(clippy::type_complexity)]
 fn register(
     started: process::Started,
@@ -815,7 +816,16 @@ fn register(
     pipe::Receiver,
     Option<pipe::Sender>,
 )> {
-    let child = process::ChildProcess::spawned(started.pid, started.pidfd)?;
+    let child = match process::ChildProcess::spawned(started.pid, started.pidfd) {
+        Ok(child) => child,
+        Err(e) => {
+            // SAFETY: plain kill of the child we just started; then reap it. (Once
+            // wrapped, a ChildProcess does both when dropped.)
+            unsafe { libc::kill(started.pid as i32, libc::SIGKILL) };
+            process::reap_in_background(started.pid);
+            return Err(e);
+        }
+    };
     let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
     let stderr = pipe::Receiver::from_owned_fd(started.stderr)?;
     let stdin = started.stdin.map(pipe::Sender::from_owned_fd).transpose()?;
@@ -1036,9 +1046,6 @@ impl Sessions {
         let (child, stdout, stderr, stdin) = match register(started) {
             Ok(parts) => parts,
             Err(e) => {
-                // SAFETY: plain kill of the child we just started; then reap it.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                process::reap_in_background(pid);
                 let _ = std::fs::remove_dir_all(&session_dir);
                 return Err(SessionError::Io(format!(
                     "cannot watch the started process: {e}"
