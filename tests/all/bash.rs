@@ -5,7 +5,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::{Host, HostConfig, ToolResult};
+use toolhost_runtime::{Host, ToolResult};
+
+use crate::support::{allow_all_config, dirs};
 
 /// A host over a fresh workspace whose policy allows everything (these tests
 /// are about the bash tools, not the policy).
@@ -16,11 +18,10 @@ pub struct Fixture {
 }
 
 pub async fn fixture() -> Fixture {
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let mut config = HostConfig::new(ws.path(), state.path());
-    config.policy_rules = "default = \"allow\"\n".into();
-    let host = Host::new(config).await.expect("host starts");
+    let (ws, state) = dirs();
+    let host = Host::new(allow_all_config(ws.path(), state.path()))
+        .await
+        .expect("host starts");
     Fixture {
         ws,
         _state: state,
@@ -168,9 +169,9 @@ async fn background_task_output_and_kill() {
     let snapshot = f
         .host
         .sessions()
-        .check(&toolhost::sessions::Caller::Host, &id)
+        .check(&toolhost_process::Caller::Host, &id)
         .unwrap();
-    assert_eq!(snapshot.status, toolhost::sessions::SessionStatus::Killed);
+    assert_eq!(snapshot.status, toolhost_process::SessionStatus::Killed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,7 +249,7 @@ async fn bad_input_gets_clear_errors() {
         (json!({}), "command"),
     ] {
         match f.host.call_tool("bash", &args).await {
-            Err(toolhost::HostError::InvalidArguments { message, .. }) => {
+            Err(toolhost_runtime::HostError::InvalidArguments { message, .. }) => {
                 assert!(message.contains(needle), "{args}: {message}")
             }
             other => panic!("{args}: expected invalid arguments, got {other:?}"),

@@ -4,36 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// Runs the built `toolhost` binary with `args`, in a fresh workspace and
-/// state dir unless the caller passes its own.
-pub fn toolhost(workspace: &Path, state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(args)
-        .arg("--workspace")
-        .arg(workspace)
-        .arg("--state-dir")
-        .arg(state)
-        .env_remove("TOOLHOST_LOG")
-        .output()
-        .expect("running toolhost")
-}
-
-/// Writes a policy that allows every command into `dir` and returns its path,
-/// for tests about something other than the policy.
-pub fn allow_all_policy(dir: &Path) -> String {
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("allow-all.toml");
-    std::fs::write(&path, "default = \"allow\"\n").unwrap();
-    path.to_str().unwrap().to_string()
-}
-
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use crate::support::{allow_all_policy, dirs, stdout, toolhost};
 
 #[test]
 fn call_bash_echo_prints_output_and_exits_zero() {
@@ -329,7 +300,7 @@ fn a_restarted_host_never_reuses_a_session_id_or_its_log() {
 
 /// Processes whose session id is `sid` (from /proc).
 fn session_members(sid: u32) -> Vec<u32> {
-    toolhost::sessions::group_members(sid)
+    toolhost_process::group_members(sid)
 }
 
 #[test]

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::control::{ControlClient, ControlError, ControlServer, socket_path};
-use toolhost::events::EventLog;
-use toolhost::permissions::{ApprovalOutcome, ApprovalRequest};
-use toolhost::{Host, HostConfig};
+use toolhost_runtime::host_session::HostSessionLog;
+use toolhost_runtime::permissions::{ApprovalOutcome, ApprovalRequest};
+use toolhost_runtime::{Host, HostConfig};
+
+use crate::support::{allow_all_config, dirs};
 
 async fn host(ws: &Path, state: &Path) -> (Arc<Host>, ControlServer) {
-    let log = Arc::new(EventLog::open(state, None).unwrap());
+    let log = Arc::new(HostSessionLog::open(state, None).unwrap());
     let host = Arc::new(
         Host::new({
             let mut config = HostConfig::new(ws, state);
@@ -50,7 +52,7 @@ async fn next_events(client: &mut ControlClient) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn socket_is_private_and_lists_and_replays() {
-    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ws, state) = dirs();
     let (host, control) = host(ws.path(), state.path()).await;
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(control.path())
@@ -97,7 +99,7 @@ async fn socket_is_private_and_lists_and_replays() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
-    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ws, state) = dirs();
     let (host, _control) = host(ws.path(), state.path()).await;
     let mut c = connect(state.path(), &host).await;
     c.call("attach", json!({"cursor": 0})).await.unwrap();
@@ -124,7 +126,10 @@ async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
         .await
         .unwrap()
         .unwrap();
-    assert!(matches!(result, Err(toolhost::HostError::Cancelled(_))));
+    assert!(matches!(
+        result,
+        Err(toolhost_runtime::HostError::Cancelled(_))
+    ));
 
     // A call to detach into the background.
     let h = host.clone();
@@ -166,7 +171,7 @@ async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn permission_prompts_go_to_attached_clients_and_are_answered_once() {
-    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ws, state) = dirs();
     let (host, control) = host(ws.path(), state.path()).await;
     let approver = control.approver();
     let request = ApprovalRequest {
@@ -246,7 +251,7 @@ async fn permission_prompts_go_to_attached_clients_and_are_answered_once() {
 fn attach_cli_prints_history_and_reattach_catches_up() {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Command, Stdio};
-    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ws, state) = dirs();
     let bin = env!("CARGO_BIN_EXE_toolhost");
     let mut serve = Command::new(bin)
         .args(["serve", "--workspace"])
@@ -308,7 +313,7 @@ fn attach_cli_prints_history_and_reattach_catches_up() {
     assert!(!second.contains("[1] "), "{second}");
 
     let listed = Command::new(bin)
-        .args(["sessions", "--state-dir"])
+        .args(["host-sessions", "--state-dir"])
         .arg(state.path())
         .output()
         .unwrap();
@@ -318,12 +323,12 @@ fn attach_cli_prints_history_and_reattach_catches_up() {
     assert!(serve.wait().unwrap().success());
 }
 
-/// DESIGN §5 step 4 end to end: the real policy plugin asks, the attached
+/// Step 4 of the permission pipeline (ARCHITECTURE.md, "The path of one tool call") end to end: the real policy plugin asks, the attached
 /// client answers, and only then does the command run; both the request and
 /// its resolution are in the event log.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
-    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ws, state) = dirs();
     let (host, _control) = host(ws.path(), state.path()).await;
     let mut c = connect(state.path(), &host).await;
     c.call("attach", json!({"cursor": 0})).await.unwrap();
@@ -412,11 +417,10 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
 /// to approve its own permission prompts: its connection is closed at once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_command_of_the_host_cannot_use_the_control_socket() {
-    let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let log = Arc::new(EventLog::open(state.path(), None).unwrap());
-    let mut config = HostConfig::new(ws.path(), state.path());
+    let (ws, state) = dirs();
+    let log = Arc::new(HostSessionLog::open(state.path(), None).unwrap());
+    let mut config = allow_all_config(ws.path(), state.path());
     config.events = Some(log);
-    config.policy_rules = "default = \"allow\"\n".into();
     let host = Arc::new(Host::new(config).await.unwrap());
     let (stop, _) = tokio::sync::watch::channel(false);
     let _control = ControlServer::start(host.clone(), stop).unwrap();

@@ -1,4 +1,4 @@
-//! The exec sandbox end to end (issue 8, DESIGN §3.7): real commands through the
+//! The exec sandbox end to end (ARCHITECTURE.md, "Sandbox"): real commands through the
 //! `toolhost` binary and the embedded bash plugin, under the default
 //! `workspace-write` sandbox, `read-only`, `full-access` and `--allow-network`.
 //!
@@ -10,24 +10,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Output;
 
-use crate::cli::{allow_all_policy, toolhost};
-
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::support::{allow_all_config, allow_all_policy, describe, dirs, stdout, toolhost};
 
 /// `toolhost call bash {"command": COMMAND} EXTRA...`.
 fn bash(ws: &Path, state: &Path, command: &str, extra: &[&str]) -> Output {
@@ -496,15 +479,15 @@ fn sandbox_flags_are_validated_and_reported() {
     );
 }
 
-/// Through the library [`toolhost::Host`]: a background task refused by the
+/// Through the library [`toolhost_runtime::Host`]: a background task refused by the
 /// sandbox gets the hint when `bash_output` reports its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_denial_is_reported_by_bash_output() {
     let (ws, state) = dirs();
     let outside = tempfile::tempdir().unwrap();
-    let mut config = toolhost::HostConfig::new(ws.path(), state.path());
-    config.policy_rules = "default = \"allow\"\n".into();
-    let host = toolhost::Host::new(config).await.unwrap();
+    let host = toolhost_runtime::Host::new(allow_all_config(ws.path(), state.path()))
+        .await
+        .unwrap();
     let command = format!("touch '{}/x'", outside.path().display());
     let started = host
         .call_tool(
@@ -536,12 +519,12 @@ async fn background_denial_is_reported_by_bash_output() {
     assert!(!outside.path().join("x").exists());
 }
 
-/// [`toolhost::sessions::Sessions::start_with_policy`] can tighten the
+/// [`toolhost_process::Sessions::start_with_policy`] can tighten the
 /// operator's sandbox but never loosen it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_call_policy_only_tightens() {
-    use toolhost::sandbox::{SandboxMode, SandboxPolicy};
-    use toolhost::sessions::{Caller, Sessions, SessionsConfig, StartRequest};
+    use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+    use toolhost_process::{Caller, Sessions, SessionsConfig, StartRequest};
     let (ws, state) = dirs();
     let sessions = Sessions::new(SessionsConfig::new(ws.path(), state.path())).unwrap();
     let run = |policy: SandboxPolicy, command: &'static str| {

@@ -1,6 +1,6 @@
 //! Untrusted plugins: manifests, grants, limits and containment, checked with
 //! the test-only hostile plugin (`tests/plugins/hostile`, built by
-//! `host/build.rs` into `OUT_DIR`, never embedded in the binary).
+//! `tests/fixtures` for the test suite only, never embedded in the binary).
 //!
 //! Every hostile tool is contained with a specific, named outcome, and after
 //! each the host still runs the bash plugin and the hostile plugin again.
@@ -9,11 +9,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use toolhost::engine::CompileSource;
-use toolhost::plugins::{CallError, LimitExceeded, LoadError, MAX_OUTPUT_BYTES};
-use toolhost::{Host, HostConfig, HostError, ToolResult};
+use toolhost_runtime::LimitExceeded;
+use toolhost_runtime::engine::CompileSource;
+use toolhost_runtime::plugin::{CallError, LoadError, MAX_OUTPUT_BYTES};
+use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
 
-const HOSTILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_hostile.wasm"));
+use toolhost_test_fixtures::HOSTILE;
+
+use crate::support::dirs;
 
 /// A host with the hostile plugin loaded from `dir/hostile.wasm` and the
 /// given manifest text (none: no manifest file).
@@ -56,8 +59,7 @@ fn config(files: Vec<PathBuf>, ws: &Path, state: &Path) -> HostConfig {
 /// Like [`env`] but returns the host's `Result` (plus the temp dirs to keep).
 async fn try_env(manifest: Option<&str>) -> (Result<Host, HostError>, [tempfile::TempDir; 3]) {
     let dir = plugin_dir(manifest);
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
     let cfg = config(
         vec![dir.path().join("hostile.wasm")],
         ws.path(),
@@ -68,8 +70,7 @@ async fn try_env(manifest: Option<&str>) -> (Result<Host, HostError>, [tempfile:
 
 async fn env(manifest: Option<&str>) -> Env {
     let dir = plugin_dir(manifest);
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
     let cfg = config(
         vec![dir.path().join("hostile.wasm")],
         ws.path(),
@@ -462,9 +463,8 @@ async fn another_plugins_sessions_cannot_be_seen_or_killed() {
 async fn a_policy_component_is_refused_as_a_tool_plugin() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notatool.wasm");
-    std::fs::write(&path, toolhost::builtin::POLICY).unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    std::fs::write(&path, toolhost_runtime::builtin::POLICY).unwrap();
+    let (ws, state) = dirs();
     let err = Host::new(config(vec![path], ws.path(), state.path()))
         .await
         .err()
@@ -513,8 +513,7 @@ async fn an_import_the_host_does_not_provide_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("http.wasm");
     std::fs::write(&path, component_importing_http()).unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
     let err = Host::new(config(vec![path], ws.path(), state.path()))
         .await
         .err()
@@ -539,11 +538,11 @@ async fn a_sha256_pin_must_match() {
         }) => {
             assert_eq!(plugin, "hostile");
             assert_eq!(expected, wrong);
-            assert_eq!(actual, toolhost::engine::sha256_hex(HOSTILE));
+            assert_eq!(actual, toolhost_runtime::engine::sha256_hex(HOSTILE));
         }
         other => panic!("{other:?}"),
     }
-    let right = toolhost::engine::sha256_hex(HOSTILE).to_uppercase();
+    let right = toolhost_runtime::engine::sha256_hex(HOSTILE).to_uppercase();
     let env = env(Some(&manifest(&format!("sha256 = \"{right}\"\n")))).await;
     assert_host_alive(&env.host).await;
 }
@@ -598,8 +597,7 @@ async fn invalid_manifests_are_refused_before_anything_runs() {
 async fn second_start_loads_third_party_plugins_from_the_cache() {
     // Its own cache (not the shared one) so the first start really compiles.
     let dir = plugin_dir(None);
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
     let cfg = HostConfig {
         plugins: vec![dir.path().join("hostile.wasm")],
         ..HostConfig::new(ws.path().to_path_buf(), state.path().to_path_buf())
@@ -622,8 +620,7 @@ async fn second_start_loads_third_party_plugins_from_the_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugins_dir_loads_every_component_with_its_manifest() {
     let dir = plugin_dir(Some(&manifest("exec = [\"echo hi\"]\n")));
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
     std::os::unix::fs::symlink(shared_cache(), state.path().join("compiled")).ok();
     let cfg = HostConfig {
         plugins_dir: Some(dir.path().to_path_buf()),
@@ -637,7 +634,7 @@ async fn plugins_dir_loads_every_component_with_its_manifest() {
         .expect("loaded from the dir");
     assert_eq!(
         hostile.manifest().exec,
-        toolhost::manifest::ExecGrant::Patterns(vec!["echo hi".into()])
+        toolhost_runtime::manifest::ExecGrant::Patterns(vec!["echo hi".into()])
     );
     assert!(host.tools().iter().any(|t| t.name == "spin"));
 }
@@ -655,8 +652,7 @@ fn toolhost_bin(args: &[&str], log: Option<&str>) -> std::process::Output {
 #[test]
 fn guest_stdout_goes_to_the_log_never_to_toolhost_stdout() {
     let dir = plugin_dir(None);
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
     let plugin = dir.path().join("hostile.wasm");
     let args = [
         "call",
@@ -708,7 +704,7 @@ fn plugin_inspect_shows_imports_exports_tools_and_grants() {
         "-> /data (read-only)",
         "env        MODE",
         "memory     32 MiB per call",
-        &toolhost::engine::sha256_hex(HOSTILE),
+        &toolhost_runtime::engine::sha256_hex(HOSTILE),
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
@@ -736,7 +732,7 @@ fn plugin_inspect_shows_imports_exports_tools_and_grants() {
 
     // A policy component: listed, but no tools, and why.
     let policy = dir.path().join("policyish.wasm");
-    std::fs::write(&policy, toolhost::builtin::POLICY).unwrap();
+    std::fs::write(&policy, toolhost_runtime::builtin::POLICY).unwrap();
     let out = toolhost_bin(
         &["plugin", "inspect", "--json", policy.to_str().unwrap()],
         None,

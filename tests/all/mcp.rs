@@ -22,7 +22,7 @@ fn serve_command(ws: &Path, state: &Path, extra: &[&str]) -> tokio::process::Com
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
     cmd.arg("serve")
         .arg("--policy")
-        .arg(crate::cli::allow_all_policy(state))
+        .arg(crate::support::allow_all_policy(state))
         .args(extra)
         .arg("--workspace")
         .arg(ws)
@@ -61,9 +61,7 @@ fn call(name: &str, args: Value) -> CallToolRequestParams {
     p
 }
 
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
-}
+use crate::support::dirs;
 
 fn text_of(result: &rmcp::model::CallToolResult) -> String {
     serde_json::to_value(&result.content).unwrap()[0]["text"]
@@ -184,7 +182,7 @@ async fn progress_notifications_arrive_for_a_long_call() {
 /// an orphaned grandchild that died waits for whoever is pid 1 here to reap
 /// it, which can take a while and says nothing about the kill.
 fn alive(pgid: i32) -> bool {
-    !toolhost::sessions::group_members(pgid as u32).is_empty()
+    !toolhost_process::group_members(pgid as u32).is_empty()
 }
 
 #[tokio::test]
@@ -275,7 +273,7 @@ impl Raw {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("serve")
             .arg("--policy")
-            .arg(crate::cli::allow_all_policy(state))
+            .arg(crate::support::allow_all_policy(state))
             .args(extra)
             .arg("--workspace")
             .arg(ws)
@@ -481,7 +479,10 @@ fn restart_with_the_same_host_session_replays_history_and_continues_seq() {
 /// (`python3 -m venv .venv && .venv/bin/pip install mcp pytest`).
 #[test]
 fn python_sdk_client() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
     let python = root.join(".venv/bin/python");
     assert!(
         python.exists(),
@@ -534,7 +535,7 @@ impl ClientHandler for Elicitor {
     }
 }
 
-/// DESIGN §5 step 4: with no control client attached, the policy's `ask`
+/// Step 4 of the permission pipeline (ARCHITECTURE.md, "The path of one tool call"): with no control client attached, the policy's `ask`
 /// goes to the MCP client through elicitation, and its answer decides.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_answers_a_policy_ask_through_elicitation() {

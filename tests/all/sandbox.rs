@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use toolhost::sandbox::*;
+use toolhost_process::sandbox::*;
 
 struct Fx {
     _dir: tempfile::TempDir,

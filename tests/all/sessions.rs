@@ -1,9 +1,9 @@
-//! Real-process tests of the session engine (`toolhost::sessions`).
+//! Real-process tests of the session engine (`toolhost_process`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use toolhost::sessions::*;
+use toolhost_process::*;
 
 const HANG: Duration = Duration::from_secs(20);
 
@@ -128,7 +128,7 @@ fn assert_seqs_contiguous(events: &[SessionEvent]) {
     for e in events {
         assert_eq!(e.seq, expected, "events: {events:?}");
         expected = match &e.kind {
-            EventKind::Omitted(r) => {
+            SessionEventKind::Omitted(r) => {
                 assert_eq!(r.first_seq, e.seq);
                 r.last_seq + 1
             }
@@ -137,11 +137,11 @@ fn assert_seqs_contiguous(events: &[SessionEvent]) {
     }
     assert!(matches!(
         events.first().map(|e| &e.kind),
-        Some(EventKind::Started(_))
+        Some(SessionEventKind::Started(_))
     ));
     assert!(matches!(
         events.last().map(|e| &e.kind),
-        Some(EventKind::Exited(_))
+        Some(SessionEventKind::Exited(_))
     ));
 }
 
@@ -177,7 +177,7 @@ async fn exit_code_output_and_events() {
     );
     assert_eq!(snap.sandbox_denial, None);
     match &events[0].kind {
-        EventKind::Started(info) => {
+        SessionEventKind::Started(info) => {
             assert_eq!(Some(info.pid), snap.pid);
             assert_eq!(info.sandbox, snap.sandbox);
         }
@@ -186,7 +186,7 @@ async fn exit_code_output_and_events() {
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
     for ev in &events {
-        if let EventKind::Output(c) = &ev.kind {
+        if let SessionEventKind::Output(c) = &ev.kind {
             match c.stream {
                 OutputStream::Stdout => stdout.extend_from_slice(&c.data),
                 OutputStream::Stderr => stderr.extend_from_slice(&c.data),
@@ -754,7 +754,7 @@ async fn subscriptions_replay_and_respect_from_seq() {
         .unwrap();
     let only = tail.next(10);
     assert_eq!(only.len(), 1);
-    assert!(matches!(only[0].kind, EventKind::Exited(_)));
+    assert!(matches!(only[0].kind, SessionEventKind::Exited(_)));
     let mut paged = e.sessions.subscribe(&HOST, &snap.id, 0).unwrap();
     assert_eq!(paged.next(2).len(), 2);
     assert_eq!(paged.cursor(), 3);
@@ -772,7 +772,7 @@ async fn output_events_stay_bounded_with_omitted_ranges() {
     let held: usize = events
         .iter()
         .map(|e| match &e.kind {
-            EventKind::Output(c) => c.data.len(),
+            SessionEventKind::Output(c) => c.data.len(),
             _ => 0,
         })
         .sum();
@@ -781,8 +781,8 @@ async fn output_events_stay_bounded_with_omitted_ranges() {
     let mut next_offset = 0u64;
     for ev in &events {
         match &ev.kind {
-            EventKind::Omitted(r) => assert_eq!(r.offset, next_offset),
-            EventKind::Output(c) => {
+            SessionEventKind::Omitted(r) => assert_eq!(r.offset, next_offset),
+            SessionEventKind::Output(c) => {
                 assert!(c.offset >= next_offset);
                 assert_eq!(
                     &out[c.offset as usize..c.offset as usize + c.data.len()],
@@ -799,7 +799,7 @@ async fn output_events_stay_bounded_with_omitted_ranges() {
             .iter()
             .skip_while(|x| x.seq <= ev.seq)
             .find_map(|x| match &x.kind {
-                EventKind::Output(c) => Some(c.offset),
+                SessionEventKind::Output(c) => Some(c.offset),
                 _ => None,
             });
         next_offset = next_out.unwrap_or(next_offset);
@@ -807,7 +807,7 @@ async fn output_events_stay_bounded_with_omitted_ranges() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e.kind, EventKind::Omitted(_)))
+            .any(|e| matches!(e.kind, SessionEventKind::Omitted(_)))
     );
 }
 
@@ -835,7 +835,7 @@ async fn detach_keeps_the_process_running() {
             let batch = sub.next(256);
             let detached = batch
                 .iter()
-                .any(|e| matches!(e.kind, EventKind::Detached(_)));
+                .any(|e| matches!(e.kind, SessionEventKind::Detached(_)));
             seen.extend(batch);
             if detached || sub.finished() {
                 return seen;
@@ -854,7 +854,7 @@ async fn detach_keeps_the_process_running() {
     assert_eq!(info.tool_call_id.as_deref(), Some("call-1"));
     let seen = tokio::time::timeout(HANG, waiter).await.unwrap().unwrap();
     let last = seen.last().unwrap();
-    assert_eq!(last.kind, EventKind::Detached(info.clone()));
+    assert_eq!(last.kind, SessionEventKind::Detached(info.clone()));
     assert!(!e.sessions.is_running("call-1"));
     assert!(e.sessions.running_calls().is_empty());
     assert!(matches!(

@@ -141,8 +141,21 @@ fn session_result(
     detached: bool,
 ) -> (String, Value) {
     let rendered = capture.render(MAX_CHARS, &snap.output_path);
-    let text = report::compose(&rendered.text, capture.total(), empty_label, &trailer);
-    let json = Outcome {
+    let mut text = report::compose(&rendered.text, capture.total(), empty_label, &trailer);
+    // Contract v0.1.0 carries the host's sandbox-denial hint (set only when the
+    // sandbox likely caused a failure) on the snapshot's `sandbox` line after
+    // the one-line summary.
+    let (sandbox, denial) = match snap.sandbox.split_once('\n') {
+        Some((summary, hint)) => (summary, Some(hint)),
+        None => (snap.sandbox.as_str(), None),
+    };
+    if let Some(hint) = denial {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[{hint}]"));
+    }
+    let mut json = Outcome {
         session_id: &snap.id,
         status: ending.map_or(status(snap.status), Ending::status),
         ending,
@@ -151,9 +164,12 @@ fn session_result(
         output_path: &snap.output_path,
         detached,
         elapsed_ms: snap.elapsed_ms,
-        sandbox: &snap.sandbox,
+        sandbox,
     }
     .to_json();
+    if let (Some(hint), Value::Object(map)) = (denial, &mut json) {
+        map.insert("sandbox_denial".into(), Value::String(hint.to_owned()));
+    }
     (text, json)
 }
 
@@ -372,7 +388,7 @@ fn started_in_background(id: &str, a: &args::Bash) -> ToolOutput {
         "truncated": false,
         "output_path": snap.as_ref().map(|snap| snap.output_path.clone()).unwrap_or_default(),
         "detached": true,
-        "sandbox": snap.map(|snap| snap.sandbox).unwrap_or_default(),
+        "sandbox": snap.map(|snap| snap.sandbox.lines().next().unwrap_or_default().to_owned()).unwrap_or_default(),
     });
     output(text, Some(json), false)
 }

@@ -146,7 +146,7 @@ pub fn running_line(id: &str, elapsed_ms: u64, stdin_hint: bool) -> String {
     )
 }
 
-/// The trailer of a foreground run that was detached (DESIGN §3.4).
+/// The trailer of a foreground run that was detached (ARCHITECTURE.md, "The path of one tool call").
 pub fn detached_trailer(task_id: &str, reason: &str) -> String {
     format!("[Detached to background task {task_id}: {reason}]")
 }

@@ -83,7 +83,8 @@
 #![deny(missing_docs)]
 
 pub mod judge;
-pub mod pattern;
+/// The pattern language, shared with manifest exec grants (`host/pattern`).
+pub use toolhost_pattern as pattern;
 pub mod rules;
 pub mod shell;
 pub mod wrappers;

@@ -1,0 +1,110 @@
+//! P2: the `bash` tool running `true` through the whole host (tool call → policy
+//! plugin → bash plugin → sandboxed process → result) against spawning `sh -c true`
+//! with tokio and waiting for it, in the same process, interleaved.
+
+use std::time::Instant;
+
+use anyhow::{Result, ensure};
+use serde_json::json;
+
+use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+use toolhost_process::{Caller, Sessions, SessionsConfig, StartRequest};
+
+use crate::fixture::{ALLOW_ALL, Fixture};
+use crate::plugin_call::ratio;
+use crate::report::Row;
+use crate::stats::{Summary, duration};
+
+/// One raw baseline run: `sh -c true`, spawned by tokio and awaited.
+pub async fn raw_true() -> Result<()> {
+    let status = tokio::process::Command::new("/bin/sh")
+        .args(["-c", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .status()
+        .await?;
+    ensure!(status.success(), "sh -c true failed: {status}");
+    Ok(())
+}
+
+/// `true` through the session engine alone: start, wait for the exit.
+pub async fn session_true(sessions: &Sessions) -> Result<std::time::Duration> {
+    let t = Instant::now();
+    let id = sessions
+        .start(&Caller::Host, StartRequest::new("true"))
+        .await?;
+    let exit = sessions.wait(&Caller::Host, &id).await?;
+    let elapsed = t.elapsed();
+    ensure!(exit.code == Some(0), "`true` failed: {exit:?}");
+    Ok(elapsed)
+}
+
+/// Runs P2 with `calls` calls of each kind, interleaved.
+pub async fn run(calls: usize) -> Result<Vec<Row>> {
+    let fixture = Fixture::new()?;
+    // The built-in default policy allows `true`; the default sandbox confines it.
+    let host = fixture.host(None).await?;
+    let args = json!({"command": "true"});
+    for _ in 0..calls.clamp(5, 30) {
+        host.call_tool("bash", &args).await?;
+        raw_true().await?;
+    }
+    // Where the time goes: the same process through the session engine alone,
+    // sandboxed and not, and the whole path with a policy that allows everything.
+    let confined = fixture.sessions(8)?;
+    let open = {
+        let mut config = SessionsConfig::new(&fixture.workspace, &fixture.state);
+        config.sandbox = SandboxPolicy {
+            mode: SandboxMode::FullAccess,
+            ..SandboxPolicy::default()
+        };
+        Sessions::new(config)?
+    };
+    let lenient = Fixture::new()?;
+    let lenient = lenient.host(Some(ALLOW_ALL)).await?;
+    let mut ours = Vec::with_capacity(calls);
+    let mut raw = Vec::with_capacity(calls);
+    let mut parts: [Vec<std::time::Duration>; 3] = Default::default();
+    for _ in 0..calls {
+        let t = Instant::now();
+        let result = host.call_tool("bash", &args).await?;
+        ours.push(t.elapsed());
+        ensure!(!result.is_error, "bash `true` failed: {}", result.text);
+        let t = Instant::now();
+        raw_true().await?;
+        raw.push(t.elapsed());
+        parts[0].push(session_true(&confined).await?);
+        parts[1].push(session_true(&open).await?);
+        let t = Instant::now();
+        lenient.call_tool("bash", &args).await?;
+        parts[2].push(t.elapsed());
+    }
+    let [confined_t, open_t, lenient_t] = parts.map(|p| duration(Summary::of(p).median));
+    let ours = Summary::of(ours);
+    let raw = Summary::of(raw);
+    let r = ratio(ours.median, raw.median);
+    Ok(vec![Row {
+        id: "P2".into(),
+        what: format!(
+            "end to end: `bash` tool `true` through host → policy plugin → bash plugin → \
+             process ({}) → result, vs tokio spawning `sh -c true` and waiting",
+            host.sessions().sandbox()
+        ),
+        measured: duration(ours.median),
+        baseline: duration(raw.median),
+        ratio: Some(r),
+        ratio_note: "toolhost / raw".into(),
+        goal: "≤ 1.10× raw".into(),
+        met: r <= 1.10,
+        details: vec![
+            format!("toolhost: {}", ours.describe()),
+            format!("raw:      {}", raw.describe()),
+            format!(
+                "parts (medians): session engine start + wait of `true`: sandboxed \
+                 {confined_t}, full-access {open_t}; whole path with an allow-all policy \
+                 {lenient_t}"
+            ),
+        ],
+    }])
+}

@@ -1,0 +1,305 @@
+//! The one command-pattern language of toolhost, shared by manifest `exec`
+//! grants (host, `toolhost-runtime`) and policy rules (the policy plugin, built
+//! for `wasm32-wasip2`): the same text means the same commands in both places.
+//! Pure: no I/O, no dependencies. See ARCHITECTURE.md, "Pattern language".
+//!
+//! A pattern is whitespace-separated words matched against a simple command's
+//! words (program first):
+//!
+//! - a word matches one argument word exactly; `*` inside a word globs within
+//!   that word (`test:*` matches `test:unit`, `--output*` matches `--output=x`);
+//! - a lone `*` as the **last** word means "any further arguments, including
+//!   none": `cargo test *` matches `cargo test` and `cargo test --release`;
+//! - a lone `*` elsewhere matches exactly one word (`git * --help`);
+//! - `**` anywhere matches any number of words (`git ** --output* **`);
+//! - without a trailing `*` the pattern matches exactly those words: `git
+//!   status` matches `git status` but not `git status --porcelain`;
+//! - the first word names the program; it cannot be `*` or `**`
+//!   ([`PatternError::WildcardProgram`]).
+//!
+//! Matching is three-valued: a command word that holds an expansion the caller
+//! cannot resolve statically (`$X`, `$(…)`, an unquoted glob) may or may not
+//! match, so the matcher says [`Match::Maybe`] and the caller treats it as
+//! "not allowed, and possibly denied". Matching is linear in the words for
+//! patterns without `**`, and at most quadratic with them.
+
+#![no_std]
+extern crate alloc;
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+/// One word of a simple command as the shell would see it after quote
+/// removal, or a word whose value is only known at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arg {
+    /// The word with quotes and backslashes removed; unresolved parts keep
+    /// their source text (e.g. `$HOME`), for messages only.
+    pub text: String,
+    /// `true` when `text` is exactly what the program receives as one word.
+    pub resolved: bool,
+}
+
+impl Arg {
+    /// A word known statically.
+    pub fn literal(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            resolved: true,
+        }
+    }
+
+    /// A word (or any number of words) known only at run time.
+    pub fn unresolved(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            resolved: false,
+        }
+    }
+}
+
+/// The result of matching a pattern against command words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Match {
+    /// Cannot match.
+    No,
+    /// Might match, depending on an expansion only known at run time.
+    Maybe,
+    /// Matches.
+    Yes,
+}
+
+/// One word of a pattern.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum PatWord {
+    /// A word that must match one argument; `*` inside is a glob within the word.
+    Glob(String),
+    /// `*` as the last word, or `**` anywhere: any number of words, including none.
+    Rest,
+}
+
+/// A parsed command pattern such as `cargo test *` or `npm run test:*`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern {
+    source: String,
+    words: Vec<PatWord>,
+}
+
+/// Why a pattern text was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PatternError {
+    /// The pattern has no words.
+    Empty,
+    /// The first word is a wildcard that would match every program.
+    WildcardProgram,
+}
+
+impl fmt::Display for PatternError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PatternError::Empty => f.write_str("empty pattern"),
+            PatternError::WildcardProgram => f.write_str(
+                "the first word of a pattern must name a program (`*` or `**` would match every command)",
+            ),
+        }
+    }
+}
+
+impl Pattern {
+    /// Parses a pattern: whitespace-separated words, see the crate docs.
+    pub fn parse(text: &str) -> Result<Self, PatternError> {
+        let raw: Vec<&str> = text.split_whitespace().collect();
+        if raw.is_empty() {
+            return Err(PatternError::Empty);
+        }
+        if raw[0] == "*" || raw[0] == "**" {
+            return Err(PatternError::WildcardProgram);
+        }
+        let last = raw.len() - 1;
+        let words = raw
+            .iter()
+            .enumerate()
+            .map(|(i, w)| match *w {
+                "**" => PatWord::Rest,
+                "*" if i == last => PatWord::Rest,
+                w => PatWord::Glob(w.to_string()),
+            })
+            .collect();
+        Ok(Self {
+            source: raw.join(" "),
+            words,
+        })
+    }
+
+    /// The pattern as written (whitespace normalised).
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Matches plain words (all known statically), e.g. a command split on
+    /// whitespace: `Yes` or `No`, never `Maybe`.
+    pub fn matches_words(&self, words: &[&str]) -> bool {
+        let args: Vec<Arg> = words.iter().map(|w| Arg::literal(*w)).collect();
+        self.matches(&args) == Match::Yes
+    }
+
+    /// The first word of the pattern (the program it names).
+    pub fn program(&self) -> &str {
+        match &self.words[0] {
+            PatWord::Glob(g) => g,
+            PatWord::Rest => "**",
+        }
+    }
+
+    /// Matches `args` (the program word first) against this pattern. The
+    /// program word is compared like any other word; the caller decides which
+    /// spelling of the program (name, basename or path) it passes.
+    pub fn matches(&self, args: &[Arg]) -> Match {
+        match_from(&self.words, args)
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+fn match_from(pat: &[PatWord], args: &[Arg]) -> Match {
+    let Some((first, rest)) = pat.split_first() else {
+        // Pattern exhausted: extra resolved words make it fail; extra
+        // unresolved words might expand to nothing.
+        return if args.is_empty() {
+            Match::Yes
+        } else if args.iter().all(|a| !a.resolved) {
+            Match::Maybe
+        } else {
+            Match::No
+        };
+    };
+    match first {
+        PatWord::Rest => {
+            // Any number of words: the best over every split.
+            let mut best = Match::No;
+            for k in 0..=args.len() {
+                best = best.max(match_from(rest, &args[k..]));
+                if best == Match::Yes {
+                    break;
+                }
+            }
+            best
+        }
+        PatWord::Glob(g) => {
+            let Some((arg, more)) = args.split_first() else {
+                return Match::No;
+            };
+            if !arg.resolved {
+                // Could be any word, several words or none at all.
+                return Match::Maybe;
+            }
+            if glob_match(g.as_bytes(), arg.text.as_bytes()) {
+                match_from(rest, more)
+            } else {
+                Match::No
+            }
+        }
+    }
+}
+
+/// Matches `text` against `pat`, where `*` matches any run of bytes
+/// (including none) and every other byte matches itself.
+pub fn glob_match(pat: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pat.len() && pat[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pat.len() && pat[p] == text[t] {
+            p += 1;
+            t += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pat[p..].iter().all(|&c| c == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    fn words(s: &str) -> Vec<Arg> {
+        s.split_whitespace()
+            .map(|w| match w.strip_prefix('?') {
+                Some(u) => Arg::unresolved(u),
+                None => Arg::literal(w),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pattern_table() {
+        use Match::*;
+        let cases: &[(&str, &str, Match)] = &[
+            ("git status", "git status", Yes),
+            ("git status", "git status --porcelain", No),
+            ("git status", "git", No),
+            ("git status *", "git status", Yes),
+            ("git status *", "git status -s --porcelain", Yes),
+            ("cargo test *", "cargo test", Yes),
+            ("cargo test *", "cargo testx", No),
+            ("cargo test *", "cargo build", No),
+            ("npm run test:*", "npm run test:unit", Yes),
+            ("npm run test:*", "npm run test:", Yes),
+            ("npm run test:*", "npm run build", No),
+            ("npm run test:*", "npm run test:unit extra", No),
+            ("git * --help", "git log --help", Yes),
+            ("git * --help", "git --help", No),
+            (
+                "git ** --output* **",
+                "git diff --stat --output=x HEAD",
+                Yes,
+            ),
+            ("git ** --output* **", "git diff --stat", No),
+            ("rm -rf *", "rm -rf /", Yes),
+            ("rm -rf *", "rm -rf", Yes),
+            ("rm -rf *", "rm -fr /", No),
+            ("rm -rf *", "rm -rf ?$X", Yes),
+            ("rm -rf *", "rm ?$X /", Maybe),
+            ("echo *", "echo ?$(date)", Yes),
+            ("echo hi", "echo ?$X", Maybe),
+            ("git status", "git status ?$X", Maybe),
+            ("git status", "git status ?$X --porcelain", No),
+        ];
+        for (pat, cmd, want) in cases {
+            let p = Pattern::parse(pat).unwrap();
+            assert_eq!(p.matches(&words(cmd)), *want, "pattern `{pat}` vs `{cmd}`");
+        }
+    }
+
+    #[test]
+    fn bad_patterns() {
+        assert_eq!(Pattern::parse("  "), Err(PatternError::Empty));
+        assert_eq!(Pattern::parse("* rm"), Err(PatternError::WildcardProgram));
+        assert_eq!(
+            Pattern::parse("git   status").unwrap().as_str(),
+            "git status"
+        );
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(b"a*c", b"abbbc"));
+        assert!(glob_match(b"*", b""));
+        assert!(!glob_match(b"a*c", b"abcd"));
+        assert!(glob_match(b"*.rs", b"lib.rs"));
+        assert!(glob_match(b"a**b", b"ab"));
+    }
+}

@@ -1,0 +1,590 @@
+//! Kernel confinement of the OS processes toolhost spawns for plugins (ARCHITECTURE.md, "Sandbox").
+//!
+//! Plugins themselves are sandboxed by wasmtime; the shell commands the host starts on their
+//! behalf are confined by the kernel. This module decides *what a started command can touch*;
+//! the policy layer decides *whether* it runs at all.
+//!
+//! # Modes
+//!
+//! | mode | filesystem | network |
+//! |------|-----------|---------|
+//! | [`SandboxMode::ReadOnly`] | everything readable/executable, only `/dev/null` writable | blocked unless granted |
+//! | [`SandboxMode::WorkspaceWrite`] (default) | as read-only, plus the workspace root and a private temp dir writable; `.git` and host-protected paths stay read-only | blocked unless granted |
+//! | [`SandboxMode::FullAccess`] | no confinement at all (must be asked for explicitly) | unrestricted |
+//!
+//! The operator's `--sandbox` and a plugin manifest each yield a [`SandboxPolicy`];
+//! [`SandboxPolicy::stricter`] combines them.
+//!
+//! # Linux mechanism (applied in the child between `fork` and `exec`)
+//!
+//! In this order, by the closure [`Confinement::install`] registers:
+//!
+//! 1. **Mount namespace** ([`mounts`]): only when something under a writable root must stay
+//!    read-only (`.git`, [`SandboxPaths::protected`]). Landlock is an allow-list and
+//!    hierarchical: granting write on the workspace also grants it on everything beneath it,
+//!    and it cannot subtract. So the child enters a private mount namespace
+//!    (`unshare(CLONE_NEWNS)`; as non-root `CLONE_NEWUSER|CLONE_NEWNS` with an identity
+//!    uid/gid map, like `unshare -r`), makes `/` `MS_REC|MS_PRIVATE` (nothing propagates back
+//!    to the host), bind-mounts each such path onto itself and makes the bind read-only and
+//!    recursive with `mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE)` (falling back to a
+//!    `MS_REMOUNT|MS_BIND|MS_RDONLY` remount on kernels without it). The mounts exist only in
+//!    the child's namespace and vanish with it. A Landlock-restricted process can no longer
+//!    mount, unmount or remount anything (Landlock denies those hooks once it handles any
+//!    filesystem access), so even a command running as root cannot peel the bind off.
+//! 2. **Capability drop** ([`caps`]): the command keeps no capabilities, even when the host
+//!    runs as root (bounding, ambient and inheritable sets emptied).
+//! 3. **`no_new_privs`** (`prctl(PR_SET_NO_NEW_PRIVS)`), always when confined: setuid binaries
+//!    cannot regain privileges, and it is required for unprivileged Landlock and seccomp.
+//! 4. **Landlock** ([`landlock`]): read+execute on `/`, full access beneath the writable
+//!    roots (except creating device nodes), read/write on `/dev/null`. Rules are attached to inodes opened in the parent, so
+//!    a symlink in the workspace pointing outside resolves to an inode that has no write rule:
+//!    it cannot open a write path. With ABI ≥ 6 the domain is also *scoped*: it can neither
+//!    signal processes outside the sandbox (the host, other sessions) nor connect to abstract
+//!    UNIX sockets created outside it.
+//! 5. **Network block** ([`seccomp`]): a seccomp filter makes `socket(2)`/`socketpair(2)` for
+//!    every family but `AF_UNIX` fail with `EPERM`, and `io_uring_setup(2)` too (io_uring's
+//!    `IORING_OP_SOCKET` would bypass the filter). See that module for why seccomp rather than
+//!    a fresh network namespace.
+//!
+//! Everything that allocates or opens files happens in [`SandboxPolicy::prepare`], in the
+//! parent; the child only issues syscalls on pre-built data (async-signal-safe).
+//!
+//! # Never a silent downgrade
+//!
+//! When the kernel lacks a feature the sandbox degrades *visibly*: the missing layer is left
+//! out of [`EffectiveSandbox`] (e.g. `landlock_abi: None`, `git_read_only: false`) and a
+//! sentence is pushed to [`EffectiveSandbox::warnings`]. `prepare` logs them only at `debug`
+//! (it runs once per started command); the caller reports them to the operator, e.g. the
+//! session engine logs each distinct warning once with `tracing::warn!`.
+//! Conversely, whatever `EffectiveSandbox` claims is enforced: if a layer that `prepare`
+//! promised fails in the child, the closure returns the error and `Command::spawn` fails
+//! (fail closed) instead of running the command less confined than reported.
+//!
+//! # Denials
+//!
+//! The command's own error is kept (`EACCES` from Landlock, `EROFS` from a read-only bind,
+//! `EPERM` from seccomp); [`denial_hint`] maps a failed command's output to the rule that most
+//! likely refused it, so an agent can ask for escalation instead of retrying blindly (after
+//! Codex CLI's `is_likely_sandbox_denied`).
+
+mod caps;
+mod denial;
+mod landlock;
+mod mounts;
+mod probe;
+mod seccomp;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+pub use denial::denial_hint;
+pub use probe::{KernelSupport, probe};
+
+/// How much a spawned command may touch. Ordered from strictest to loosest
+/// (`ReadOnly < WorkspaceWrite < FullAccess`), which [`SandboxPolicy::stricter`] relies on.
+///
+/// Parsed from and displayed as `"read-only"`, `"workspace-write"`, `"full-access"` (the
+/// `--sandbox` values, after Codex CLI's `--sandbox` modes). Default: `WorkspaceWrite`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Whole filesystem readable and executable; nothing writable except `/dev/null`
+    /// (output reaches the host through pipes, which are not filesystem paths).
+    ReadOnly,
+    /// As `ReadOnly`, plus the workspace root and the private temp dir writable; `.git` in the
+    /// workspace and [`SandboxPaths::protected`] paths stay read-only.
+    #[default]
+    WorkspaceWrite,
+    /// No confinement at all. Must be requested explicitly; shown in inspect and events.
+    FullAccess,
+}
+
+impl SandboxMode {
+    /// The `--sandbox` spelling of this mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::FullAccess => "full-access",
+        }
+    }
+}
+
+impl fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SandboxMode {
+    type Err = SandboxError;
+
+    /// Accepts exactly `read-only`, `workspace-write` or `full-access`;
+    /// anything else is [`SandboxError::UnknownMode`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "read-only" => Ok(SandboxMode::ReadOnly),
+            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
+            "full-access" => Ok(SandboxMode::FullAccess),
+            other => Err(SandboxError::UnknownMode(other.to_owned())),
+        }
+    }
+}
+
+/// What the operator (or a plugin manifest) allows spawned commands to do.
+///
+/// `Default` is the safe default: `workspace-write`, no network, `.git` read-only.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+pub struct SandboxPolicy {
+    /// Filesystem confinement mode.
+    pub mode: SandboxMode,
+    /// Network grant (`--allow-network` / manifest). Off by default. Ignored (always allowed)
+    /// under [`SandboxMode::FullAccess`], which confines nothing.
+    pub network: bool,
+    /// Whether `.git` at the workspace root may be written (only meaningful under
+    /// `workspace-write`). Off by default.
+    pub git_writable: bool,
+}
+
+impl SandboxPolicy {
+    /// Combines the operator's policy with a plugin manifest's: the stricter of the two wins,
+    /// field by field. Mode: the lower of `read-only < workspace-write < full-access`;
+    /// network and `.git` writes only if *both* grant them. Pure and commutative.
+    pub fn stricter(&self, other: &SandboxPolicy) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: self.mode.min(other.mode),
+            network: self.network && other.network,
+            git_writable: self.git_writable && other.git_writable,
+        }
+    }
+
+    /// Builds everything the child needs, in the parent: canonicalises the paths, creates the
+    /// private temp dir if missing, probes the kernel ([`probe()`]), creates the Landlock
+    /// ruleset (opening each rule's path with `O_PATH`), compiles the seccomp filter and
+    /// pre-formats the mount plan. The returned [`Confinement`] is then installed on one or
+    /// more `Command`s.
+    ///
+    /// Unavailable kernel features are not errors: they are reported in
+    /// [`EffectiveSandbox::warnings`] (logged here at `debug` only; surfacing them is the
+    /// caller's job). Errors are for things that make the requested sandbox
+    /// impossible to describe: [`SandboxError::Workspace`] if the workspace cannot be
+    /// resolved, [`SandboxError::Io`] for the temp dir, [`SandboxError::Landlock`] /
+    /// [`SandboxError::Seccomp`] if building the ruleset/filter fails on a kernel that
+    /// supports them.
+    pub fn prepare(&self, paths: &SandboxPaths) -> Result<Confinement, SandboxError> {
+        if self.mode == SandboxMode::FullAccess {
+            tracing::debug!("sandbox: full-access requested, spawned commands are not confined");
+            return Ok(Confinement {
+                effective: EffectiveSandbox::full_access(),
+                plan: None,
+            });
+        }
+        let support = probe();
+        let mut warnings = Vec::new();
+
+        let workspace =
+            paths
+                .workspace
+                .canonicalize()
+                .map_err(|source| SandboxError::Workspace {
+                    path: paths.workspace.clone(),
+                    source,
+                })?;
+        std::fs::create_dir_all(&paths.private_tmp).map_err(|source| SandboxError::Io {
+            what: "creating the private temp dir",
+            path: paths.private_tmp.clone(),
+            source,
+        })?;
+        let private_tmp = paths
+            .private_tmp
+            .canonicalize()
+            .map_err(|source| SandboxError::Io {
+                what: "resolving the private temp dir",
+                path: paths.private_tmp.clone(),
+                source,
+            })?;
+
+        let writable_roots: Vec<PathBuf> = match self.mode {
+            SandboxMode::WorkspaceWrite => vec![workspace.clone(), private_tmp.clone()],
+            _ => Vec::new(),
+        };
+        let mut writable = writable_roots.clone();
+        writable.push(PathBuf::from(landlock::DEV_NULL));
+
+        // Paths that must stay read-only although a writable root contains them.
+        let mut read_only_binds = Vec::new();
+        let git = workspace.join(".git");
+        let git_exists = git.symlink_metadata().is_ok();
+        let wants_git_ro = self.mode == SandboxMode::WorkspaceWrite && !self.git_writable;
+        if wants_git_ro && git_exists {
+            read_only_binds.push(git.canonicalize().unwrap_or(git));
+        }
+        let mut protected = Vec::new();
+        for p in &paths.protected {
+            match p.canonicalize() {
+                Ok(c) => {
+                    if writable_roots.iter().any(|r| c.starts_with(r)) {
+                        read_only_binds.push(c.clone());
+                    }
+                    protected.push(c);
+                }
+                Err(e) => {
+                    // Only a problem if a command could create it under a writable root.
+                    let abs = absolute_lexical(p);
+                    if writable_roots.iter().any(|r| abs.starts_with(r)) {
+                        warnings.push(format!(
+                            "protected path {} does not exist ({e}); a command could create it",
+                            p.display()
+                        ));
+                    }
+                }
+            }
+        }
+        // Writable roots that sit beneath a read-only bind get re-bound writable on top.
+        let rw_rebinds: Vec<PathBuf> = writable_roots
+            .iter()
+            .filter(|r| {
+                read_only_binds
+                    .iter()
+                    .any(|b| r.starts_with(b) && r.as_path() != b.as_path())
+            })
+            .cloned()
+            .collect();
+
+        let mut git_read_only = false;
+        let mut mount_plan = None;
+        if !read_only_binds.is_empty() {
+            if support.mount_namespace {
+                mount_plan = Some(mounts::MountPlan::new(&read_only_binds, &rw_rebinds)?);
+                git_read_only = wants_git_ro && git_exists;
+            } else {
+                warnings.push(format!(
+                    "cannot create a private mount namespace ({}); {} stay(s) WRITABLE",
+                    support
+                        .mount_namespace_error
+                        .as_deref()
+                        .unwrap_or("unknown"),
+                    join_paths(&read_only_binds)
+                ));
+            }
+        }
+
+        let landlock_fd = match support.landlock_abi {
+            Some(abi) if abi >= 1 => Some(landlock::build_ruleset(&writable_roots)?),
+            _ => {
+                warnings.push(
+                    "Landlock is not available on this kernel: filesystem writes are NOT confined"
+                        .to_owned(),
+                );
+                None
+            }
+        };
+        let landlock_abi = landlock_fd
+            .as_ref()
+            .map(|_| support.landlock_abi.unwrap_or(0).min(landlock::TARGET_ABI));
+        if matches!(landlock_abi, Some(abi) if abi < 3) {
+            warnings.push(format!(
+                "Landlock ABI {} cannot restrict truncate (ABI 3): files outside the writable \
+                 paths can be truncated",
+                landlock_abi.unwrap_or(0)
+            ));
+        }
+        if matches!(landlock_abi, Some(abi) if abi < 6) {
+            warnings.push(format!(
+                "Landlock ABI {} lacks scoping (ABI 6): commands can signal host processes",
+                landlock_abi.unwrap_or(0)
+            ));
+        }
+
+        let mut seccomp_filters = Vec::new();
+        let mut network_blocked = false;
+        if !self.network {
+            if support.seccomp {
+                seccomp_filters = seccomp::network_filters()?;
+                network_blocked = true;
+            } else {
+                warnings.push(
+                    "seccomp is not available on this kernel: network is NOT blocked".to_owned(),
+                );
+            }
+        }
+
+        for w in &warnings {
+            tracing::debug!("sandbox: {w}");
+        }
+        let effective = EffectiveSandbox {
+            mode: self.mode,
+            network_blocked,
+            landlock_abi,
+            git_read_only,
+            writable,
+            protected,
+            warnings,
+        };
+        tracing::debug!("sandbox prepared: {effective}");
+        Ok(Confinement {
+            effective,
+            plan: Some(Arc::new(ChildPlan {
+                mounts: mount_plan,
+                landlock_fd,
+                seccomp: seccomp_filters,
+            })),
+        })
+    }
+}
+
+/// Host paths the sandbox is built around. All paths should be absolute; they are
+/// canonicalised by [`SandboxPolicy::prepare`] (symlinks resolved).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxPaths {
+    /// The workspace root (must exist). Writable under `workspace-write`.
+    pub workspace: PathBuf,
+    /// A per-session temp dir (created if missing). Writable under `workspace-write`; the
+    /// engine points `TMPDIR` at it.
+    pub private_tmp: PathBuf,
+    /// Host paths that must never be writable by a command (the host's state dir, other
+    /// sessions' logs), even when they sit under the workspace or the temp dir. Paths outside
+    /// the writable roots are already read-only through Landlock; paths beneath them are
+    /// bind-mounted read-only. A protected path that does not exist yet but would be under a
+    /// writable root yields a warning (a command could create it first).
+    pub protected: Vec<PathBuf>,
+}
+
+/// The sandbox actually in force, as reported in every session snapshot and event.
+///
+/// `Display` gives a one-line summary, e.g.
+/// `workspace-write (landlock abi 7, network blocked, .git read-only)`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EffectiveSandbox {
+    /// The mode requested (after [`SandboxPolicy::stricter`]).
+    pub mode: SandboxMode,
+    /// `true` if non-`AF_UNIX` sockets are refused by the seccomp filter.
+    pub network_blocked: bool,
+    /// Landlock ABI enforced (the kernel's, capped at the ABI this code was vetted against),
+    /// or `None` when Landlock is not applied (full-access, or kernel without Landlock).
+    pub landlock_abi: Option<i32>,
+    /// `true` only if the workspace has a `.git` and it is bind-mounted read-only. `false`
+    /// when git writes were granted, when there is no `.git`, or when the mount step is
+    /// unavailable (then with a warning).
+    pub git_read_only: bool,
+    /// Paths writable by the command. `["/"]` under full-access.
+    pub writable: Vec<PathBuf>,
+    /// Existing [`SandboxPaths::protected`] paths (canonical) kept read-only.
+    pub protected: Vec<PathBuf>,
+    /// Every way in which the sandbox is weaker than the mode asks for. Empty when the mode
+    /// is fully enforced.
+    pub warnings: Vec<String>,
+}
+
+impl EffectiveSandbox {
+    fn full_access() -> Self {
+        EffectiveSandbox {
+            mode: SandboxMode::FullAccess,
+            network_blocked: false,
+            landlock_abi: None,
+            git_read_only: false,
+            writable: vec![PathBuf::from("/")],
+            protected: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// `true` when some confinement is applied (any mode but full-access).
+    pub fn is_confined(&self) -> bool {
+        self.mode != SandboxMode::FullAccess
+    }
+}
+
+impl fmt::Display for EffectiveSandbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.mode)?;
+        if !self.is_confined() {
+            return f.write_str(" (no confinement)");
+        }
+        match self.landlock_abi {
+            Some(abi) => write!(f, " (landlock abi {abi}")?,
+            None => f.write_str(" (NO landlock")?,
+        }
+        f.write_str(if self.network_blocked {
+            ", network blocked"
+        } else {
+            ", network allowed"
+        })?;
+        if self.mode == SandboxMode::WorkspaceWrite {
+            f.write_str(if self.git_read_only {
+                ", .git read-only"
+            } else {
+                ", .git writable"
+            })?;
+        }
+        if !self.warnings.is_empty() {
+            write!(f, ", {} warning(s)", self.warnings.len())?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A prepared sandbox: the [`EffectiveSandbox`] report plus the pre-built kernel objects
+/// (Landlock ruleset fd, compiled seccomp filter, mount plan). Cheap to install on several
+/// commands; the pre-built data is shared and never consumed.
+pub struct Confinement {
+    effective: EffectiveSandbox,
+    plan: Option<Arc<ChildPlan>>,
+}
+
+impl fmt::Debug for Confinement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Confinement")
+            .field("effective", &self.effective)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Confinement {
+    /// The sandbox that [`install`](Confinement::install) enforces.
+    pub fn effective(&self) -> &EffectiveSandbox {
+        &self.effective
+    }
+
+    /// Registers a `pre_exec` closure on `cmd` that confines the child. A no-op under
+    /// full-access.
+    ///
+    /// The closure is async-signal-safe (no allocation, no locks; only syscalls on data built
+    /// by [`SandboxPolicy::prepare`]) and independent of other `pre_exec` closures (e.g. the
+    /// engine's `setsid`/`PR_SET_PDEATHSIG`), whichever order they run in. If any layer
+    /// reported in [`effective`](Confinement::effective) cannot be applied, the closure fails
+    /// and `spawn` returns that errno: the command never runs less confined than reported.
+    pub fn install(self, cmd: &mut std::process::Command) {
+        self.install_ref(cmd);
+    }
+
+    /// Same as [`install`](Confinement::install) without consuming the confinement, for
+    /// spawning several commands from one `prepare`.
+    pub fn install_ref(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let Some(plan) = self.plan.clone() else {
+            return;
+        };
+        // SAFETY: the closure only reads `plan` (built in the parent) and issues raw syscalls;
+        // it allocates nothing and takes no locks, so it is safe between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || plan.apply());
+        }
+    }
+}
+
+impl Confinement {
+    /// Applies the sandbox in the calling process: for the child side of
+    /// [`crate::spawn`] (between `clone` and `exec`). Async-signal-safe and
+    /// allocation-free, like the `pre_exec` closure of
+    /// [`install`](Confinement::install). A no-op under full-access.
+    pub(crate) fn apply_in_child(&self) -> std::io::Result<()> {
+        match &self.plan {
+            Some(plan) => plan.apply(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Data the child applies between fork and exec. Built entirely in the parent.
+struct ChildPlan {
+    mounts: Option<mounts::MountPlan>,
+    landlock_fd: Option<std::os::fd::OwnedFd>,
+    seccomp: Vec<seccompiler::BpfProgram>,
+}
+
+impl ChildPlan {
+    /// Runs in the child. Order matters: mounts before Landlock (a Landlock domain may no
+    /// longer mount), seccomp last (it does not filter anything the earlier steps need, but
+    /// keeping it last keeps the reasoning simple).
+    fn apply(&self) -> std::io::Result<()> {
+        if let Some(m) = &self.mounts {
+            m.apply_in_child()?;
+        }
+        caps::drop_all_in_child()?;
+        // SAFETY: plain prctl.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(fd) = &self.landlock_fd {
+            landlock::restrict_self_in_child(fd)?;
+        }
+        for prog in &self.seccomp {
+            seccomp::apply_in_child(prog)?;
+        }
+        Ok(())
+    }
+}
+
+/// Errors building a sandbox. Kernel features that are merely missing are *not* errors (see
+/// [`EffectiveSandbox::warnings`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// `--sandbox` / manifest value that is not one of the three modes.
+    #[error("unknown sandbox mode {0:?} (expected read-only, workspace-write or full-access)")]
+    UnknownMode(String),
+    /// The workspace root does not exist or cannot be resolved.
+    #[error("sandbox workspace {}: {source}", path.display())]
+    Workspace {
+        /// The path as given.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Filesystem error while preparing (temp dir, mount paths).
+    #[error("sandbox: {what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A path contains a NUL byte and cannot be passed to the kernel.
+    #[error("sandbox path contains a NUL byte: {}", .0.display())]
+    NulInPath(PathBuf),
+    /// Building the Landlock ruleset failed.
+    #[error("building the Landlock ruleset: {0}")]
+    Landlock(#[from] ::landlock::RulesetError),
+    /// A Landlock rule's path could not be opened.
+    #[error("opening {} for a Landlock rule: {source}", path.display())]
+    LandlockPath {
+        /// The path.
+        path: PathBuf,
+        /// The underlying error.
+        source: ::landlock::PathFdError,
+    },
+    /// The kernel reported Landlock support but no ruleset could be created.
+    #[error("Landlock ruleset could not be created although the kernel reports support")]
+    LandlockUnavailable,
+    /// Compiling the seccomp filter failed.
+    #[error("compiling the seccomp filter: {0}")]
+    Seccomp(#[from] seccompiler::BackendError),
+}
+
+fn join_paths(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn absolute_lexical(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}

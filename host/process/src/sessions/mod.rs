@@ -1,0 +1,1603 @@
+//! Process sessions: real OS processes the host runs on behalf of plugins (ARCHITECTURE.md, "Crates").
+//!
+//! [`Sessions`] starts `SHELL -c COMMAND` in its own session and process group with an
+//! allowlisted environment, a working directory inside the workspace and stdin closed
+//! unless asked for, confined by the kernel sandbox ([`crate::sandbox`];
+//! [`SessionsConfig::sandbox`], default `workspace-write` with the network blocked) with
+//! a private `TMPDIR`; captures stdout and stderr byte-exact (interleaved in arrival
+//! order) to `<state_dir>/sessions/<id>/output.log` while keeping memory bounded;
+//! ends a run on the direct child's exit (draining the pipes for a bounded grace);
+//! kills whole process groups (SIGTERM, grace, SIGKILL) on timeout, `kill`, the end of
+//! a tool call or host shutdown; and records a seq-numbered event stream per session
+//! that [`Subscription`]s follow without polling.
+//!
+//! The types mirror `wit/v0.1.0/sessions.wit` (`interface sessions`) so the wasm
+//! binding is a field-by-field conversion.
+//!
+//! Runtime requirements: [`Sessions::new`] must be called inside a tokio runtime with
+//! IO and time enabled (a multi-thread runtime is recommended); every session runs as a
+//! task on that runtime, and children are forked by one dedicated thread that lives as
+//! long as the [`Sessions`]. Dropping the last clone SIGKILLs every running session's
+//! process group (call [`Sessions::shutdown`] for an orderly SIGTERM first); if the host
+//! dies outright, `PR_SET_PDEATHSIG` SIGKILLs the shells (not their background children).
+
+mod output;
+mod process;
+mod session;
+mod subscription;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::net::unix::pipe;
+
+use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
+
+pub use nix::sys::signal::Signal;
+pub use output::{
+    MAX_EVENTS_IN_MEMORY, OUTPUT_TAIL_MAX_BYTES, ceil_char_boundary, floor_char_boundary, tail_str,
+    truncate_str,
+};
+pub use process::{ENV_ALLOWLIST, group_members};
+pub use subscription::Subscription;
+
+use session::{Session, SessionInit, Timing};
+
+/// Most bytes one [`Sessions::read_output`] / [`Sessions::read_new_output`] call
+/// returns: 1 MiB. Larger `max_bytes` are capped to this.
+pub const MAX_READ_BYTES: u32 = 1024 * 1024;
+
+/// Longest timeout a [`StartRequest`] may ask for: 24 hours.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Most events the WIT `subscription.next` returns per call (the Rust
+/// [`Subscription::next`] takes its own `max`).
+pub const MAX_EVENTS_PER_NEXT: usize = 256;
+
+/// The [`Snapshot::sandbox`] value of an adopted session ([`Sessions::adopt`]): the
+/// embedder spawned that process itself, so the host confined nothing.
+pub const SANDBOX_NONE: &str = "none";
+
+/// The text appended to a foreground call's output when its run is detached
+/// (ARCHITECTURE.md, "The path of one tool call"): exactly `"\n\n[Detached to background task {task_id}: {reason}]"`.
+pub fn detach_marker(task_id: &SessionId, reason: &str) -> String {
+    format!("\n\n[Detached to background task {task_id}: {reason}]")
+}
+
+/// Parses a signal name as the WIT `kill` takes it: `SIGTERM`, `TERM` or `term`
+/// (any case, with or without the `SIG` prefix), or a number such as `9`.
+///
+/// Errors: [`SessionError::InvalidRequest`] for anything else.
+pub fn parse_signal(name: &str) -> Result<Signal, SessionError> {
+    let trimmed = name.trim();
+    if let Ok(n) = trimmed.parse::<i32>() {
+        return Signal::try_from(n)
+            .map_err(|_| SessionError::InvalidRequest(format!("unknown signal number {n}")));
+    }
+    let upper = trimmed.to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    Signal::from_str(&full).map_err(|_| {
+        SessionError::InvalidRequest(format!(
+            "unknown signal `{name}`; use a name such as SIGTERM, SIGINT or SIGKILL"
+        ))
+    })
+}
+
+/// Receives every [`SessionEvent`] of every session, in seq order per session (the
+/// host-wide event log hooks in here).
+///
+/// Called synchronously while the session's state is locked: it must return quickly
+/// and must not call back into [`Sessions`] (send the event over a channel instead).
+pub trait SessionObserver: Send + Sync + 'static {
+    /// One event of session `session`.
+    fn on_event(&self, session: &SessionId, event: &SessionEvent);
+
+    /// One event, with what the session is (its command, tool call and log
+    /// path). The default forwards to [`SessionObserver::on_event`].
+    fn on_session_event(&self, session: &ObservedSession<'_>, event: &SessionEvent) {
+        self.on_event(session.id, event);
+    }
+}
+
+/// What a [`SessionObserver`] is told about the session an event belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct ObservedSession<'a> {
+    /// The session id.
+    pub id: &'a SessionId,
+    /// The command line.
+    pub command: &'a str,
+    /// The tool call it runs (or ran) for in the foreground, if any.
+    pub tool_call_id: Option<&'a str>,
+    /// Host path of its byte-exact combined `output.log`.
+    pub output_path: &'a std::path::Path,
+}
+
+/// Configuration of a [`Sessions`] engine. [`SessionsConfig::new`] fills the defaults.
+#[derive(Clone)]
+pub struct SessionsConfig {
+    /// The workspace root. Canonicalised by [`Sessions::new`]; every session's cwd must
+    /// resolve (symlinks included) inside it. Must exist.
+    pub workspace: PathBuf,
+    /// Host state directory; each session's combined output goes to
+    /// `<state_dir>/sessions/<id>/output.log`. Created if missing.
+    pub state_dir: PathBuf,
+    /// Operator-configured `(name, value)` pairs added to every child's allowlisted
+    /// environment (before the request's own pairs). Default: none.
+    pub extra_env: Vec<(String, String)>,
+    /// Bytes of raw output kept in memory per running session, split evenly between
+    /// the head and the tail (the rest is only in the log file); also the budget for
+    /// output bytes held in a session's event backlog. Default: 1 MiB (1 048 576).
+    pub output_memory_bytes: usize,
+    /// After the direct child exits, how long to keep reading its pipes for output a
+    /// grandchild may still write; ends early when both pipes reach EOF. Default: 100 ms.
+    pub drain_grace: Duration,
+    /// Terminate sequence: time between SIGTERM and SIGKILL. Default: 2 s.
+    pub kill_grace: Duration,
+    /// How long finished sessions stay queryable (tombstones), measured from their end.
+    /// Expired ones are purged lazily on the next call. Default: 1 hour.
+    pub retention: Duration,
+    /// Most sessions running at once (started + adopted); past it `start` and `adopt`
+    /// return [`SessionError::ResourceLimit`]. Default: 64.
+    pub max_sessions: usize,
+    /// Receives every event of every session (see [`SessionObserver`]). Default: none.
+    pub observer: Option<Arc<dyn SessionObserver>>,
+    /// The operator's kernel sandbox for every started command (ARCHITECTURE.md, "Sandbox"; the
+    /// `--sandbox` / `--allow-network` flags). Default: [`SandboxPolicy::default`], i.e.
+    /// `workspace-write`, network blocked, `.git` read-only. `full-access` (no
+    /// confinement) is only ever used when set here explicitly. A per-call policy
+    /// ([`Sessions::start_with_policy`]) can only tighten it.
+    ///
+    /// Each started session gets a private temp dir `<state_dir>/sessions/<id>/tmp`
+    /// (writable under `workspace-write`, `TMPDIR` points there in every mode), and
+    /// `state_dir` itself is protected: no confined command can write other sessions'
+    /// logs or the compiled-plugin cache, even when the state dir lies inside the
+    /// workspace.
+    pub sandbox: SandboxPolicy,
+    /// The soft `RLIMIT_NOFILE` every command starts with, e.g. the limit the host
+    /// was started with before [`raise_fd_limit`](crate::raise_fd_limit) raised its
+    /// own (some programs loop up to their soft limit). `None`: the host's current
+    /// soft limit. Default: `None`.
+    pub child_nofile: Option<u64>,
+}
+
+impl SessionsConfig {
+    /// A configuration with the documented defaults.
+    pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
+        SessionsConfig {
+            workspace: workspace.into(),
+            state_dir: state_dir.into(),
+            extra_env: Vec::new(),
+            output_memory_bytes: 1024 * 1024,
+            drain_grace: Duration::from_millis(100),
+            kill_grace: Duration::from_secs(2),
+            retention: Duration::from_secs(60 * 60),
+            max_sessions: 64,
+            observer: None,
+            sandbox: SandboxPolicy::default(),
+            child_nofile: None,
+        }
+    }
+}
+
+impl fmt::Debug for SessionsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionsConfig")
+            .field("workspace", &self.workspace)
+            .field("state_dir", &self.state_dir)
+            .field("extra_env", &self.extra_env)
+            .field("output_memory_bytes", &self.output_memory_bytes)
+            .field("drain_grace", &self.drain_grace)
+            .field("kill_grace", &self.kill_grace)
+            .field("retention", &self.retention)
+            .field("max_sessions", &self.max_sessions)
+            .field("observer", &self.observer.is_some())
+            .field("sandbox", &self.sandbox)
+            .field("child_nofile", &self.child_nofile)
+            .finish()
+    }
+}
+
+/// Who is calling: the host (sees every session) or a plugin (sees only the sessions
+/// it started; another plugin's id answers [`SessionError::UnknownSession`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Caller {
+    /// The host itself (front doors, control clients, the embedder).
+    Host,
+    /// A plugin, by its name.
+    Plugin(Arc<str>),
+}
+
+impl Caller {
+    fn owner(&self) -> Option<Arc<str>> {
+        match self {
+            Caller::Host => None,
+            Caller::Plugin(name) => Some(name.clone()),
+        }
+    }
+
+    fn sees(&self, session: &Session) -> bool {
+        match self {
+            Caller::Host => true,
+            Caller::Plugin(name) => session.owner.as_deref() == Some(&**name),
+        }
+    }
+}
+
+/// A session id: `bg_` followed by 12 lowercase hex digits (e.g. `bg_00000000002a`),
+/// from a process-wide counter; an id whose log directory already exists in the
+/// state dir is skipped, so ids are unique per state dir across host restarts.
+/// Ids sort in creation order. Derefs to `&str`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionId(String);
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl SessionId {
+    fn next() -> SessionId {
+        let n = NEXT_ID.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff_ffff;
+        SessionId(format!("bg_{n:012x}"))
+    }
+
+    /// Validates an incoming id. Errors: [`SessionError::UnknownSession`] (with the
+    /// given text) when it is not `bg_` + 12 lowercase hex digits.
+    pub fn parse(s: &str) -> Result<SessionId, SessionError> {
+        let valid = s.len() == 15
+            && s.starts_with("bg_")
+            && s.bytes()
+                .skip(3)
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if valid {
+            Ok(SessionId(s.to_owned()))
+        } else {
+            Err(SessionError::UnknownSession(s.to_owned()))
+        }
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for SessionId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for SessionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for SessionId {
+    type Err = SessionError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SessionId::parse(s)
+    }
+}
+
+impl TryFrom<String> for SessionId {
+    type Error = SessionError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        SessionId::parse(&s)
+    }
+}
+
+impl From<SessionId> for String {
+    fn from(id: SessionId) -> String {
+        id.0
+    }
+}
+
+/// What the process gets on its standard input (WIT `stdin-mode`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StdinMode {
+    /// `/dev/null`: every read returns end-of-file at once. The default.
+    #[default]
+    Closed,
+    /// These bytes (written by a task), then end-of-file.
+    Bytes(Vec<u8>),
+    /// A pipe kept open for [`Sessions::write_stdin`] until [`Sessions::close_stdin`],
+    /// a kill, or the end of the process.
+    Open,
+}
+
+/// A request to start a process (WIT `start-request`). `Default` gives an empty
+/// command with every option at its default; see [`StartRequest::new`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartRequest {
+    /// The command line, run as `SHELL -c COMMAND`. Must not contain NUL.
+    pub command: String,
+    /// Working directory, relative to the workspace root or absolute; after symlinks
+    /// are resolved it must lie inside the workspace. `None`: the workspace root.
+    pub cwd: Option<String>,
+    /// Extra `(name, value)` pairs on top of the allowlisted environment. Names must be
+    /// non-empty without `=` or NUL; values without NUL.
+    pub env: Vec<(String, String)>,
+    /// Standard input. Default: [`StdinMode::Closed`].
+    pub stdin: StdinMode,
+    /// Kill the whole group (SIGTERM, grace, SIGKILL) after this long. `None`: never.
+    /// Zero and more than [`MAX_TIMEOUT`] (24 h) are refused. WIT: milliseconds.
+    pub timeout: Option<Duration>,
+    /// Absolute path of an executable shell. `None`: `/bin/sh`.
+    pub shell: Option<String>,
+    /// The tool call this run belongs to (a foreground run); `None`: a background
+    /// session from the start.
+    pub tool_call_id: Option<String>,
+}
+
+impl StartRequest {
+    /// A request for `command` with every other field at its default.
+    pub fn new(command: impl Into<String>) -> Self {
+        StartRequest {
+            command: command.into(),
+            ..StartRequest::default()
+        }
+    }
+}
+
+/// A [`StartRequest`] that passed the host's hard rules ([`Sessions::resolve`]): what
+/// a permission check judges and what [`Sessions::spawn`] starts. The cwd is held open.
+#[derive(Debug)]
+pub struct ResolvedStart {
+    /// The shell that runs the command (absolute, executable).
+    pub shell: PathBuf,
+    /// The working directory's real path (symlinks resolved, inside the workspace).
+    pub cwd: PathBuf,
+    /// The sandbox the command runs under: the operator's, tightened by the caller's.
+    pub sandbox: SandboxPolicy,
+    /// The request as given (its `cwd` and `shell` are what the caller wrote).
+    pub request: StartRequest,
+    cwd_fd: std::os::fd::OwnedFd,
+}
+
+/// The state a session is in (WIT `session-status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionStatus {
+    /// Still running (or draining its output after the direct child exited).
+    Running,
+    /// Exited on its own (with a code, or by a signal from elsewhere).
+    Exited,
+    /// The host killed the group because the timeout elapsed.
+    TimedOut,
+    /// The group was killed on request.
+    Killed,
+    /// The process could not be run or waited for.
+    Failed,
+}
+
+/// Why a session ended (WIT `end-reason`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EndReason {
+    /// The process exited by itself.
+    Exited,
+    /// The timeout elapsed; the host killed the process group.
+    TimedOut,
+    /// Killed on request; the text says by whom (`plugin`, `tool-call-ended`,
+    /// `host-shutdown`, ...).
+    Killed(String),
+    /// The process never ran or could not be waited for; the text says why.
+    Failed(String),
+}
+
+impl EndReason {
+    /// The status a session that ended for this reason has.
+    pub fn status(&self) -> SessionStatus {
+        match self {
+            EndReason::Exited => SessionStatus::Exited,
+            EndReason::TimedOut => SessionStatus::TimedOut,
+            EndReason::Killed(_) => SessionStatus::Killed,
+            EndReason::Failed(_) => SessionStatus::Failed,
+        }
+    }
+}
+
+/// How a process ended (WIT `exit-status`). A signalled process has `code: None`,
+/// never `Some(0)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ExitStatus {
+    /// The exit code (0-255) when the process exited normally.
+    pub code: Option<i32>,
+    /// The signal name (e.g. `"SIGKILL"`) when a signal ended the process.
+    pub signal: Option<String>,
+    /// Why the session ended.
+    pub reason: EndReason,
+}
+
+impl ExitStatus {
+    fn from_std(status: std::process::ExitStatus, reason: EndReason) -> ExitStatus {
+        use std::os::unix::process::ExitStatusExt;
+        ExitStatus {
+            code: status.code(),
+            signal: status.signal().map(signal_name),
+            reason,
+        }
+    }
+}
+
+/// `SIGKILL` for 9, `SIG<n>` for numbers nix does not name (real-time signals).
+fn signal_name(n: i32) -> String {
+    Signal::try_from(n).map_or_else(|_| format!("SIG{n}"), |s| s.as_str().to_owned())
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.code, &self.signal) {
+            (Some(code), _) => write!(f, "exited with code {code}")?,
+            (None, Some(signal)) => write!(f, "ended by {signal}")?,
+            (None, None) => write!(f, "no exit status")?,
+        }
+        match &self.reason {
+            EndReason::Exited => Ok(()),
+            EndReason::TimedOut => write!(f, " after its timeout elapsed"),
+            EndReason::Killed(by) => write!(f, ", killed by {by}"),
+            EndReason::Failed(why) => write!(f, ", failed: {why}"),
+        }
+    }
+}
+
+/// Which output stream a chunk came from (WIT `output-stream`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout = 0,
+    /// Standard error.
+    Stderr = 1,
+}
+
+/// Bytes a process wrote (WIT `output-chunk`). `offset` is the position of the first
+/// byte in the combined log (stdout and stderr interleaved as they arrived).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OutputChunk {
+    /// The stream the bytes came from.
+    pub stream: OutputStream,
+    /// Log offset of `data[0]`, in bytes.
+    pub offset: u64,
+    /// The raw bytes (at most 64 KiB per chunk). Shared, not copied, between the
+    /// session's event backlog, its in-memory tail and every subscriber.
+    pub data: bytes::Bytes,
+}
+
+/// A session as [`Sessions::check`] and [`Sessions::list`] see it (WIT `snapshot`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The session id.
+    pub id: SessionId,
+    /// The command line as given to `start` (or `adopt`).
+    pub command: String,
+    /// Current status.
+    pub status: SessionStatus,
+    /// Set once the session has ended.
+    pub exit: Option<ExitStatus>,
+    /// Pid of the shell (also its session and process group id for started sessions).
+    pub pid: Option<u32>,
+    /// Milliseconds from start to now, or to the end if it ended.
+    pub elapsed_ms: u64,
+    /// The last output (at most [`OUTPUT_TAIL_MAX_BYTES`] = 16 KiB), decoded as UTF-8
+    /// per stream with invalid sequences as U+FFFD, cut on a char boundary.
+    pub output_tail: String,
+    /// Total bytes of output so far (stdout plus stderr).
+    pub output_bytes: u64,
+    /// True when `output_tail` does not hold all of the output.
+    pub truncated: bool,
+    /// Seq of the last event recorded (0 if none).
+    pub last_seq: u64,
+    /// True once detached into a background task, or started in the background.
+    pub detached: bool,
+    /// The tool call the session runs (or ran) for.
+    pub tool_call_id: Option<String>,
+    /// Host path of the byte-exact combined output log.
+    pub output_path: PathBuf,
+    /// The kernel sandbox the process runs under: the [`EffectiveSandbox`] one-line
+    /// summary, e.g. `workspace-write (landlock abi 7, network blocked, .git read-only)`
+    /// or `full-access (no confinement)`; [`SANDBOX_NONE`] for adopted processes.
+    pub sandbox: String,
+    /// Host-side only (not in the WIT snapshot): for a session that exited by itself
+    /// with a non-zero code under an active sandbox, the rule that most likely refused
+    /// it, from [`crate::sandbox::denial_hint`] applied to the output tail, e.g.
+    /// `sandbox denial (likely): writes outside /ws and /state/sessions/bg_…/tmp are
+    /// blocked by the workspace-write sandbox; ask the operator for --sandbox
+    /// full-access`. `None` while running, on success, for kills and timeouts, under
+    /// full-access, or when the output shows no sign of a denial. The output itself is
+    /// never altered.
+    pub sandbox_denial: Option<String>,
+}
+
+/// Something that happened to a session (WIT `session-event`). Seqs start at 1 per
+/// session and rise by exactly one (an [`SessionEventKind::Omitted`] stands for its range).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEvent {
+    /// The seq (for `Omitted`, its `first_seq`).
+    pub seq: u64,
+    /// Milliseconds since the session started.
+    pub at_ms: u64,
+    /// What happened.
+    pub kind: SessionEventKind,
+}
+
+/// The kinds of session events (WIT `event-kind`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionEventKind {
+    /// The process started (pid and sandbox). Always seq 1. The WIT `started(u32)`
+    /// carries only the pid.
+    Started(StartedInfo),
+    /// Output bytes.
+    Output(OutputChunk),
+    /// The session became a background task.
+    Detached(DetachInfo),
+    /// The process ended. Always the last event.
+    Exited(ExitStatus),
+    /// Output events dropped from memory; their bytes stay readable with
+    /// [`Sessions::read_output`] from `offset`.
+    Omitted(OmittedRange),
+}
+
+/// What [`SessionEventKind::Started`] records. Host-side it carries more than the WIT
+/// `started(u32)` event, whose conversion keeps only `pid`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartedInfo {
+    /// Pid of the shell (its session and process group id for started sessions).
+    pub pid: u32,
+    /// The sandbox it runs under, as in [`Snapshot::sandbox`].
+    pub sandbox: String,
+}
+
+/// A run of events dropped from memory (WIT `omitted-range`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OmittedRange {
+    /// First seq of the range (inclusive).
+    pub first_seq: u64,
+    /// Last seq of the range (inclusive).
+    pub last_seq: u64,
+    /// Log offset of the first omitted output byte.
+    pub offset: u64,
+}
+
+/// What `detach` did (WIT `detach-info`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DetachInfo {
+    /// The session detached.
+    pub id: SessionId,
+    /// The reason given.
+    pub reason: String,
+    /// Bytes of output captured up to the moment of detaching.
+    pub output_bytes: u64,
+    /// The tool call it was detached from, if any.
+    pub tool_call_id: Option<String>,
+}
+
+/// What `kill` did (WIT `kill-info`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillInfo {
+    /// How many distinct processes of the session's group were signalled.
+    pub signalled: u32,
+}
+
+/// Bytes read from a session's output (WIT `output-range`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputRange {
+    /// Log offset of `data[0]`.
+    pub offset: u64,
+    /// The bytes (at most [`MAX_READ_BYTES`]).
+    pub data: Vec<u8>,
+    /// Total bytes of output so far.
+    pub total_bytes: u64,
+    /// True when the session has ended and `offset + data.len()` is the end.
+    pub eof: bool,
+}
+
+/// Errors of session calls (WIT `session-error`). Messages say what to do next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum SessionError {
+    /// No session with this id is visible to the caller (or the id is malformed).
+    #[error(
+        "unknown session `{0}`: no such session is visible to you (ids look like bg_000000000001; finished sessions are kept only for the retention window; use list to see yours)"
+    )]
+    UnknownSession(String),
+    /// The session has already ended; here is how.
+    #[error("the session has already ended ({0}); its output stays readable with read_output")]
+    SessionExited(ExitStatus),
+    /// The permission pipeline refused (not produced by this module).
+    #[error("denied: {0}")]
+    Denied(String),
+    /// The request is malformed.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// A host limit was hit.
+    #[error("resource limit: {0}")]
+    ResourceLimit(String),
+    /// An I/O error on the host.
+    #[error("host I/O error: {0}")]
+    Io(String),
+}
+
+/// The session engine. Cheap to clone (an `Arc` inside); all clones share sessions.
+#[derive(Clone)]
+pub struct Sessions {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: SessionsConfig,
+    workspace: PathBuf,
+    sessions_dir: PathBuf,
+    /// The canonical state dir (protected from every confined command).
+    state_dir: PathBuf,
+    /// The operator's sandbox as prepared when the engine started.
+    sandbox: EffectiveSandbox,
+    /// Sandbox warnings already logged (each distinct one is logged once).
+    warned: Mutex<std::collections::HashSet<String>>,
+    spawner: process::Spawner,
+    handle: tokio::runtime::Handle,
+    registry: Mutex<Registry>,
+    /// Sessions whose task has not finished (started + adopted), kept by the tasks
+    /// themselves so `max_sessions` is checked without walking the registry.
+    running: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[derive(Default)]
+struct Registry {
+    sessions: BTreeMap<SessionId, Arc<Session>>,
+    /// Starts in flight (counted against `max_sessions`).
+    starting: usize,
+    /// When tombstones were last purged (a purge walks every session, so it runs at
+    /// most once per [`PURGE_INTERVAL`]; lookups skip expired ones meanwhile).
+    purged_at: Option<Instant>,
+}
+
+/// Least time between two walks of the registry for expired tombstones.
+const PURGE_INTERVAL: Duration = Duration::from_millis(500);
+
+impl Drop for Inner {
+    /// The last clone of [`Sessions`] went away: SIGKILL every running session's
+    /// process group (the shells would also get `PR_SET_PDEATHSIG` when the spawner
+    /// thread ends, but their background children would not).
+    fn drop(&mut self) {
+        let reg = self.registry.get_mut().unwrap_or_else(|e| e.into_inner());
+        // One scan for all of them (each group's other-group members included).
+        let table = process::proc_table(Instant::now());
+        for session in reg.sessions.values() {
+            let running = {
+                let st = session.lock();
+                st.exit.is_none() && (session.group || !st.child_exited)
+            };
+            if running {
+                let mut seen = std::collections::HashSet::new();
+                process::signal_processes(
+                    session.pid,
+                    session.group,
+                    Signal::SIGKILL,
+                    &mut seen,
+                    Some(&table),
+                );
+            }
+        }
+    }
+}
+
+/// A reserved running-session slot, released on drop.
+struct Slot<'a> {
+    inner: &'a Inner,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut reg = self.inner.registry();
+        reg.starting = reg.starting.saturating_sub(1);
+    }
+}
+
+impl Inner {
+    fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn timing(&self) -> Timing {
+        Timing {
+            drain_grace: self.config.drain_grace,
+            kill_grace: self.config.kill_grace,
+        }
+    }
+
+    /// True for a tombstone older than the retention window.
+    fn expired(&self, session: &Session, now: Instant) -> bool {
+        session
+            .lock()
+            .ended_at
+            .is_some_and(|end| now.saturating_duration_since(end) > self.config.retention)
+    }
+
+    /// Drops tombstones older than the retention window; walks the registry at most
+    /// once per [`PURGE_INTERVAL`] (callers skip expired sessions themselves).
+    fn purge(&self, reg: &mut Registry) {
+        let now = Instant::now();
+        if reg
+            .purged_at
+            .is_some_and(|at| now.saturating_duration_since(at) < PURGE_INTERVAL)
+        {
+            return;
+        }
+        reg.purged_at = Some(now);
+        reg.sessions.retain(|_, s| !self.expired(s, now));
+    }
+
+    fn reserve(&self) -> Result<Slot<'_>, SessionError> {
+        let mut reg = self.registry();
+        self.purge(&mut reg);
+        let running = self.running.load(Ordering::Acquire);
+        if running + reg.starting >= self.config.max_sessions {
+            return Err(SessionError::ResourceLimit(format!(
+                "{} sessions are already running (the limit is {}); wait for one to end or kill one",
+                running + reg.starting,
+                self.config.max_sessions
+            )));
+        }
+        reg.starting += 1;
+        Ok(Slot { inner: self })
+    }
+
+    fn lookup(&self, caller: &Caller, id: &str) -> Result<Arc<Session>, SessionError> {
+        let id = SessionId::parse(id)?;
+        let mut reg = self.registry();
+        self.purge(&mut reg);
+        reg.sessions
+            .get(&id)
+            .filter(|s| caller.sees(s) && !self.expired(s, Instant::now()))
+            .cloned()
+            .ok_or_else(|| SessionError::UnknownSession(id.0.clone()))
+    }
+
+    /// Allocates a fresh session id and creates `<state_dir>/sessions/<id>/output.log`.
+    ///
+    /// The directory is created with `mkdir` (not `mkdir -p`): an id whose
+    /// directory already exists (left by an earlier host process using the
+    /// same state dir, or a concurrent one) is skipped, so ids and logs are
+    /// never reused.
+    fn create_log(&self) -> Result<(SessionId, PathBuf, std::fs::File), SessionError> {
+        loop {
+            let id = SessionId::next();
+            let dir = self.sessions_dir.join(id.as_str());
+            let io = |e: std::io::Error| {
+                SessionError::Io(format!(
+                    "cannot create the output log in {}: {e}",
+                    dir.display()
+                ))
+            };
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io(e)),
+            }
+            let path = dir.join("output.log");
+            let file = std::fs::File::create(&path).map_err(io)?;
+            return Ok((id, path, file));
+        }
+    }
+
+    /// The paths a session's sandbox is built around: the workspace, its private temp
+    /// dir and the protected state dir.
+    fn sandbox_paths(&self, private_tmp: PathBuf) -> SandboxPaths {
+        SandboxPaths {
+            workspace: self.workspace.clone(),
+            private_tmp,
+            protected: vec![self.state_dir.clone()],
+        }
+    }
+
+    /// Logs (at `warn`) the sandbox warnings not logged before by this engine.
+    fn log_sandbox_warnings(&self, effective: &EffectiveSandbox) {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        for w in &effective.warnings {
+            if warned.insert(w.clone()) {
+                tracing::warn!("sandbox weaker than requested: {w}");
+            }
+        }
+    }
+
+    /// Sessions matching `filter`, oldest first.
+    fn select(&self, filter: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
+        let mut reg = self.registry();
+        self.purge(&mut reg);
+        let now = Instant::now();
+        reg.sessions
+            .values()
+            .filter(|s| filter(s) && !self.expired(s, now))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Registers a started child's pidfd and pipes with the current tokio runtime. On
+/// error the child has been killed and will be reaped.
+#[allow(clippy::type_complexity)]
+fn register(
+    started: process::Started,
+) -> std::io::Result<(
+    process::ChildProcess,
+    pipe::Receiver,
+    pipe::Receiver,
+    Option<pipe::Sender>,
+)> {
+    let child = match process::ChildProcess::spawned(started.pid, started.pidfd) {
+        Ok(child) => child,
+        Err(e) => {
+            // SAFETY: plain kill of the child we just started; then reap it. (Once
+            // wrapped, a ChildProcess does both when dropped.)
+            unsafe { libc::kill(started.pid as i32, libc::SIGKILL) };
+            process::reap_in_background(started.pid);
+            return Err(e);
+        }
+    };
+    let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
+    let stderr = pipe::Receiver::from_owned_fd(started.stderr)?;
+    let stdin = started.stdin.map(pipe::Sender::from_owned_fd).transpose()?;
+    Ok((child, stdout, stderr, stdin))
+}
+
+fn is_foreground_run(session: &Session, tool_call_id: &str) -> bool {
+    if session.tool_call_id.as_deref() != Some(tool_call_id) {
+        return false;
+    }
+    let st = session.lock();
+    st.exit.is_none() && !st.detached
+}
+
+fn io_error(e: std::io::Error) -> SessionError {
+    SessionError::Io(e.to_string())
+}
+
+impl Sessions {
+    /// Creates the engine: canonicalises the workspace, creates
+    /// `<state_dir>/sessions`, validates `extra_env`, prepares the operator's sandbox
+    /// once (probing the kernel; every way the kernel makes it weaker than asked is
+    /// logged once with `tracing::warn!`, see [`Sessions::sandbox`]) and starts the
+    /// spawner thread.
+    ///
+    /// Must be called within a tokio runtime (IO and time drivers enabled).
+    /// Errors: [`SessionError::InvalidRequest`] for a missing workspace, a bad
+    /// `extra_env` pair or no runtime; [`SessionError::Io`] if the state dir or thread
+    /// cannot be created or the sandbox cannot be built
+    /// ([`crate::sandbox::SandboxError`]).
+    pub fn new(config: SessionsConfig) -> Result<Sessions, SessionError> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            SessionError::InvalidRequest(
+                "Sessions::new must be called inside a tokio runtime".into(),
+            )
+        })?;
+        let workspace = std::fs::canonicalize(&config.workspace).map_err(|e| {
+            SessionError::InvalidRequest(format!(
+                "workspace {} cannot be resolved: {e}",
+                config.workspace.display()
+            ))
+        })?;
+        if !workspace.is_dir() {
+            return Err(SessionError::InvalidRequest(format!(
+                "workspace {} is not a directory",
+                workspace.display()
+            )));
+        }
+        for (k, v) in &config.extra_env {
+            process::validate_env_pair(k, v)?;
+        }
+        let sessions_dir = config.state_dir.join("sessions");
+        std::fs::create_dir_all(&sessions_dir).map_err(|e| {
+            SessionError::Io(format!("cannot create {}: {e}", sessions_dir.display()))
+        })?;
+        let state_dir = std::fs::canonicalize(&config.state_dir).map_err(|e| {
+            SessionError::Io(format!(
+                "cannot resolve the state dir {}: {e}",
+                config.state_dir.display()
+            ))
+        })?;
+        // Prepared once up front (with the sessions dir standing in for the per-session
+        // temp dirs) to fail early, to report, and to log the warnings once.
+        let sandbox = config
+            .sandbox
+            .prepare(&SandboxPaths {
+                workspace: workspace.clone(),
+                private_tmp: sessions_dir.clone(),
+                protected: vec![state_dir.clone()],
+            })
+            .map_err(|e| SessionError::Io(format!("cannot set up the sandbox: {e}")))?
+            .effective()
+            .clone();
+        if sandbox.is_confined() {
+            tracing::info!("sandbox for started commands: {sandbox}");
+        } else {
+            tracing::info!("sandbox for started commands: {sandbox}: commands are NOT confined");
+        }
+        let spawner = process::Spawner::start().map_err(io_error)?;
+        let inner = Inner {
+            config,
+            workspace,
+            sessions_dir,
+            state_dir,
+            sandbox,
+            warned: Mutex::default(),
+            spawner,
+            handle,
+            registry: Mutex::new(Registry::default()),
+            running: Arc::default(),
+        };
+        inner.log_sandbox_warnings(&inner.sandbox);
+        Ok(Sessions {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The operator's sandbox as prepared when the engine started: what every started
+    /// command gets unless a per-call policy tightens it. Its `writable` list names
+    /// `<state_dir>/sessions` where each session has its own `<id>/tmp`.
+    pub fn sandbox(&self) -> &EffectiveSandbox {
+        &self.inner.sandbox
+    }
+
+    /// The operator's sandbox policy ([`SessionsConfig::sandbox`]).
+    pub fn sandbox_policy(&self) -> &SandboxPolicy {
+        &self.inner.config.sandbox
+    }
+
+    /// The canonical workspace root.
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.inner.workspace
+    }
+
+    /// Starts `SHELL -c COMMAND` under the operator's sandbox
+    /// ([`SessionsConfig::sandbox`]) and returns its id once the process runs:
+    /// [`Sessions::resolve`] then [`Sessions::spawn`], with no permission check in
+    /// between (embedders that need one use the two steps; see ARCHITECTURE.md,
+    /// "The path of one tool call").
+    ///
+    /// Errors: as [`Sessions::resolve`] and [`Sessions::spawn`]. Nothing is created on error.
+    pub async fn start(
+        &self,
+        caller: &Caller,
+        req: StartRequest,
+    ) -> Result<SessionId, SessionError> {
+        let operator = self.inner.config.sandbox.clone();
+        let resolved = self.resolve(req, &operator)?;
+        self.spawn(caller, resolved).await
+    }
+
+    /// Like [`Sessions::start`], with a second sandbox policy (e.g. from the calling
+    /// plugin's manifest) combined with the operator's by [`SandboxPolicy::stricter`]:
+    /// it can only tighten the sandbox, never loosen it.
+    ///
+    /// Errors: as [`Sessions::start`].
+    pub async fn start_with_policy(
+        &self,
+        caller: &Caller,
+        req: StartRequest,
+        policy: &SandboxPolicy,
+    ) -> Result<SessionId, SessionError> {
+        let resolved = self.resolve(req, policy)?;
+        self.spawn(caller, resolved).await
+    }
+
+    /// Checks a start request against the host's hard rules and resolves it, without
+    /// starting anything: no NUL in the command, a timeout in (0, 24 h], valid env
+    /// names, an absolute executable shell (`None`: `/bin/sh`), and a cwd that
+    /// resolves (symlinks included) inside the workspace, opened here so the child
+    /// `fchdir`s to the very directory that was checked. `policy` (e.g. from the
+    /// calling plugin's manifest) is combined with the operator's sandbox by
+    /// [`SandboxPolicy::stricter`]. What a permission check should judge is in the
+    /// returned [`ResolvedStart`].
+    ///
+    /// Errors: [`SessionError::InvalidRequest`] naming the broken rule.
+    pub fn resolve(
+        &self,
+        req: StartRequest,
+        policy: &SandboxPolicy,
+    ) -> Result<ResolvedStart, SessionError> {
+        let inner = &self.inner;
+        if req.command.contains('\0') {
+            return Err(SessionError::InvalidRequest(
+                "the command contains a NUL byte".into(),
+            ));
+        }
+        if let Some(t) = req.timeout {
+            if t.is_zero() {
+                return Err(SessionError::InvalidRequest(
+                    "timeout must be greater than zero (omit it for no timeout)".into(),
+                ));
+            }
+            if t > MAX_TIMEOUT {
+                return Err(SessionError::InvalidRequest(format!(
+                    "timeout of {} ms exceeds the maximum of 24 hours ({} ms)",
+                    t.as_millis(),
+                    MAX_TIMEOUT.as_millis()
+                )));
+            }
+        }
+        for (k, v) in &req.env {
+            process::validate_env_pair(k, v)?;
+        }
+        let shell = process::resolve_shell(req.shell.as_deref())?;
+        let (cwd_fd, cwd) = process::open_cwd(&inner.workspace, req.cwd.as_deref())?;
+        Ok(ResolvedStart {
+            shell,
+            cwd,
+            cwd_fd,
+            sandbox: inner.config.sandbox.stricter(policy),
+            request: req,
+        })
+    }
+
+    /// Starts a request [`Sessions::resolve`] checked, under its sandbox, and returns
+    /// its id once the process runs.
+    ///
+    /// The session gets a private temp dir `<state_dir>/sessions/<id>/tmp` (`TMPDIR`
+    /// points there) and the state dir is protected; the sandbox is prepared in the
+    /// host and installed in the child right before `exec`. Its one-line summary is in
+    /// [`Snapshot::sandbox`] and [`SessionEventKind::Started`].
+    ///
+    /// Errors: [`SessionError::ResourceLimit`] (`max_sessions` running),
+    /// [`SessionError::Io`] (log, sandbox or spawn failure). Nothing is created on error.
+    pub async fn spawn(
+        &self,
+        caller: &Caller,
+        resolved: ResolvedStart,
+    ) -> Result<SessionId, SessionError> {
+        let inner = &self.inner;
+        let ResolvedStart {
+            shell,
+            cwd_fd,
+            sandbox,
+            request: req,
+            ..
+        } = resolved;
+        let slot = inner.reserve()?;
+        let (id, output_path, log) = inner.create_log()?;
+        let session_dir = output_path.parent().unwrap_or(&output_path).to_path_buf();
+        let private_tmp = session_dir.join("tmp");
+        let confinement = match sandbox.prepare(&inner.sandbox_paths(private_tmp.clone())) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&session_dir);
+                return Err(SessionError::Io(format!("cannot set up the sandbox: {e}")));
+            }
+        };
+        inner.log_sandbox_warnings(confinement.effective());
+        let env = process::build_env(&private_tmp, &inner.config.extra_env, &req.env);
+        let (stdin_setup, stdin_bytes, stdin_open) = match req.stdin {
+            StdinMode::Closed => (process::StdinSetup::Null, None, false),
+            StdinMode::Bytes(b) => (process::StdinSetup::Piped, Some(b), false),
+            StdinMode::Open => (process::StdinSetup::Piped, None, true),
+        };
+        let effective = Arc::new(confinement.effective().clone());
+        let launched = match process::Launch::new(
+            &shell,
+            &req.command,
+            env,
+            cwd_fd,
+            stdin_setup,
+            confinement,
+            inner.config.child_nofile.unwrap_or(0),
+        ) {
+            Ok(launch) => inner.spawner.spawn(launch).await,
+            Err(e) => Err(e),
+        };
+        let started = match launched {
+            Ok(started) => started,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&session_dir);
+                let under = if effective.is_confined() {
+                    format!(" under the sandbox {effective}")
+                } else {
+                    String::new()
+                };
+                return Err(SessionError::Io(format!(
+                    "could not start `{}`{under}: {e}",
+                    shell.display()
+                )));
+            }
+        };
+        let pid = started.pid;
+        let (child, stdout, stderr, stdin) = match register(started) {
+            Ok(parts) => parts,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&session_dir);
+                return Err(SessionError::Io(format!(
+                    "cannot watch the started process: {e}"
+                )));
+            }
+        };
+        let (open_pipe, bytes_pipe) = if stdin_open {
+            (stdin, None)
+        } else {
+            (None, stdin)
+        };
+        let session = Session::new(SessionInit {
+            id: id.clone(),
+            owner: caller.owner(),
+            command: req.command,
+            tool_call_id: req.tool_call_id,
+            output_path,
+            pid,
+            group: true,
+            stdin: open_pipe,
+            stdin_open,
+            memory_bytes: inner.config.output_memory_bytes,
+            observer: inner.config.observer.clone(),
+            sandbox: Some(effective),
+        });
+        if let (Some(bytes), Some(mut pipe)) = (stdin_bytes, bytes_pipe) {
+            inner.handle.spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let _ = pipe.write_all(&bytes).await;
+                // Dropping the pipe closes it: the process reads end-of-file.
+            });
+        }
+        self.launch(session, child, Some(stdout), Some(stderr), log, req.timeout);
+        drop(slot);
+        Ok(id)
+    }
+
+    /// Registers a session and starts its task.
+    fn launch(
+        &self,
+        session: Arc<Session>,
+        child: process::ChildProcess,
+        stdout: Option<pipe::Receiver>,
+        stderr: Option<pipe::Receiver>,
+        log: std::fs::File,
+        timeout: Option<Duration>,
+    ) {
+        let inner = &self.inner;
+        inner
+            .registry()
+            .sessions
+            .insert(session.id.clone(), session.clone());
+        inner.running.fetch_add(1, Ordering::AcqRel);
+        inner.handle.spawn(session::run(
+            session,
+            child,
+            stdout,
+            stderr,
+            Some(log),
+            timeout,
+            inner.timing(),
+            inner.running.clone(),
+        ));
+    }
+
+    /// Takes over a process the embedder spawned (ARCHITECTURE.md, "Crates") and manages it like any
+    /// session: piped stdout/stderr are captured, a piped stdin becomes an open stdin
+    /// ([`Sessions::write_stdin`]), no timeout. A child that leads its own process
+    /// group/session is signalled as a group; otherwise only the child itself. The host
+    /// did not spawn it, so it is not confined: its snapshot's sandbox is
+    /// [`SANDBOX_NONE`].
+    ///
+    /// Errors: [`SessionError::InvalidRequest`] if the child was already waited for;
+    /// [`SessionError::ResourceLimit`]; [`SessionError::Io`] for the log.
+    pub fn adopt(
+        &self,
+        caller: &Caller,
+        mut child: tokio::process::Child,
+        command: String,
+        tool_call_id: Option<String>,
+    ) -> Result<SessionId, SessionError> {
+        let inner = &self.inner;
+        let pid = child.id().ok_or_else(|| {
+            SessionError::InvalidRequest(
+                "the child has already been waited for; there is nothing to adopt".into(),
+            )
+        })?;
+        let slot = inner.reserve()?;
+        let (id, output_path, log) = inner.create_log()?;
+        let io =
+            |e: std::io::Error| SessionError::Io(format!("cannot adopt the child's pipes: {e}"));
+        let stdin = (child.stdin.take())
+            .map(|p| p.into_owned_fd().and_then(pipe::Sender::from_owned_fd))
+            .transpose()
+            .map_err(io)?;
+        let receiver = |fd: std::io::Result<std::os::fd::OwnedFd>| {
+            fd.and_then(|fd| {
+                process::raise_pipe_size(&fd);
+                pipe::Receiver::from_owned_fd(fd)
+            })
+        };
+        let stdout = (child.stdout.take())
+            .map(|p| receiver(p.into_owned_fd()))
+            .transpose()
+            .map_err(io)?;
+        let stderr = (child.stderr.take())
+            .map(|p| receiver(p.into_owned_fd()))
+            .transpose()
+            .map_err(io)?;
+        let stdin_open = stdin.is_some();
+        let session = Session::new(SessionInit {
+            id: id.clone(),
+            owner: caller.owner(),
+            command,
+            tool_call_id,
+            output_path,
+            pid,
+            group: process::leads_group(pid),
+            stdin,
+            stdin_open,
+            memory_bytes: inner.config.output_memory_bytes,
+            observer: inner.config.observer.clone(),
+            sandbox: None,
+        });
+        let child = process::ChildProcess::Adopted(child);
+        self.launch(session, child, stdout, stderr, log, None);
+        drop(slot);
+        Ok(id)
+    }
+
+    /// The current state of a session (running or a tombstone within retention).
+    ///
+    /// Errors: [`SessionError::UnknownSession`] for malformed, unknown, expired or
+    /// other plugins' ids.
+    pub fn check(&self, caller: &Caller, id: &str) -> Result<Snapshot, SessionError> {
+        Ok(self.inner.lookup(caller, id)?.snapshot())
+    }
+
+    /// Waits for session `id` to end (its `Exited` event is recorded) and returns how
+    /// it ended. Returns at once for a finished session. Cancel-safe; holds no
+    /// subscription, so no output is copied to the waiter.
+    ///
+    /// Errors: [`SessionError::UnknownSession`] (never started, purged, or another
+    /// plugin's).
+    pub async fn wait(&self, caller: &Caller, id: &str) -> Result<ExitStatus, SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        session.ended().await;
+        let exit = session.lock().exit.clone();
+        exit.ok_or_else(|| SessionError::Io("the session task ended unexpectedly".into()))
+    }
+
+    /// Snapshots of the caller's sessions, running and finished (within retention),
+    /// oldest first.
+    pub fn list(&self, caller: &Caller) -> Vec<Snapshot> {
+        self.inner
+            .select(|s| caller.sees(s))
+            .iter()
+            .map(|s| s.snapshot())
+            .collect()
+    }
+
+    /// Subscribes to the events with seq `>= from_seq` (0 and 1 both mean all). A
+    /// finished session's events are available at once. Dropping the subscription
+    /// unsubscribes.
+    ///
+    /// Errors: [`SessionError::UnknownSession`].
+    pub fn subscribe(
+        &self,
+        caller: &Caller,
+        id: &str,
+        from_seq: u64,
+    ) -> Result<Subscription, SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        Ok(Subscription::new(session, from_seq.max(1)))
+    }
+
+    /// Turns a foreground run into a background task: records a `Detached` event (so
+    /// a waiting subscriber wakes) and the process keeps running. Detaching a session
+    /// that is already detached (or was started in the background) returns its info
+    /// again without a new event.
+    ///
+    /// Errors: [`SessionError::UnknownSession`]; [`SessionError::SessionExited`] once it ended.
+    pub fn detach(
+        &self,
+        caller: &Caller,
+        id: &str,
+        reason: &str,
+    ) -> Result<DetachInfo, SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        Self::detach_session(&session, reason)
+    }
+
+    fn detach_session(session: &Session, reason: &str) -> Result<DetachInfo, SessionError> {
+        let mut st = session.lock();
+        if let Some(exit) = &st.exit {
+            return Err(SessionError::SessionExited(exit.clone()));
+        }
+        let info = session.detach_info(&st, reason);
+        if !st.detached {
+            st.detached = true;
+            session.push_event(&mut st, SessionEventKind::Detached(info.clone()));
+        }
+        Ok(info)
+    }
+
+    /// Detaches every running, not yet detached run of tool call `tool_call_id` (host
+    /// only) and returns the info of the newest.
+    ///
+    /// Errors: [`SessionError::InvalidRequest`] when the call has no such run.
+    pub fn detach_call(
+        &self,
+        tool_call_id: &str,
+        reason: &str,
+    ) -> Result<DetachInfo, SessionError> {
+        let runs = self.inner.select(|s| is_foreground_run(s, tool_call_id));
+        let mut last = None;
+        for session in runs {
+            if let Ok(info) = Self::detach_session(&session, reason) {
+                last = Some(info);
+            }
+        }
+        last.ok_or_else(|| {
+            SessionError::InvalidRequest(format!(
+                "tool call `{tool_call_id}` has no running foreground process to detach"
+            ))
+        })
+    }
+
+    /// Writes `data` to the stdin pipe of a session started with [`StdinMode::Open`]
+    /// (or adopted with a piped stdin). Waits while the pipe is full, at most 30 s.
+    ///
+    /// Errors: [`SessionError::UnknownSession`]; [`SessionError::SessionExited`] once it
+    /// ended; [`SessionError::InvalidRequest`] if stdin is not open or was closed;
+    /// [`SessionError::Io`] if the process closed its end or does not read for 30 s.
+    pub async fn write_stdin(
+        &self,
+        caller: &Caller,
+        id: &str,
+        data: &[u8],
+    ) -> Result<(), SessionError> {
+        use tokio::io::AsyncWriteExt;
+        let session = self.inner.lookup(caller, id)?;
+        let exited =
+            |session: &Session| session.lock().exit.clone().map(SessionError::SessionExited);
+        if let Some(e) = exited(&session) {
+            return Err(e);
+        }
+        if !session.stdin_open {
+            return Err(SessionError::InvalidRequest(format!(
+                "stdin of session {id} is not open; start it with stdin mode `open` to write to it"
+            )));
+        }
+        let mut guard = session.stdin.lock().await;
+        let Some(pipe) = guard.as_mut() else {
+            return Err(exited(&session).unwrap_or_else(|| {
+                SessionError::InvalidRequest(format!("stdin of session {id} was already closed"))
+            }));
+        };
+        let result = tokio::select! {
+            r = pipe.write_all(data) => r.map_err(|e| {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    SessionError::Io(format!("session {id} closed its stdin (broken pipe)"))
+                } else {
+                    SessionError::Io(format!("writing to the stdin of session {id} failed: {e}"))
+                }
+            }),
+            () = session.ended() => Err(exited(&session).unwrap_or_else(|| SessionError::Io("session ended".into()))),
+            () = tokio::time::sleep(Duration::from_secs(30)) => Err(SessionError::Io(format!(
+                "session {id} did not read its stdin for 30 s; nothing more was written"
+            ))),
+        };
+        if result.is_err() {
+            guard.take();
+            if let Some(e) = exited(&session) {
+                return Err(e);
+            }
+        }
+        result
+    }
+
+    /// Closes the stdin pipe (the process reads end-of-file). Closing twice is fine.
+    ///
+    /// Errors: [`SessionError::UnknownSession`]; [`SessionError::SessionExited`];
+    /// [`SessionError::InvalidRequest`] if stdin was never open.
+    pub async fn close_stdin(&self, caller: &Caller, id: &str) -> Result<(), SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        if let Some(exit) = session.lock().exit.clone() {
+            return Err(SessionError::SessionExited(exit));
+        }
+        if !session.stdin_open {
+            return Err(SessionError::InvalidRequest(format!(
+                "stdin of session {id} is not open (it was started with stdin closed or bytes)"
+            )));
+        }
+        session.stdin.lock().await.take();
+        Ok(())
+    }
+
+    /// Signals every process of the session's group. `None`: SIGTERM, up to
+    /// `kill_grace`, then SIGKILL to whatever is left, and returns once the session has
+    /// ended (bounded). `Some(sig)`: sends `sig` once and returns. `by` is recorded as
+    /// [`EndReason::Killed`] (for signals that terminate by default).
+    ///
+    /// Errors: [`SessionError::UnknownSession`]; [`SessionError::SessionExited`].
+    pub async fn kill(
+        &self,
+        caller: &Caller,
+        id: &str,
+        signal: Option<Signal>,
+        by: &str,
+    ) -> Result<KillInfo, SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        if let Some(exit) = session.lock().exit.clone() {
+            return Err(SessionError::SessionExited(exit));
+        }
+        let signalled = session::terminate(
+            &session,
+            EndReason::Killed(by.to_owned()),
+            signal,
+            self.inner.timing(),
+        )
+        .await;
+        Ok(KillInfo { signalled })
+    }
+
+    /// Reads up to `max_bytes` (capped at [`MAX_READ_BYTES`]) of the combined output
+    /// from log offset `offset`: from memory when the range is in the kept head or tail,
+    /// otherwise from the log file.
+    ///
+    /// Errors: [`SessionError::UnknownSession`]; [`SessionError::InvalidRequest`] when
+    /// `offset` is past the output so far; [`SessionError::Io`] if the log cannot be read.
+    pub async fn read_output(
+        &self,
+        caller: &Caller,
+        id: &str,
+        offset: u64,
+        max_bytes: u32,
+    ) -> Result<OutputRange, SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        read_range(&session, offset, max_bytes).await
+    }
+
+    /// Like [`Sessions::read_output`] from the session's read cursor (initially 0),
+    /// then moves the cursor past the bytes returned. The cursor is per session,
+    /// shared by all callers that can see it.
+    pub async fn read_new_output(
+        &self,
+        caller: &Caller,
+        id: &str,
+        max_bytes: u32,
+    ) -> Result<OutputRange, SessionError> {
+        let session = self.inner.lookup(caller, id)?;
+        let mut cursor = session.read_cursor.lock().await;
+        let range = read_range(&session, *cursor, max_bytes).await?;
+        *cursor = range.offset + range.data.len() as u64;
+        Ok(range)
+    }
+
+    /// True while tool call `tool_call_id` has a foreground run that is running and not
+    /// detached.
+    pub fn is_running(&self, tool_call_id: &str) -> bool {
+        !self
+            .inner
+            .select(|s| is_foreground_run(s, tool_call_id))
+            .is_empty()
+    }
+
+    /// Pid of the oldest running, undetached foreground run of `tool_call_id`.
+    pub fn pid(&self, tool_call_id: &str) -> Option<u32> {
+        self.inner
+            .select(|s| is_foreground_run(s, tool_call_id))
+            .first()
+            .map(|s| s.pid)
+    }
+
+    /// `(tool_call_id, session id)` of every running, undetached foreground run,
+    /// oldest first.
+    pub fn running_calls(&self) -> Vec<(String, SessionId)> {
+        self.inner
+            .select(|s| {
+                s.tool_call_id
+                    .as_deref()
+                    .is_some_and(|c| is_foreground_run(s, c))
+            })
+            .iter()
+            .filter_map(|s| Some((s.tool_call_id.clone()?, s.id.clone())))
+            .collect()
+    }
+
+    /// A tool call ended: terminates (SIGTERM, grace, SIGKILL) its foreground runs that
+    /// were not detached, reason `Killed("tool-call-ended")`. Returns how many runs.
+    pub async fn end_call(&self, tool_call_id: &str) -> usize {
+        let runs = self.inner.select(|s| is_foreground_run(s, tool_call_id));
+        self.terminate_all(runs, "tool-call-ended").await
+    }
+
+    /// Terminates every running session, reason `Killed("host-shutdown")`, and waits
+    /// (bounded by the grace periods) for them to end.
+    pub async fn shutdown(&self) {
+        let running = self.inner.select(|s| s.lock().exit.is_none());
+        self.terminate_all(running, "host-shutdown").await;
+    }
+
+    async fn terminate_all(&self, sessions: Vec<Arc<Session>>, by: &str) -> usize {
+        let count = sessions.len();
+        let timing = self.inner.timing();
+        let mut set = tokio::task::JoinSet::new();
+        for session in sessions {
+            let by = by.to_owned();
+            set.spawn_on(
+                async move { session::terminate(&session, EndReason::Killed(by), None, timing).await },
+                &self.inner.handle,
+            );
+        }
+        while set.join_next().await.is_some() {}
+        count
+    }
+}
+
+async fn read_range(
+    session: &Arc<Session>,
+    offset: u64,
+    max_bytes: u32,
+) -> Result<OutputRange, SessionError> {
+    let max = max_bytes.min(MAX_READ_BYTES) as u64;
+    let (total, ended, memory, log_error) = {
+        let st = session.lock();
+        let total = st.output.total();
+        if offset > total {
+            return Err(SessionError::InvalidRequest(format!(
+                "offset {offset} is past the end of the output ({total} bytes so far)"
+            )));
+        }
+        let len = max.min(total - offset) as usize;
+        (
+            total,
+            st.exit.is_some(),
+            st.output.read(offset, len),
+            st.log_error.clone(),
+        )
+    };
+    let len = max.min(total - offset) as usize;
+    let data = match memory {
+        Some(data) => data,
+        None if len == 0 => Vec::new(),
+        None => {
+            let path = session.output_path.clone();
+            let data = tokio::task::spawn_blocking(move || read_at(&path, offset, len))
+                .await
+                .map_err(|e| SessionError::Io(format!("reading the output log failed: {e}")))?
+                .map_err(|e| SessionError::Io(format!("reading the output log failed: {e}")))?;
+            if data.len() < len {
+                return Err(SessionError::Io(log_error.unwrap_or_else(|| {
+                    format!(
+                        "the output log {} is shorter than expected",
+                        session.output_path.display()
+                    )
+                })));
+            }
+            data
+        }
+    };
+    Ok(OutputRange {
+        offset,
+        eof: ended && offset + data.len() as u64 == total,
+        data,
+        total_bytes: total,
+    })
+}
+
+fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; len];
+    let mut filled = 0;
+    while filled < len {
+        let n = file.read_at(&mut buf[filled..], offset + filled as u64)?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}

@@ -1,0 +1,644 @@
+//! Process plumbing: request validation (shell, cwd, env), the dedicated spawner
+//! thread, the async-signal-safe child setup, `/proc` scanning and group signalling.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag};
+use nix::sys::signal::{self, Signal};
+use nix::sys::stat::Mode;
+use nix::unistd::{self, AccessFlags, Pid};
+use tokio::sync::oneshot;
+
+use super::SessionError;
+use crate::sandbox::Confinement;
+
+/// Environment variables copied from the host when set (plus every `LC_*`). The host's
+/// `TMPDIR` is replaced by the session's private temp dir for started sessions.
+pub const ENV_ALLOWLIST: &[&str] = &["PATH", "HOME", "LANG", "TZ", "USER", "LOGNAME", "TMPDIR"];
+
+/// `PATH` given to the child when the host has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Pipe capacity asked for each output pipe (best effort), in bytes.
+const PIPE_SIZE: i32 = 256 * 1024;
+
+/// Checks an environment variable name: not empty, no `=`, no NUL.
+pub(crate) fn validate_env_pair(name: &str, value: &str) -> Result<(), SessionError> {
+    if name.is_empty() || name.contains('=') || name.contains('\0') {
+        return Err(SessionError::InvalidRequest(format!(
+            "invalid environment variable name {name:?}: it must be non-empty and contain no `=` or NUL"
+        )));
+    }
+    if value.contains('\0') {
+        return Err(SessionError::InvalidRequest(format!(
+            "the value of environment variable `{name}` contains a NUL byte"
+        )));
+    }
+    Ok(())
+}
+
+/// The environment a child gets: the allowlisted host variables, `TERM=dumb`,
+/// `TMPDIR=tmpdir` (the session's private temp dir, instead of the host's), then `extra`
+/// (operator pairs) and `request` pairs, later pairs overriding earlier ones.
+pub(crate) fn build_env(
+    tmpdir: &Path,
+    extra: &[(String, String)],
+    request: &[(String, String)],
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    for (key, value) in std::env::vars_os() {
+        let allowed = key
+            .to_str()
+            .is_some_and(|k| k != "TMPDIR" && (ENV_ALLOWLIST.contains(&k) || k.starts_with("LC_")));
+        if allowed {
+            env.push((key, value));
+        }
+    }
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    env.push(("TERM".into(), "dumb".into()));
+    env.push(("TMPDIR".into(), tmpdir.into()));
+    for (k, v) in extra.iter().chain(request) {
+        env.push((k.into(), v.into()));
+    }
+    env
+}
+
+/// Resolves the shell: `None` is `/bin/sh`; otherwise an absolute path to an
+/// executable regular file.
+pub(crate) fn resolve_shell(shell: Option<&str>) -> Result<PathBuf, SessionError> {
+    let shell = shell.unwrap_or("/bin/sh");
+    let invalid = |why: &str| SessionError::InvalidRequest(format!("shell `{shell}` {why}"));
+    if shell.contains('\0') {
+        return Err(invalid("contains a NUL byte"));
+    }
+    let path = PathBuf::from(shell);
+    if !path.is_absolute() {
+        return Err(invalid("is not an absolute path (e.g. /bin/bash)"));
+    }
+    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => invalid("does not exist"),
+        _ => invalid(&format!("cannot be inspected: {e}")),
+    })?;
+    if !meta.is_file() {
+        return Err(invalid("is not a regular file"));
+    }
+    if unistd::access(&path, AccessFlags::X_OK).is_err() {
+        return Err(invalid("is not executable"));
+    }
+    Ok(path)
+}
+
+/// Lexical normalisation (`.` dropped, `..` pops) used to word errors for paths that
+/// cannot be opened without revealing whether something outside the workspace exists.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Opens the working directory: `cwd` relative to `workspace` (canonical) or absolute.
+/// The opened directory's real path (all symlinks resolved, read back from
+/// `/proc/self/fd`) must lie inside `workspace`. The child `fchdir`s to this very fd,
+/// so a symlink swapped in after the check cannot redirect it.
+pub(crate) fn open_cwd(
+    workspace: &Path,
+    cwd: Option<&str>,
+) -> Result<(OwnedFd, PathBuf), SessionError> {
+    let given = cwd.unwrap_or("");
+    if given.contains('\0') {
+        return Err(SessionError::InvalidRequest(
+            "cwd contains a NUL byte".to_owned(),
+        ));
+    }
+    let path = if given.is_empty() {
+        workspace.to_path_buf()
+    } else {
+        workspace.join(given)
+    };
+    let outside = || {
+        SessionError::InvalidRequest(format!(
+            "cwd `{given}` is outside the workspace `{}`; use a path inside it (relative paths are relative to the workspace root)",
+            workspace.display()
+        ))
+    };
+    let fd = match nix::fcntl::open(
+        &path,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(_) if !lexically_normal(&path).starts_with(workspace) => return Err(outside()),
+        Err(Errno::ENOENT) => {
+            return Err(SessionError::InvalidRequest(format!(
+                "cwd `{given}` does not exist in the workspace `{}`",
+                workspace.display()
+            )));
+        }
+        Err(Errno::ENOTDIR) => {
+            return Err(SessionError::InvalidRequest(format!(
+                "cwd `{given}` is not a directory"
+            )));
+        }
+        Err(e) => {
+            return Err(SessionError::InvalidRequest(format!(
+                "cwd `{given}` cannot be opened: {}",
+                e.desc()
+            )));
+        }
+    };
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|e| SessionError::Io(format!("cannot resolve cwd `{given}`: {e}")))?;
+    if !real.starts_with(workspace) {
+        return Err(outside());
+    }
+    Ok((fd, real))
+}
+
+/// What a child's stdin is connected to.
+pub(crate) enum StdinSetup {
+    Null,
+    Piped,
+}
+
+/// Everything the spawner thread needs to start one session's shell: built by
+/// [`Launch::new`] in the caller, consumed by [`Spawner::spawn`].
+pub(crate) struct Launch {
+    program: crate::spawn::Program,
+    stdin: StdinSetup,
+    cwd: OwnedFd,
+    confinement: Confinement,
+    /// The soft `RLIMIT_NOFILE` the command gets (0: the host's own).
+    nofile: u64,
+}
+
+impl Launch {
+    /// `shell -c command` with exactly `env`, in `cwd`, under `confinement`, with
+    /// a soft open-file limit of `nofile` (0: the host's own; see
+    /// [`SessionsConfig::child_nofile`](super::SessionsConfig::child_nofile)).
+    ///
+    /// Errors: a NUL byte in the shell, command or environment.
+    pub(crate) fn new(
+        shell: &Path,
+        command: &str,
+        env: Vec<(OsString, OsString)>,
+        cwd: OwnedFd,
+        stdin: StdinSetup,
+        confinement: Confinement,
+        nofile: u64,
+    ) -> io::Result<Launch> {
+        let argv = [
+            shell.as_os_str(),
+            std::ffi::OsStr::new("-c"),
+            std::ffi::OsStr::new(command),
+        ];
+        Ok(Launch {
+            program: crate::spawn::Program::new(shell.as_os_str(), &argv, &env)?,
+            stdin,
+            cwd,
+            confinement,
+            nofile,
+        })
+    }
+}
+
+/// A started shell: its pid, a waiter, and the host ends of its pipes (plain fds:
+/// the caller registers them with its tokio runtime).
+pub(crate) struct Started {
+    pub(crate) pid: u32,
+    pub(crate) pidfd: OwnedFd,
+    pub(crate) stdin: Option<OwnedFd>,
+    pub(crate) stdout: OwnedFd,
+    pub(crate) stderr: OwnedFd,
+}
+
+/// Runs in the child between `clone` and `exec`: async-signal-safe, no allocation.
+/// Then the kernel sandbox goes on last, so `fchdir` and `setsid` happen unconfined
+/// and nothing after it can loosen it (a no-op under full-access; if a layer it
+/// reports cannot be applied, the spawn fails: fail closed).
+fn child_setup(
+    cwd: &OwnedFd,
+    parent: Pid,
+    inherited_nofile: u64,
+    confinement: &Confinement,
+) -> io::Result<()> {
+    let errno = |e: Errno| io::Error::from_raw_os_error(e as i32);
+    unistd::fchdir(cwd.as_fd()).map_err(errno)?;
+    unistd::setsid().map_err(errno)?;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
+    // The host may have died between clone and prctl: then nothing would kill us.
+    if unistd::getppid() != parent {
+        return Err(io::Error::from_raw_os_error(Errno::ESRCH as i32));
+    }
+    // The host raised its own soft open-file limit; the command gets the one the
+    // host was started with (passed in by the caller, read before clone).
+    if inherited_nofile != 0 {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: plain getrlimit/setrlimit on a local value.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur = inherited_nofile.min(limit.rlim_max);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+        }
+    }
+    confinement.apply_in_child()
+}
+
+/// Starts one launch on the calling (spawner) thread.
+fn start(launch: Launch) -> io::Result<Started> {
+    let pipe = || -> io::Result<(OwnedFd, OwnedFd)> {
+        unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| io::Error::from_raw_os_error(e as i32))
+    };
+    let (stdout_r, stdout_w) = pipe()?;
+    let (stderr_r, stderr_w) = pipe()?;
+    let (stdin_host, stdin_child) = match launch.stdin {
+        StdinSetup::Null => (None, OwnedFd::from(std::fs::File::open("/dev/null")?)),
+        StdinSetup::Piped => {
+            let (r, w) = pipe()?;
+            (Some(w), r)
+        }
+    };
+    let stdio = crate::spawn::Stdio {
+        fds: [
+            stdin_child.as_raw_fd(),
+            stdout_w.as_raw_fd(),
+            stderr_w.as_raw_fd(),
+        ],
+    };
+    let parent = Pid::this();
+    let setup = || child_setup(&launch.cwd, parent, launch.nofile, &launch.confinement);
+    let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup)?;
+    raise_pipe_size(&stdout_r);
+    raise_pipe_size(&stderr_r);
+    Ok(Started {
+        pid: spawned.pid,
+        pidfd: spawned.pidfd,
+        stdin: stdin_host,
+        stdout: stdout_r,
+        stderr: stderr_r,
+    })
+}
+
+/// The direct child a session waits for: one we spawned (waited for through its
+/// pidfd) or one the embedder spawned with tokio and handed over (`adopt`).
+pub(crate) enum ChildProcess {
+    /// Spawned by [`Spawner`].
+    Spawned {
+        /// Its pid.
+        pid: u32,
+        /// Readable once the child has exited.
+        pidfd: tokio::io::unix::AsyncFd<OwnedFd>,
+        /// Kept after reaping, so `wait` can be called again.
+        status: Option<std::process::ExitStatus>,
+    },
+    /// Handed over by the embedder.
+    Adopted(tokio::process::Child),
+}
+
+impl ChildProcess {
+    /// Wraps a pidfd from [`Started`]. Must be called inside a tokio runtime.
+    pub(crate) fn spawned(pid: u32, pidfd: OwnedFd) -> io::Result<ChildProcess> {
+        // SAFETY: an OwnedFd stays open and the same fd until the AsyncFd drops it.
+        let pidfd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+        }
+        .map_err(io::Error::from)?;
+        Ok(ChildProcess::Spawned {
+            pid,
+            pidfd,
+            status: None,
+        })
+    }
+
+    /// Waits for the child to exit and reaps it. Cancel-safe.
+    pub(crate) async fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        match self {
+            ChildProcess::Adopted(child) => child.wait().await,
+            ChildProcess::Spawned { pidfd, status, .. } => loop {
+                if let Some(status) = status {
+                    return Ok(*status);
+                }
+                let mut ready = pidfd.readable().await?;
+                match reap(ready.get_inner().as_raw_fd())? {
+                    Some(s) => *status = Some(s),
+                    None => ready.clear_ready(),
+                }
+            },
+        }
+    }
+}
+
+impl Drop for ChildProcess {
+    /// A session task dropped before its child exited (runtime shutdown): kill the
+    /// child, as tokio's `kill_on_drop` did, and reap it once it is gone.
+    fn drop(&mut self) {
+        if let ChildProcess::Spawned {
+            pid,
+            pidfd,
+            status: None,
+        } = self
+        {
+            // SAFETY: pidfd_send_signal on our own pidfd.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pidfd.get_ref().as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
+            reap_in_background(*pid);
+        }
+    }
+}
+
+/// Reaps child `pid` (already signalled to die) on a short-lived thread, so no
+/// zombie is left and no caller blocks on it. Only for error and shutdown paths.
+pub(crate) fn reap_in_background(pid: u32) {
+    let reap = move || {
+        let mut status = 0;
+        // SAFETY: blocking waitpid on our own child.
+        while unsafe { libc::waitpid(pid as i32, &mut status, 0) } < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+    };
+    if std::thread::Builder::new()
+        .name("toolhost-reaper".into())
+        .spawn(reap)
+        .is_err()
+    {
+        tracing::warn!(pid, "cannot start a thread to reap a killed child");
+    }
+}
+
+/// `waitid(P_PIDFD, WEXITED | WNOHANG)`: the exit status if the child has exited.
+fn reap(pidfd: std::os::fd::RawFd) -> io::Result<Option<std::process::ExitStatus>> {
+    use std::os::unix::process::ExitStatusExt;
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own pidfd.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                pidfd as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG,
+            )
+        };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err);
+        }
+        // SAFETY: waitid filled in the SIGCHLD fields (or left them zero).
+        let (pid, code) = unsafe { (info.si_pid(), info.si_status()) };
+        if pid == 0 {
+            return Ok(None);
+        }
+        let raw = match info.si_code {
+            libc::CLD_EXITED => (code & 0xff) << 8,
+            libc::CLD_DUMPED => (code & 0x7f) | 0x80,
+            _ => code & 0x7f,
+        };
+        return Ok(Some(std::process::ExitStatus::from_raw(raw)));
+    }
+}
+
+/// Raises the capacity of a pipe (best effort; failures are ignored).
+pub(crate) fn raise_pipe_size(fd: impl AsFd) {
+    let _ = nix::fcntl::fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+}
+
+struct SpawnJob {
+    launch: Launch,
+    reply: oneshot::Sender<io::Result<Started>>,
+}
+
+/// One long-lived thread that starts every child. `PR_SET_PDEATHSIG` fires when the
+/// *thread* that created a child exits, so children must not be created from threads
+/// that come and go (tokio's blocking pool). Children are created with
+/// `clone(CLONE_VM | CLONE_VFORK)` ([`crate::spawn`]), so this thread is suspended
+/// for each until it has called `exec`. The thread ends when the [`Spawner`] is
+/// dropped, which (by design) SIGKILLs the shells it started.
+pub(crate) struct Spawner {
+    jobs: mpsc::Sender<SpawnJob>,
+}
+
+impl Spawner {
+    pub(crate) fn start() -> io::Result<Spawner> {
+        let (jobs, rx) = mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("toolhost-spawner".to_owned())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    let result = start(job.launch);
+                    if let Err(Ok(started)) = job.reply.send(result) {
+                        // The requester went away: do not leave the child running.
+                        // SAFETY: plain kill of our own child; the session task that
+                        // would reap it never existed, so reap it here.
+                        unsafe {
+                            libc::kill(started.pid as i32, libc::SIGKILL);
+                            libc::waitpid(started.pid as i32, std::ptr::null_mut(), 0);
+                        }
+                    }
+                }
+            })?;
+        Ok(Spawner { jobs })
+    }
+
+    pub(crate) async fn spawn(&self, launch: Launch) -> io::Result<Started> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(SpawnJob { launch, reply })
+            .map_err(|_| io::Error::other("the spawner thread has stopped"))?;
+        rx.await
+            .map_err(|_| io::Error::other("the spawner thread has stopped"))?
+    }
+}
+
+/// Fields of `/proc/<pid>/stat` we use.
+struct ProcStat {
+    state: char,
+    pgrp: i32,
+    session: i32,
+}
+
+fn read_stat(pid: i32) -> Option<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp session ...`; comm may hold spaces and parens.
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some(ProcStat {
+        state,
+        pgrp,
+        session,
+    })
+}
+
+/// A snapshot of `/proc`: the live (non-zombie) processes by session id and by
+/// process group id. One scan reads every process's `stat`, so with many processes
+/// (benchmark P5 runs 20,000) concurrent kills share scans through [`proc_table`].
+pub(crate) struct ProcTable {
+    /// When the scan began: every process alive from then until it was read is in it.
+    pub(crate) started: Instant,
+    members: HashMap<i32, Vec<u32>>,
+}
+
+impl ProcTable {
+    fn scan() -> ProcTable {
+        let started = Instant::now();
+        let me = std::process::id();
+        let mut members: HashMap<i32, Vec<u32>> = HashMap::new();
+        let pids = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&pid| pid != me);
+        for pid in pids {
+            let Some(stat) = read_stat(pid as i32) else {
+                continue;
+            };
+            if stat.state == 'Z' {
+                continue;
+            }
+            members.entry(stat.session).or_default().push(pid);
+            if stat.pgrp != stat.session {
+                members.entry(stat.pgrp).or_default().push(pid);
+            }
+        }
+        ProcTable { started, members }
+    }
+
+    /// Live processes whose session id or process group id is `sid`.
+    pub(crate) fn members(&self, sid: u32) -> &[u32] {
+        self.members.get(&(sid as i32)).map_or(&[], Vec::as_slice)
+    }
+}
+
+static LATEST_SCAN: std::sync::Mutex<Option<Arc<ProcTable>>> = std::sync::Mutex::new(None);
+
+/// A `/proc` snapshot whose scan began at or after `not_before`: the newest one when
+/// it qualifies, else a fresh scan (callers arriving meanwhile wait for it and share
+/// it).
+pub(crate) fn proc_table(not_before: Instant) -> Arc<ProcTable> {
+    let mut latest = LATEST_SCAN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(table) = latest.as_ref()
+        && table.started >= not_before
+    {
+        return table.clone();
+    }
+    let table = Arc::new(ProcTable::scan());
+    *latest = Some(table.clone());
+    table
+}
+
+/// [`proc_table`] for async callers: the newest snapshot when it qualifies and no
+/// scan is running, else a scan on the blocking pool, so a scan (≈ 100 ms with
+/// 10,000 processes) never stalls the runtime's workers.
+pub(crate) async fn proc_table_async(not_before: Instant) -> Arc<ProcTable> {
+    if let Ok(latest) = LATEST_SCAN.try_lock()
+        && let Some(table) = latest.as_ref()
+        && table.started >= not_before
+    {
+        return table.clone();
+    }
+    match tokio::task::spawn_blocking(move || proc_table(not_before)).await {
+        Ok(table) => table,
+        Err(_) => proc_table(not_before),
+    }
+}
+
+/// How old a `/proc` snapshot may be (and still have begun after the session
+/// started) for picking whom a kill's SIGTERM goes to; concurrent kills share it.
+/// The survivor checks that follow always use newer ones.
+pub(crate) const SIGNAL_SCAN_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// Live (non-zombie) processes whose session id or process group id is `sid`,
+/// found by scanning `/proc/*/stat` now. The host's own process is never included.
+pub fn group_members(sid: u32) -> Vec<u32> {
+    proc_table(Instant::now()).members(sid).to_vec()
+}
+
+/// True when `pid` leads its own session or process group (so group signalling is
+/// safe and meaningful for it).
+pub(crate) fn leads_group(pid: u32) -> bool {
+    read_stat(pid as i32).is_some_and(|s| s.session == pid as i32 || s.pgrp == pid as i32)
+}
+
+/// True when signalling group `pid` could reach the host itself or init.
+fn is_forbidden_group(pid: u32) -> bool {
+    let pid = pid as i32;
+    pid <= 1
+        || pid == std::process::id() as i32
+        || pid == unistd::getpgrp().as_raw()
+        || unistd::getsid(None).is_ok_and(|s| s.as_raw() == pid)
+}
+
+/// Sends `sig` to every process of the group led by `pid` (when `group`), or to `pid`
+/// alone. Adds the pids signalled to `seen`. Never signals the host's own group.
+///
+/// The leader's group is signalled with `killpg`; processes of the session that
+/// moved to other groups (`set -m`, `timeout`, ...) are found in `table`, a `/proc`
+/// snapshot the caller took (see [`proc_table`]; required when `group`).
+pub(crate) fn signal_processes(
+    pid: u32,
+    group: bool,
+    sig: Signal,
+    seen: &mut HashSet<u32>,
+    table: Option<&ProcTable>,
+) {
+    if is_forbidden_group(pid) {
+        tracing::warn!(
+            pid,
+            "refusing to signal the host's own process group or init"
+        );
+        return;
+    }
+    if !group {
+        if signal::kill(Pid::from_raw(pid as i32), sig).is_ok() {
+            seen.insert(pid);
+        }
+        return;
+    }
+    let before = seen.len();
+    for &member in table.map_or(&[][..], |t| t.members(pid)) {
+        if signal::kill(Pid::from_raw(member as i32), sig).is_ok() {
+            seen.insert(member);
+        }
+    }
+    if signal::killpg(Pid::from_raw(pid as i32), sig).is_ok() && seen.len() == before {
+        seen.insert(pid);
+    }
+}
+
+/// Polling interval while waiting for a signalled group to go away (only during a
+/// kill's grace period).
+pub(crate) const SURVIVOR_POLL: Duration = Duration::from_millis(10);

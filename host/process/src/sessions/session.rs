@@ -1,0 +1,487 @@
+//! One session: its shared state, the task that captures its output and waits for its
+//! exit, and the terminate (TERM, grace, KILL) sequence.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use nix::sys::signal::Signal;
+use tokio::net::unix::pipe;
+use tokio::sync::watch;
+
+use super::output::{EventBacklog, OutputBuffer};
+use super::process;
+use super::{
+    DetachInfo, EndReason, ExitStatus, OutputChunk, OutputStream, SessionEventKind, SessionId,
+    SessionObserver, SessionStatus, Snapshot, StartedInfo,
+};
+use crate::sandbox::EffectiveSandbox;
+
+/// Size of each read from an output pipe, in bytes.
+const READ_BUFFER: usize = 64 * 1024;
+
+pub(crate) struct Session {
+    pub(crate) id: SessionId,
+    pub(crate) owner: Option<Arc<str>>,
+    pub(crate) command: String,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) output_path: PathBuf,
+    pub(crate) started: Instant,
+    pub(crate) pid: u32,
+    /// The process leads its own group/session: signal the whole group.
+    pub(crate) group: bool,
+    /// Started with an open stdin pipe.
+    pub(crate) stdin_open: bool,
+    pub(crate) stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
+    pub(crate) read_cursor: tokio::sync::Mutex<u64>,
+    /// The sandbox the process runs under (`None`: adopted, not confined by the host).
+    pub(crate) effective: Option<Arc<EffectiveSandbox>>,
+    /// Its one-line summary, as snapshots and the `Started` event show it.
+    pub(crate) sandbox: String,
+    state: Mutex<State>,
+    /// Bumped (to the last seq) on every event; subscribers wait on it.
+    notify: watch::Sender<u64>,
+    /// Flips to true once the `Exited` event is recorded: waiters for the end are
+    /// not woken by every output chunk (benchmark P4).
+    finished: watch::Sender<bool>,
+    observer: Option<Arc<dyn SessionObserver>>,
+}
+
+pub(crate) struct State {
+    pub(crate) exit: Option<ExitStatus>,
+    pub(crate) ended_at: Option<Instant>,
+    pub(crate) child_exited: bool,
+    pub(crate) detached: bool,
+    pub(crate) kill_reason: Option<EndReason>,
+    pub(crate) output: OutputBuffer,
+    pub(crate) events: EventBacklog,
+    pub(crate) log_error: Option<String>,
+}
+
+impl State {
+    pub(crate) fn status(&self) -> SessionStatus {
+        match &self.exit {
+            None => SessionStatus::Running,
+            Some(exit) => exit.reason.status(),
+        }
+    }
+}
+
+pub(crate) struct SessionInit {
+    pub(crate) id: SessionId,
+    pub(crate) owner: Option<Arc<str>>,
+    pub(crate) command: String,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) output_path: PathBuf,
+    pub(crate) pid: u32,
+    pub(crate) group: bool,
+    pub(crate) stdin: Option<pipe::Sender>,
+    pub(crate) stdin_open: bool,
+    pub(crate) memory_bytes: usize,
+    pub(crate) observer: Option<Arc<dyn SessionObserver>>,
+    /// `None` for adopted processes.
+    pub(crate) sandbox: Option<Arc<EffectiveSandbox>>,
+}
+
+impl Session {
+    /// Creates the session and records its `Started` event (seq 1).
+    pub(crate) fn new(init: SessionInit) -> Arc<Session> {
+        let (notify, _) = watch::channel(0);
+        let sandbox = init
+            .sandbox
+            .as_ref()
+            .map_or_else(|| super::SANDBOX_NONE.to_owned(), |e| e.to_string());
+        let session = Arc::new(Session {
+            id: init.id,
+            owner: init.owner,
+            command: init.command,
+            tool_call_id: init.tool_call_id.clone(),
+            output_path: init.output_path,
+            started: Instant::now(),
+            pid: init.pid,
+            group: init.group,
+            stdin_open: init.stdin_open,
+            stdin: tokio::sync::Mutex::new(init.stdin),
+            read_cursor: tokio::sync::Mutex::new(0),
+            effective: init.sandbox,
+            sandbox,
+            state: Mutex::new(State {
+                exit: None,
+                ended_at: None,
+                child_exited: false,
+                detached: init.tool_call_id.is_none(),
+                kill_reason: None,
+                output: OutputBuffer::new(init.memory_bytes),
+                events: EventBacklog::new(init.memory_bytes.max(64 * 1024)),
+                log_error: None,
+            }),
+            notify,
+            finished: watch::channel(false).0,
+            observer: init.observer,
+        });
+        {
+            let mut st = session.lock();
+            let started = StartedInfo {
+                pid: init.pid,
+                sandbox: session.sandbox.clone(),
+            };
+            session.push_event(&mut st, SessionEventKind::Started(started));
+        }
+        session
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn elapsed_ms(&self, st: &State) -> u64 {
+        let end = st.ended_at.unwrap_or_else(Instant::now);
+        end.saturating_duration_since(self.started).as_millis() as u64
+    }
+
+    /// Records an event, tells the observer (under the lock, so in seq order) and
+    /// wakes subscribers.
+    pub(crate) fn push_event(&self, st: &mut State, kind: SessionEventKind) -> u64 {
+        let at_ms = self.started.elapsed().as_millis() as u64;
+        let event = st.events.push(kind, at_ms);
+        let seq = event.seq;
+        if let Some(observer) = &self.observer {
+            let observed = super::ObservedSession {
+                id: &self.id,
+                command: &self.command,
+                tool_call_id: self.tool_call_id.as_deref(),
+                output_path: &self.output_path,
+            };
+            observer.on_session_event(&observed, event);
+        }
+        self.notify.send_replace(seq);
+        seq
+    }
+
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.notify.subscribe()
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let st = self.lock();
+        let (output_tail, truncated) = st.output.tail_text();
+        let sandbox_denial = self.denial(st.exit.as_ref(), &output_tail);
+        Snapshot {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            status: st.status(),
+            exit: st.exit.clone(),
+            pid: Some(self.pid),
+            elapsed_ms: self.elapsed_ms(&st),
+            output_tail,
+            output_bytes: st.output.total(),
+            truncated,
+            last_seq: st.events.last_seq(),
+            detached: st.detached,
+            tool_call_id: self.tool_call_id.clone(),
+            output_path: self.output_path.clone(),
+            sandbox: self.sandbox.clone(),
+            sandbox_denial,
+        }
+    }
+
+    /// [`crate::sandbox::denial_hint`] for a session that exited by itself with a
+    /// failure (not killed, not timed out) under an active sandbox.
+    fn denial(&self, exit: Option<&ExitStatus>, output_tail: &str) -> Option<String> {
+        let exit = exit?;
+        if exit.reason != EndReason::Exited {
+            return None;
+        }
+        crate::sandbox::denial_hint(self.effective.as_deref()?, exit.code, output_tail)
+    }
+
+    pub(crate) fn detach_info(&self, st: &State, reason: &str) -> DetachInfo {
+        DetachInfo {
+            id: self.id.clone(),
+            reason: reason.to_owned(),
+            output_bytes: st.output.total(),
+            tool_call_id: self.tool_call_id.clone(),
+        }
+    }
+
+    /// Resolves once the session has ended.
+    pub(crate) async fn ended(&self) {
+        let mut rx = self.finished.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if self.lock().exit.is_some() {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn record_output(&self, log: &mut Option<File>, stream: OutputStream, data: Bytes) {
+        let write_error = match log.as_mut().map(|f| f.write_all(&data)) {
+            Some(Err(e)) => Some(e),
+            _ => None,
+        };
+        let mut st = self.lock();
+        if let Some(e) = write_error {
+            tracing::warn!(session = %self.id, error = %e, "output log write failed; log is incomplete from here");
+            st.log_error = Some(format!(
+                "writing {} failed at byte {}: {e}",
+                self.output_path.display(),
+                st.output.total()
+            ));
+            *log = None;
+        }
+        let offset = st.output.total();
+        st.output.push(stream, &data);
+        self.push_event(
+            &mut st,
+            SessionEventKind::Output(OutputChunk {
+                stream,
+                offset,
+                data,
+            }),
+        );
+    }
+}
+
+/// Reads what `pipe` has as one chunk (empty at end-of-file). Cancel-safe.
+///
+/// The bytes are read straight into a block of [`READ_BUFFER`] bytes that the
+/// chunk then shares with the session's tail and events, so a flood costs one
+/// copy out of the pipe and one into the log (benchmark P4). A block is taken
+/// only once the pipe has data (a silent `sleep` holds none) and is reused for
+/// the following reads while it has room; a short chunk from a block that has
+/// little left is copied out so it does not pin the block.
+async fn read_some(
+    pipe: &mut Option<pipe::Receiver>,
+    block: &mut BytesMut,
+) -> std::io::Result<Bytes> {
+    let Some(pipe) = pipe else {
+        return std::future::pending().await;
+    };
+    loop {
+        pipe.readable().await?;
+        if block.capacity() - block.len() < READ_BUFFER / 4 {
+            *block = BytesMut::with_capacity(READ_BUFFER);
+        }
+        match pipe.try_read_buf(block) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+            Ok(_) => {
+                let chunk = block.split();
+                return Ok(if chunk.len() < READ_BUFFER / 4 {
+                    Bytes::copy_from_slice(&chunk)
+                } else {
+                    chunk.freeze()
+                });
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Durations the session task and the terminate sequence use.
+#[derive(Clone, Copy)]
+pub(crate) struct Timing {
+    pub(crate) drain_grace: Duration,
+    pub(crate) kill_grace: Duration,
+}
+
+/// The life of a session after spawn: capture stdout and stderr in arrival order,
+/// wait for the direct child, enforce the timeout, drain the pipes for at most
+/// `drain_grace` after the exit, then record the `Exited` event.
+#[allow(clippy::too_many_arguments)] // One call site; each is a distinct part of the run.
+pub(crate) async fn run(
+    session: Arc<Session>,
+    mut child: process::ChildProcess,
+    mut stdout: Option<pipe::Receiver>,
+    mut stderr: Option<pipe::Receiver>,
+    mut log: Option<File>,
+    timeout: Option<Duration>,
+    timing: Timing,
+    running: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let mut out_buf = BytesMut::new();
+    let mut err_buf = BytesMut::new();
+    let start = tokio::time::Instant::from_std(session.started);
+    let timeout_at = timeout.map(|t| start + t);
+    let mut timed_out = false;
+    let mut exit: Option<std::io::Result<std::process::ExitStatus>> = None;
+    let mut drain_deadline: Option<tokio::time::Instant> = None;
+    loop {
+        if exit.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
+        }
+        tokio::select! {
+            result = child.wait(), if exit.is_none() => {
+                session.lock().child_exited = true;
+                exit = Some(result);
+                drain_deadline = Some(tokio::time::Instant::now() + timing.drain_grace);
+            }
+            result = read_some(&mut stdout, &mut out_buf) => match result {
+                Ok(chunk) if !chunk.is_empty() => session.record_output(&mut log, OutputStream::Stdout, chunk),
+                _ => stdout = None,
+            },
+            result = read_some(&mut stderr, &mut err_buf) => match result {
+                Ok(chunk) if !chunk.is_empty() => session.record_output(&mut log, OutputStream::Stderr, chunk),
+                _ => stderr = None,
+            },
+            () = sleep_until_opt(timeout_at), if !timed_out && exit.is_none() => {
+                timed_out = true;
+                let session = session.clone();
+                tokio::spawn(async move {
+                    terminate(&session, EndReason::TimedOut, None, timing).await;
+                });
+            }
+            () = sleep_until_opt(drain_deadline) => break,
+        }
+    }
+    // A grandchild may still hold the pipes: drop our ends and end the run anyway.
+    drop(stdout);
+    drop(stderr);
+    let exit = {
+        let mut st = session.lock();
+        let reason = st.kill_reason.clone().unwrap_or(EndReason::Exited);
+        let exit = match exit {
+            Some(Ok(status)) => ExitStatus::from_std(status, reason),
+            Some(Err(e)) => ExitStatus {
+                code: None,
+                signal: None,
+                reason: EndReason::Failed(format!("waiting for the process failed: {e}")),
+            },
+            None => ExitStatus {
+                code: None,
+                signal: None,
+                reason: EndReason::Failed("the session task ended unexpectedly".to_owned()),
+            },
+        };
+        st.output.finish();
+        st.output.release();
+        st.exit = Some(exit.clone());
+        st.ended_at = Some(Instant::now());
+        // Before anyone can see the exit, so a waiter may start another at once.
+        running.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        session.push_event(&mut st, SessionEventKind::Exited(exit.clone()));
+        session.finished.send_replace(true);
+        exit
+    };
+    if let Ok(mut stdin) = session.stdin.try_lock() {
+        stdin.take();
+    }
+    tracing::debug!(session = %session.id, ?exit, "session ended");
+}
+
+/// Signals the session's processes. `signal: None` is the terminate sequence:
+/// SIGTERM to every process of the group, wait up to `kill_grace` for them to go,
+/// SIGKILL whatever is left, then wait (bounded) for the session to end. With a
+/// signal, it is sent once and this returns at once. Returns how many distinct
+/// processes were signalled. `reason` becomes the session's end reason unless one
+/// was already set (a terminating signal only).
+pub(crate) async fn terminate(
+    session: &Arc<Session>,
+    reason: EndReason,
+    signal: Option<Signal>,
+    timing: Timing,
+) -> u32 {
+    let terminating = signal.is_none_or(is_terminating);
+    if terminating {
+        let mut st = session.lock();
+        if st.exit.is_none() && st.kill_reason.is_none() {
+            st.kill_reason = Some(reason);
+        }
+    }
+    let mut seen = HashSet::new();
+    // A `/proc` snapshot begun at or after `not_before`, for a group session.
+    let table = |not_before: Instant| async move {
+        if session.group {
+            Some(process::proc_table_async(not_before).await)
+        } else {
+            None
+        }
+    };
+    if let Some(sig) = signal {
+        if !session.group && session.lock().child_exited {
+            return 0;
+        }
+        let t = table(Instant::now()).await;
+        process::signal_processes(session.pid, session.group, sig, &mut seen, t.as_deref());
+        return seen.len() as u32;
+    }
+    if !session.group && session.lock().child_exited {
+        return 0;
+    }
+    // Whom the SIGTERM reaches beyond the leader's group: a snapshot begun after the
+    // session started and at most SIGNAL_SCAN_MAX_AGE old, so concurrent kills share
+    // one scan instead of each scanning (benchmark P5).
+    let sent = Instant::now();
+    let recent = sent
+        .checked_sub(process::SIGNAL_SCAN_MAX_AGE)
+        .map_or(session.started, |t| t.max(session.started));
+    let t = table(recent).await;
+    process::signal_processes(
+        session.pid,
+        session.group,
+        Signal::SIGTERM,
+        &mut seen,
+        t.as_deref(),
+    );
+    let deadline = sent + timing.kill_grace;
+    // Only a snapshot begun after the SIGTERM can show the group gone; each later
+    // check wants a newer one than the last (concurrent kills share the scans).
+    // The first check waits one poll too, so kills sent together share a scan.
+    let mut last = sent;
+    let mut left = 1;
+    while left > 0 && Instant::now() < deadline {
+        tokio::time::sleep(process::SURVIVOR_POLL).await;
+        let not_before = if last == sent {
+            sent
+        } else {
+            last + Duration::from_nanos(1)
+        };
+        (left, last) = match table(not_before).await {
+            Some(t) => (t.members(session.pid).len(), t.started),
+            None if session.lock().child_exited => (0, not_before),
+            None => (1, not_before),
+        };
+    }
+    if left > 0 {
+        let t = table(last).await;
+        process::signal_processes(
+            session.pid,
+            session.group,
+            Signal::SIGKILL,
+            &mut seen,
+            t.as_deref(),
+        );
+    }
+    let bound = timing.drain_grace + Duration::from_secs(5);
+    let _ = tokio::time::timeout(bound, session.ended()).await;
+    seen.len() as u32
+}
+
+/// Signals whose default action ends the process.
+fn is_terminating(sig: Signal) -> bool {
+    !matches!(
+        sig,
+        Signal::SIGCHLD
+            | Signal::SIGCONT
+            | Signal::SIGSTOP
+            | Signal::SIGTSTP
+            | Signal::SIGTTIN
+            | Signal::SIGTTOU
+            | Signal::SIGURG
+            | Signal::SIGWINCH
+    )
+}

@@ -1,0 +1,109 @@
+//! The built-in plugins, compiled from `plugins/` by `build.rs` and embedded
+//! in the binary so `toolhost` works with no setup (ARCHITECTURE.md, "Builds").
+
+/// The `bash` tool plugin component (`plugins/bash`).
+pub static BASH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_bash.wasm"));
+
+/// The policy plugin component (`plugins/policy`).
+pub static POLICY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_policy.wasm"));
+
+/// Lowercase hex sha256 of [`BASH`], computed at build time.
+pub const BASH_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/toolhost_bash.sha256"));
+
+/// Lowercase hex sha256 of [`POLICY`], computed at build time.
+pub const POLICY_SHA256: &str = include_str!(concat!(env!("OUT_DIR"), "/toolhost_policy.sha256"));
+
+/// The build-time sha256 of `bytes` when they are one of the embedded plugins
+/// (the same slice, by address and length), so start-up does not hash them.
+pub fn known_sha256(bytes: &[u8]) -> Option<&'static str> {
+    [(BASH, BASH_SHA256), (POLICY, POLICY_SHA256)]
+        .into_iter()
+        .find(|(b, _)| std::ptr::eq(*b, bytes))
+        .map(|(_, digest)| digest)
+}
+
+/// Plugin id of the built-in bash plugin.
+pub const BASH_ID: &str = "bash";
+
+/// Plugin id of the built-in policy plugin.
+pub const POLICY_ID: &str = "policy";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::component::Component;
+    use wasmtime::component::types::ComponentItem;
+    use wasmtime::{Config, Engine};
+
+    /// The exports and the imported interfaces of a component.
+    fn exports_and_imports(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+        let engine = Engine::new(Config::new().wasm_component_model(true)).unwrap();
+        let component = Component::new(&engine, bytes).expect("a valid component");
+        let ty = component.component_type();
+        let exports = ty
+            .exports(&engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let imports = ty
+            .imports(&engine)
+            .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
+            .map(|(name, _)| name.to_string())
+            .collect();
+        (exports, imports)
+    }
+
+    #[test]
+    fn bash_plugin_targets_the_tool_plugin_world() {
+        let (exports, imports) = exports_and_imports(BASH);
+        assert_eq!(exports, vec!["toolhost:plugin/tool@0.1.0".to_string()]);
+        assert!(
+            imports.contains(&"toolhost:plugin/sessions@0.1.0".to_string()),
+            "{imports:?}"
+        );
+        // Nothing outside the world's imports (no sockets, no HTTP).
+        for import in &imports {
+            assert!(
+                import.starts_with("wasi:cli/")
+                    || import.starts_with("wasi:io/")
+                    || import.starts_with("wasi:clocks/")
+                    || import.starts_with("wasi:random/")
+                    || import.starts_with("wasi:filesystem/")
+                    || import == "toolhost:plugin/sessions@0.1.0",
+                "unexpected import {import}"
+            );
+        }
+    }
+
+    #[test]
+    fn policy_plugin_targets_the_policy_plugin_world_and_imports_no_authority() {
+        let (exports, imports) = exports_and_imports(POLICY);
+        assert_eq!(exports, vec!["toolhost:plugin/policy@0.1.0".to_string()]);
+        assert!(
+            !imports.iter().any(|i| i.starts_with("toolhost:")),
+            "{imports:?}"
+        );
+        assert!(
+            !imports.iter().any(|i| i.starts_with("wasi:sockets/")),
+            "{imports:?}"
+        );
+    }
+
+    #[test]
+    fn build_time_digests_match_the_embedded_bytes() {
+        let hex = |bytes: &[u8]| -> String {
+            use sha2::Digest;
+            sha2::Sha256::digest(bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        assert_eq!(BASH_SHA256, hex(BASH));
+        assert_eq!(POLICY_SHA256, hex(POLICY));
+        assert_eq!(known_sha256(BASH), Some(BASH_SHA256));
+        assert_eq!(
+            known_sha256(BASH.to_vec().as_slice()),
+            None,
+            "only the embedded slice"
+        );
+    }
+}

@@ -1,0 +1,43 @@
+//! `toolhost:plugin@0.1.0` (`wit/v0.1.0`): the `tool-plugin` world (imports
+//! `sessions`, exports `tool`) and the `policy-plugin` world (exports
+//! `policy`). `bindgen!` needs literal paths and world names, so they repeat
+//! the version; every other use derives from [`VERSION`]
+//! ([`crate::contract_version::V0_1_0`]).
+
+mod sessions;
+
+pub use sessions::{
+    SessionsCtx, SessionsData, SubscriptionResource, add_to_linker as add_sessions_to_linker,
+};
+
+/// The contract version of this module.
+pub const VERSION: &str = crate::contract_version::V0_1_0;
+
+/// The `tool-plugin` world: imports `sessions` (implemented in this module's
+/// `sessions`), exports `tool`.
+#[allow(missing_docs)]
+pub mod tool_plugin {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.1.0",
+        world: "toolhost:plugin/tool-plugin@0.1.0",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "wasi": wasmtime_wasi::p2::bindings,
+            "toolhost:plugin/sessions.subscription": super::SubscriptionResource,
+        },
+    });
+}
+
+/// The `policy-plugin` world: exports `policy`, imports nothing of ours.
+#[allow(missing_docs)]
+pub mod policy_plugin {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.1.0",
+        world: "toolhost:plugin/policy-plugin@0.1.0",
+        exports: { default: async },
+        with: {
+            "wasi": wasmtime_wasi::p2::bindings,
+        },
+    });
+}

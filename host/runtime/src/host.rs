@@ -1,0 +1,629 @@
+//! [`Host`]: the built-in and loaded plugins, the session engine and the
+//! permission pipeline, behind one "call this tool" API that every front door
+//! (CLI, MCP, control socket) uses.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use toolhost_process::sandbox::SandboxPolicy;
+use toolhost_process::{Caller, Sessions, SessionsConfig};
+
+use crate::builtin;
+use crate::call::Services;
+use crate::engine::{EngineOptions, Runtime};
+use crate::host_session::{self, HostEventKind, HostSessionLog, LogObserver};
+use crate::limits::Limits;
+use crate::manifest::{Manifest, ManifestError};
+use crate::permissions::Permissions;
+use crate::plugin::{
+    CallError, LoadError, PolicyPlugin, ToolError, ToolOutput, ToolPlugin, ToolSpec,
+};
+
+/// How to set up a [`Host`].
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The workspace root: commands run inside it (default: the current dir).
+    pub workspace: PathBuf,
+    /// Where sessions' output logs and the compiled-code cache live (default:
+    /// [`HostConfig::default_state_dir`]).
+    pub state_dir: PathBuf,
+    /// The policy rules text handed to the policy plugin (the `--policy`
+    /// file); empty for the plugin's built-in defaults.
+    pub policy_rules: String,
+    /// The kernel sandbox for every command a plugin starts (`--sandbox`,
+    /// `--allow-network`; ARCHITECTURE.md, "Sandbox"). Default ([`SandboxPolicy::default`]):
+    /// `workspace-write`, network blocked, `.git` read-only. See
+    /// [`SessionsConfig::sandbox`].
+    pub sandbox: SandboxPolicy,
+    /// Third-party tool plugin components to load (`--plugin FILE`), each with
+    /// its manifest beside it (`name.toml` next to `name.wasm`). Default: none.
+    pub plugins: Vec<PathBuf>,
+    /// A directory whose `*.wasm` files are loaded like [`HostConfig::plugins`]
+    /// (`--plugins-dir DIR`), in name order. Default: none.
+    pub plugins_dir: Option<PathBuf>,
+    /// The host session's event log (ARCHITECTURE.md, "Host sessions"). `None`: an in-memory log
+    /// (the one-shot CLI); `toolhost serve` opens a persisted one with
+    /// [`HostSessionLog::open`].
+    pub events: Option<Arc<HostSessionLog>>,
+    /// Most process sessions running at once (`--max-sessions`); past it a
+    /// `start` answers a resource-limit error. Default: 64 (see
+    /// [`SessionsConfig::max_sessions`]).
+    pub max_sessions: usize,
+    /// Plugin instances alive at once, all plugins together (the pooling
+    /// allocator's slots; a call beyond it fails to instantiate). Default: 128
+    /// (see [`EngineOptions::max_instances`]); `toolhost call` uses 8.
+    pub max_instances: u32,
+    /// The soft `RLIMIT_NOFILE` commands start with (see
+    /// [`SessionsConfig::child_nofile`]); `None`: the host's current one.
+    /// Default: `None`.
+    pub child_nofile: Option<u64>,
+}
+
+impl HostConfig {
+    /// A configuration for `workspace` and `state_dir` with the defaults:
+    /// built-in policy rules, default sandbox, no third-party plugins.
+    pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
+        HostConfig {
+            workspace: workspace.into(),
+            state_dir: state_dir.into(),
+            policy_rules: String::new(),
+            sandbox: SandboxPolicy::default(),
+            plugins: Vec::new(),
+            plugins_dir: None,
+            events: None,
+            max_sessions: SessionsConfig::new("", "").max_sessions,
+            max_instances: EngineOptions::default().max_instances,
+            child_nofile: None,
+        }
+    }
+
+    /// Every plugin file to load: [`HostConfig::plugins`], then the `*.wasm`
+    /// files of [`HostConfig::plugins_dir`] sorted by name.
+    ///
+    /// Errors: [`HostError::Config`] if the directory cannot be read.
+    pub fn plugin_files(&self) -> Result<Vec<PathBuf>, HostError> {
+        let mut files = self.plugins.clone();
+        if let Some(dir) = &self.plugins_dir {
+            let entries = std::fs::read_dir(dir).map_err(|e| {
+                HostError::Config(format!("cannot read plugins dir {}: {e}", dir.display()))
+            })?;
+            let mut found: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+                .collect();
+            found.sort();
+            files.extend(found);
+        }
+        Ok(files)
+    }
+
+    /// `$XDG_STATE_HOME/toolhost`, else `$HOME/.local/state/toolhost`, else
+    /// `./.toolhost-state`.
+    pub fn default_state_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+            return PathBuf::from(dir).join("toolhost");
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+            return PathBuf::from(home).join(".local/state/toolhost");
+        }
+        PathBuf::from(".toolhost-state")
+    }
+}
+
+/// Errors of the host API.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The configuration is unusable (workspace missing, state dir not
+    /// writable, policy rules refused, ...).
+    #[error("{0}")]
+    Config(String),
+    /// A plugin could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A plugin's manifest is missing a required value or is invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// No loaded plugin offers a tool of this name.
+    #[error("unknown tool `{name}`; available: {available}")]
+    UnknownTool {
+        /// The requested name.
+        name: String,
+        /// The tools that exist, comma-separated.
+        available: String,
+    },
+    /// The arguments were refused (not a JSON object, or the plugin said they
+    /// do not fit the schema).
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The plugin trapped, hit a limit, or could not be run.
+    #[error(transparent)]
+    Plugin(#[from] CallError),
+    /// The call was cancelled ([`Host::cancel_call`]); its foreground
+    /// processes were killed.
+    #[error("tool call `{0}` was cancelled")]
+    Cancelled(String),
+}
+
+/// A tool call in progress, as [`Host::running_calls`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunningCall {
+    /// The host-assigned id (`tc_...`).
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The front door it came through (`mcp`, `cli`, `api`).
+    pub source: String,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_ms: u64,
+}
+
+struct CallSlot {
+    info: RunningCall,
+    cancel: Arc<tokio::sync::Notify>,
+}
+
+/// The outcome of a tool call that ran (MCP `CallToolResult`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// Text for the agent.
+    pub text: String,
+    /// Structured content (a JSON object), when the tool gives one.
+    pub structured: Option<serde_json::Value>,
+    /// The tool reports failure (MCP `isError`), e.g. a non-zero exit code.
+    pub is_error: bool,
+}
+
+/// A tool the host offers: which plugin, under which (possibly prefixed) name.
+#[derive(Clone)]
+pub struct ToolEntry {
+    /// The name front doors show (the plugin's own name, or `plugin__name`
+    /// when two plugins offer the same name).
+    pub name: String,
+    /// The plugin's own name for it.
+    pub plugin_tool: String,
+    /// The plugin offering it.
+    pub plugin: Arc<ToolPlugin>,
+    /// Its description and JSON Schema.
+    pub spec: ToolSpec,
+}
+
+/// The host: plugins, sessions and permissions.
+pub struct Host {
+    config: HostConfig,
+    services: Arc<Services>,
+    tools: Vec<ToolEntry>,
+    tools_version: tokio::sync::watch::Sender<u64>,
+    next_call: AtomicU64,
+    events: Arc<HostSessionLog>,
+    calls: Mutex<HashMap<String, CallSlot>>,
+}
+
+impl Host {
+    /// Sets up the host: checks the workspace, creates the state dir, reads
+    /// and validates every third-party plugin's manifest (before any plugin
+    /// code runs), loads the built-in policy and bash plugins and the
+    /// third-party ones, and validates the policy rules.
+    ///
+    /// Errors: [`HostError::Config`] for a bad workspace, state dir, policy
+    /// file, plugin file or a duplicate plugin id; [`HostError::Manifest`]
+    /// for an invalid manifest; [`HostError::Load`] if a plugin does not
+    /// load (wrong world, sha256 mismatch, `describe` failed).
+    pub async fn new(config: HostConfig) -> Result<Host, HostError> {
+        let workspace = canonical_dir(&config.workspace, "workspace")?;
+        std::fs::create_dir_all(&config.state_dir).map_err(|e| {
+            HostError::Config(format!(
+                "cannot create state dir {}: {e}",
+                config.state_dir.display()
+            ))
+        })?;
+        let state_dir = canonical_dir(&config.state_dir, "state dir")?;
+        let config = HostConfig {
+            workspace: workspace.clone(),
+            state_dir: state_dir.clone(),
+            ..config
+        };
+
+        // Manifests first: nothing runs until every grant is valid.
+        let mut third_party = Vec::new();
+        let mut ids = vec![builtin::BASH_ID.to_string(), builtin::POLICY_ID.to_string()];
+        for file in config.plugin_files()? {
+            let manifest = manifest_for(&file)?;
+            if ids.contains(&manifest.id) {
+                return Err(HostError::Config(format!(
+                    "plugin {}: id `{}` is already taken (ids must be unique; `bash` and \
+                     `policy` are built in)",
+                    file.display(),
+                    manifest.id
+                )));
+            }
+            ids.push(manifest.id.clone());
+            let bytes = std::fs::read(&file).map_err(|e| {
+                HostError::Config(format!("cannot read plugin {}: {e}", file.display()))
+            })?;
+            third_party.push((manifest, bytes));
+        }
+        let bash_manifest = Manifest::builtin_bash();
+        let max_memory = third_party
+            .iter()
+            .map(|(m, _)| m.limits.memory_bytes)
+            .chain([
+                bash_manifest.limits.memory_bytes,
+                Limits::default().memory_bytes,
+            ])
+            .max()
+            .unwrap_or_default() as u64;
+        let runtime = Runtime::with_options(
+            Some(state_dir.join("compiled")),
+            EngineOptions {
+                max_memory_bytes: max_memory,
+                max_instances: config.max_instances,
+                ..EngineOptions::default()
+            },
+        )
+        .map_err(|e| HostError::Config(format!("{e:#}")))?;
+        let policy = Arc::new(PolicyPlugin::load(
+            &runtime,
+            builtin::POLICY_ID,
+            builtin::POLICY,
+            Limits::default(),
+            config.policy_rules.clone(),
+        )?);
+        // The built-in rules (an empty text) are checked by the policy plugin's own
+        // tests; only an operator's file needs validating at start-up.
+        if !config.policy_rules.is_empty()
+            && let Err(e) = policy.validate().await?
+        {
+            return Err(HostError::Config(format!(
+                "policy file refused: line {}: {}",
+                e.line, e.message
+            )));
+        }
+        let events = config
+            .events
+            .clone()
+            .unwrap_or_else(|| Arc::new(HostSessionLog::in_memory("hs_oneshot")));
+        let observer = Arc::new(LogObserver::new(events.clone()));
+        let mut sessions_config = SessionsConfig::new(workspace.clone(), state_dir);
+        sessions_config.sandbox = config.sandbox.clone();
+        sessions_config.observer = Some(observer.clone());
+        sessions_config.max_sessions = config.max_sessions;
+        sessions_config.child_nofile = config.child_nofile;
+        let sessions =
+            Sessions::new(sessions_config).map_err(|e| HostError::Config(e.to_string()))?;
+        let permissions = Permissions::new(policy, workspace);
+        permissions.set_observer(observer);
+        let services = Arc::new(Services {
+            sessions,
+            permissions,
+        });
+
+        let bash = Arc::new(
+            ToolPlugin::load(
+                &runtime,
+                bash_manifest,
+                builtin::BASH,
+                Some(services.clone()),
+            )
+            .await?,
+        );
+        let mut plugins = vec![bash];
+        for (manifest, bytes) in third_party {
+            let plugin =
+                ToolPlugin::load(&runtime, manifest, &bytes, Some(services.clone())).await?;
+            tracing::info!(plugin = plugin.id(), source = ?plugin.source, tools = plugin.tools().len(), "loaded plugin");
+            plugins.push(Arc::new(plugin));
+        }
+        let tools = merge_tools(&plugins);
+        Ok(Host {
+            config,
+            services,
+            tools,
+            tools_version: tokio::sync::watch::channel(0).0,
+            next_call: AtomicU64::new(1),
+            events,
+            calls: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The host session's event log.
+    pub fn events(&self) -> &Arc<HostSessionLog> {
+        &self.events
+    }
+
+    /// The permission pipeline (to add approvers).
+    pub fn permissions(&self) -> &Permissions {
+        &self.services.permissions
+    }
+
+    /// A receiver whose value changes whenever the set of tools changes (MCP
+    /// `notifications/tools/list_changed`). The set is fixed at start-up for
+    /// now, so it never changes yet.
+    pub fn tools_changed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tools_version.subscribe()
+    }
+
+    /// A fresh tool-call id (`tc_` + 12 hex digits, unique per host), for
+    /// [`Host::call_tool_as`].
+    pub fn new_call_id(&self) -> String {
+        format!("tc_{:012x}", self.next_call.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The tool calls in progress, oldest first.
+    pub fn running_calls(&self) -> Vec<RunningCall> {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list: Vec<_> = calls.values().map(|c| c.info.clone()).collect();
+        list.sort_by(|a, b| a.tool_call_id.cmp(&b.tool_call_id));
+        list
+    }
+
+    /// Cancels tool call `tool_call_id`: the plugin's call is abandoned, the
+    /// call's foreground processes are killed (SIGTERM, grace, SIGKILL to the
+    /// process group) and the call ends with [`HostError::Cancelled`].
+    /// Returns false when no such call is in progress.
+    pub fn cancel_call(&self, tool_call_id: &str) -> bool {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        match calls.get(tool_call_id) {
+            Some(slot) => {
+                slot.cancel.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The configuration in effect (paths canonicalised).
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// Every loaded tool plugin: the built-in bash plugin first, then the
+    /// third-party ones in load order.
+    pub fn plugins(&self) -> Vec<Arc<ToolPlugin>> {
+        let mut out: Vec<Arc<ToolPlugin>> = Vec::new();
+        for t in &self.tools {
+            if !out.iter().any(|p| Arc::ptr_eq(p, &t.plugin)) {
+                out.push(t.plugin.clone());
+            }
+        }
+        out
+    }
+
+    /// The tools of all loaded plugins.
+    pub fn tools(&self) -> &[ToolEntry] {
+        &self.tools
+    }
+
+    /// The session engine.
+    pub fn sessions(&self) -> &Sessions {
+        &self.services.sessions
+    }
+
+    /// Calls tool `name` with `arguments` (must be a JSON object) under a
+    /// fresh tool-call id, as the embedder (`source` `api`). See
+    /// [`Host::call_tool_as`].
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<ToolResult, HostError> {
+        let id = self.new_call_id();
+        self.call_tool_as(&id, name, arguments, "api", Arc::default())
+            .await
+    }
+
+    /// Calls tool `name` with `arguments` (must be a JSON object) as tool call
+    /// `tool_call_id` (from [`Host::new_call_id`]), coming through front door
+    /// `source`. Runs the plugin in a fresh instance, and when the call returns
+    /// kills any foreground process it left running without detaching it.
+    ///
+    /// `cancel.notify_one()` (or [`Host::cancel_call`]) cancels the call, even
+    /// before it has started: the plugin's call is abandoned and the call's
+    /// foreground processes are killed.
+    ///
+    /// Records `tool_call_started` and then exactly one of
+    /// `tool_call_settled` / `tool_call_failed` in the event log (nothing for
+    /// an unknown tool or non-object arguments, which are refused first).
+    ///
+    /// Errors: [`HostError::UnknownTool`], [`HostError::InvalidArguments`],
+    /// [`HostError::Plugin`] (trap, limit), [`HostError::Cancelled`].
+    pub async fn call_tool_as(
+        &self,
+        tool_call_id: &str,
+        name: &str,
+        arguments: &serde_json::Value,
+        source: &str,
+        cancel: Arc<tokio::sync::Notify>,
+    ) -> Result<ToolResult, HostError> {
+        let Some(entry) = self.tools.iter().find(|t| t.name == name) else {
+            return Err(HostError::UnknownTool {
+                name: name.to_string(),
+                available: self
+                    .tools
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        if !arguments.is_object() {
+            return Err(HostError::InvalidArguments {
+                tool: name.to_string(),
+                message: "arguments must be a JSON object".into(),
+            });
+        }
+        let info = RunningCall {
+            tool_call_id: tool_call_id.to_string(),
+            tool: name.to_string(),
+            source: source.to_string(),
+            started_ms: host_session::now_ms(),
+        };
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            tool_call_id.to_string(),
+            CallSlot {
+                info,
+                cancel: cancel.clone(),
+            },
+        );
+        self.events.append(HostEventKind::ToolCallStarted {
+            tool_call_id: tool_call_id.to_string(),
+            tool: name.to_string(),
+            arguments: arguments.clone(),
+            source: source.to_string(),
+        });
+        let arguments_text = arguments.to_string();
+        let call = entry
+            .plugin
+            .call(&entry.plugin_tool, tool_call_id, &arguments_text);
+        let outcome = tokio::select! {
+            outcome = call => Some(outcome),
+            () = cancel.notified() => None,
+        };
+        let sessions = &self.services.sessions;
+        if outcome.is_none() {
+            // Kill the call's runs first so their end says who killed them.
+            let runs: Vec<_> = sessions
+                .running_calls()
+                .into_iter()
+                .filter(|(tc, _)| tc == tool_call_id)
+                .collect();
+            for (_, session) in runs {
+                let _ = sessions
+                    .kill(&Caller::Host, &session, None, "cancelled")
+                    .await;
+            }
+        }
+        sessions.end_call(tool_call_id).await;
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tool_call_id);
+        let result = match outcome {
+            None => Err(HostError::Cancelled(tool_call_id.to_string())),
+            Some(outcome) => map_outcome(name, outcome),
+        };
+        self.events.append(match &result {
+            Ok(r) => {
+                let cut = toolhost_process::floor_char_boundary(
+                    r.text.as_bytes(),
+                    host_session::SETTLED_TEXT_MAX.min(r.text.len()),
+                );
+                HostEventKind::ToolCallSettled {
+                    tool_call_id: tool_call_id.to_string(),
+                    is_error: r.is_error,
+                    text: r.text[..cut].to_string(),
+                    truncated: cut < r.text.len(),
+                    structured: r.structured.clone(),
+                }
+            }
+            Err(e) => HostEventKind::ToolCallFailed {
+                tool_call_id: tool_call_id.to_string(),
+                error: e.to_string(),
+                cancelled: matches!(e, HostError::Cancelled(_)),
+            },
+        });
+        result
+    }
+}
+
+fn map_outcome(
+    name: &str,
+    outcome: Result<Result<ToolOutput, ToolError>, CallError>,
+) -> Result<ToolResult, HostError> {
+    match outcome? {
+        Ok(output) => Ok(ToolResult {
+            text: output.text,
+            structured: output
+                .structured
+                .and_then(|s| serde_json::from_str(&s).ok()),
+            is_error: output.is_error,
+        }),
+        Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool {
+            name: t,
+            available: name.to_string(),
+        }),
+        Err(ToolError::InvalidArguments(message)) => Err(HostError::InvalidArguments {
+            tool: name.to_string(),
+            message,
+        }),
+        Err(ToolError::Failed(text)) => Ok(ToolResult {
+            text,
+            structured: None,
+            is_error: true,
+        }),
+    }
+}
+
+/// Names every tool; a name offered by more than one plugin is prefixed with
+/// its plugin id (`plugin__name`) for all of them.
+fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> Vec<ToolEntry> {
+    let mut entries = Vec::new();
+    for plugin in plugins {
+        for spec in plugin.tools() {
+            let clashes = plugins
+                .iter()
+                .filter(|p| p.tools().iter().any(|t| t.name == spec.name))
+                .count()
+                > 1;
+            let name = if clashes {
+                format!("{}__{}", plugin.id(), spec.name)
+            } else {
+                spec.name.clone()
+            };
+            entries.push(ToolEntry {
+                name,
+                plugin_tool: spec.name.clone(),
+                plugin: plugin.clone(),
+                spec: spec.clone(),
+            });
+        }
+    }
+    entries
+}
+
+/// The manifest of the plugin component at `wasm`: `name.toml` beside
+/// `name.wasm` if it exists, else a deny-all manifest whose id is the file
+/// stem (which must then be a valid id).
+///
+/// Errors: [`HostError::Manifest`] for an unreadable or invalid manifest, or
+/// a file stem that is not a valid id when there is none.
+pub fn manifest_for(wasm: &Path) -> Result<Manifest, HostError> {
+    let toml = wasm.with_extension("toml");
+    if toml.exists() {
+        return Ok(Manifest::load(&toml)?);
+    }
+    let stem = wasm
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::manifest::validate_id(&stem).map_err(|message| ManifestError::Invalid {
+        path: toml.clone(),
+        field: "id".into(),
+        message: format!(
+            "{} has no manifest, and its file name is not a plugin id: {message}",
+            wasm.display()
+        ),
+    })?;
+    tracing::info!(plugin = %stem, "{} has no manifest: it gets no grants and default limits", wasm.display());
+    Ok(Manifest::deny_all(&stem))
+}
+
+fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf, HostError> {
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| HostError::Config(format!("{what} {}: {e}", path.display())))?;
+    if !canonical.is_dir() {
+        return Err(HostError::Config(format!(
+            "{what} {} is not a directory",
+            path.display()
+        )));
+    }
+    Ok(canonical)
+}

@@ -1,0 +1,895 @@
+//! Plugin manifests: the TOML file beside a component (`name.toml` next to
+//! `name.wasm`) that names the plugin and grants it capabilities
+//! (ARCHITECTURE.md, "Plugins").
+//!
+//! Deny by default: a plugin without a manifest, or a manifest without a
+//! grant, gets no authority (no exec, no files, no env) and the default
+//! [`Limits`]. Everything is validated before any plugin code runs.
+//!
+//! ```toml
+//! id = "notes"                 # required: [a-z][a-z0-9_-]{0,63}
+//! contract = "0.1.0"           # required: the WIT contract version it targets
+//! sha256 = "9f86d0…"           # optional pin of the .wasm file's digest
+//! exec = ["git status", "git log *", "cargo test *"]  # or false / absent: none
+//! memory = "128MiB"            # linear memory per call (default 64MiB, max 4GiB)
+//! cpu = "2s"                   # guest CPU per call (default 1s)
+//! wall = "60s"                 # wall time per call, host calls included (default 30s)
+//! sandbox = "read-only"        # for commands it starts (stored for the exec sandbox)
+//! network = false              # for commands it starts (stored for the exec sandbox)
+//!
+//! [env]
+//! LANG = true                  # copy the host's value (absent if the host has none)
+//! NOTES_MODE = "fast"          # a literal value
+//!
+//! [[preopen]]
+//! host = "data"                # relative to the manifest's directory; must exist
+//! guest = "/data"
+//! mode = "read-only"           # or "read-write"
+//! ```
+//!
+//! Exec patterns are in the one pattern language of toolhost
+//! ([`toolhost_pattern`], the same as policy rules): a trailing `*` is any
+//! further arguments, a `*` elsewhere one word, `*` inside a word a glob within
+//! it, `**` any number of words. [`exec_pattern_matches`] is a pure function
+//! with a table test; only the pattern `**` on its own accepts a command with
+//! shell metacharacters.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use toolhost_pattern::{Pattern, PatternError};
+use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+
+use crate::limits::Limits;
+
+/// The contract versions this host loads plugins for.
+pub const SUPPORTED_CONTRACTS: &[&str] = crate::contract_version::SUPPORTED;
+
+/// Largest `memory` a manifest may ask for (4 GiB: all a wasm32 memory can hold).
+pub const MAX_MEMORY: u64 = 4 << 30;
+/// Smallest `memory` a manifest may ask for (1 MiB; a Rust guest needs about that to start).
+pub const MIN_MEMORY: u64 = 1 << 20;
+/// Longest `cpu` or `wall` a manifest may ask for (24 h).
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// Errors from reading or validating a manifest. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("cannot read manifest {path}: {source}")]
+    Read {
+        /// The manifest file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, an unknown key, or a value of the wrong type. The
+    /// message carries the toml crate's line and column.
+    #[error("manifest {path}: {message}")]
+    Parse {
+        /// The manifest file.
+        path: PathBuf,
+        /// The parser's message (with line, column and the offending text).
+        message: String,
+    },
+    /// A value parsed but is not acceptable (bad id, unit, pattern, path...).
+    #[error("manifest {path}: `{field}`: {message}")]
+    Invalid {
+        /// The manifest file.
+        path: PathBuf,
+        /// The field, e.g. `memory` or `preopen[0].host`.
+        field: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+}
+
+/// A validated manifest. Built by [`Manifest::load`] / [`Manifest::parse`],
+/// or [`Manifest::builtin_bash`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// The plugin id (`[a-z][a-z0-9_-]{0,63}`): names it in logs, tool-name
+    /// prefixes (`id__tool`), session ownership and permission requests.
+    pub id: String,
+    /// The contract version it targets (one of [`SUPPORTED_CONTRACTS`]).
+    pub contract: String,
+    /// The pinned sha256 of the component file (lowercase hex), if any.
+    pub sha256: Option<String>,
+    /// Which commands it may ask the host to start. Default: none.
+    pub exec: ExecGrant,
+    /// Directories its WASI context preopens. Default: none.
+    pub preopens: Vec<Preopen>,
+    /// Environment variables its WASI context sees, values resolved at load.
+    /// Default: none.
+    pub env: Vec<(String, String)>,
+    /// Per-call limits (memory, CPU, wall); defaults from [`Limits::default`].
+    pub limits: Limits,
+    /// The filesystem mode requested for the commands it starts (`None`: the
+    /// operator's `--sandbox` alone decides). See [`Manifest::sandbox_policy`].
+    pub sandbox: Option<SandboxMode>,
+    /// Whether the commands it starts may use the network; they get it only
+    /// when the operator allows it too (`--allow-network`). Default: false.
+    pub network: bool,
+}
+
+/// A directory granted to a plugin's WASI context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preopen {
+    /// The host directory (canonical, checked to exist at load).
+    pub host: PathBuf,
+    /// Where the guest sees it (e.g. `/data`).
+    pub guest: String,
+    /// Whether the guest may write.
+    pub mode: PreopenMode,
+}
+
+/// Access to a preopened directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreopenMode {
+    /// Read files and list directories only.
+    ReadOnly,
+    /// Also create, write, rename and delete.
+    ReadWrite,
+}
+
+/// The exec grant: which commands a plugin may ask `sessions.start` to run.
+/// Checked first in the permission pipeline; the policy plugin and approver
+/// still decide after it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ExecGrant {
+    /// No exec at all (no manifest, `exec` absent or `exec = false`).
+    #[default]
+    None,
+    /// Commands matching at least one pattern (see [`exec_pattern_matches`]).
+    Patterns(Vec<String>),
+}
+
+impl ExecGrant {
+    /// Whether the grant lets `command` run under `shell` (`None`: `/bin/sh`).
+    /// `Err` carries the reason for a denial, naming the grant.
+    ///
+    /// A grant of `**` allows anything. Any other pattern allows only a
+    /// single simple command run by a POSIX shell (`/bin/sh`, `/bin/bash`,
+    /// `/bin/dash` or their `/usr/bin` twins): another interpreter could
+    /// read the words differently.
+    pub fn check(&self, command: &str, shell: Option<&str>) -> Result<(), String> {
+        let patterns = match self {
+            ExecGrant::None => {
+                return Err(
+                    "the plugin's manifest grants no exec (add `exec = [\"PATTERN\"]` \
+                            to its manifest to allow commands)"
+                        .into(),
+                );
+            }
+            ExecGrant::Patterns(p) => p,
+        };
+        if patterns.iter().any(|p| p.trim() == "**") {
+            return Ok(());
+        }
+        if let Some(shell) = shell
+            && !POSIX_SHELLS.contains(&shell)
+        {
+            return Err(format!(
+                "the plugin's exec grant allows only POSIX shells, not `{shell}` (grant `**` to \
+                 allow any shell)"
+            ));
+        }
+        if patterns.iter().any(|p| exec_pattern_matches(p, command)) {
+            Ok(())
+        } else {
+            Err(format!(
+                "the command does not match the plugin's exec grant ({}); a pattern matches one \
+                 simple command word by word, without shell metacharacters",
+                patterns
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }
+    }
+}
+
+const POSIX_SHELLS: &[&str] = &[
+    "/bin/sh",
+    "/bin/bash",
+    "/bin/dash",
+    "/usr/bin/sh",
+    "/usr/bin/bash",
+    "/usr/bin/dash",
+];
+
+/// Characters that make a command more than one simple command with literal
+/// words: separators, pipes, substitutions, redirections, grouping, quotes
+/// and escapes, globs and brace/tilde expansion, comments. A command holding
+/// any of them (or any control character other than tab) matches only `**`.
+const SHELL_SPECIAL: &[char] = &[
+    ';', '&', '|', '$', '`', '(', ')', '<', '>', '\\', '\'', '"', '*', '?', '[', ']', '{', '}',
+    '~', '#', '!',
+];
+
+/// Does exec `pattern` match `command`? Pure; no I/O; linear in the command's
+/// length for patterns without `**`.
+///
+/// - The pattern `**` alone matches every command, even an empty one or one
+///   with shell metacharacters.
+/// - Otherwise the command must be a single simple command of literal words:
+///   any of `; & | $ \` ( ) < >`, quotes, backslash, `* ? [ ] { } ~ # !`, a
+///   newline or other control character makes it fail. Its words (split on
+///   spaces and tabs) are matched by the shared pattern language
+///   ([`toolhost_pattern::Pattern`]): a trailing `*` is any further arguments,
+///   `*` elsewhere one word, `*` inside a word a glob, `**` any words.
+/// - A malformed pattern matches nothing; [`validate_exec_pattern`] reports why
+///   at load.
+pub fn exec_pattern_matches(pattern: &str, command: &str) -> bool {
+    if words(pattern) == ["**"] {
+        return true;
+    }
+    let Ok(parsed) = parse_exec_pattern(pattern) else {
+        return false;
+    };
+    if command
+        .chars()
+        .any(|c| SHELL_SPECIAL.contains(&c) || (c.is_control() && c != '\t'))
+    {
+        return false;
+    }
+    parsed.matches_words(&words(command))
+}
+
+/// Checks an exec pattern's syntax: the shared language's rules (non-empty, the
+/// first word names a program), plus no shell metacharacters other than `*`
+/// and no control characters. `**` alone is the grant of every command.
+pub fn validate_exec_pattern(pattern: &str) -> Result<(), String> {
+    if words(pattern) == ["**"] {
+        return Ok(());
+    }
+    parse_exec_pattern(pattern).map(|_| ())
+}
+
+fn parse_exec_pattern(pattern: &str) -> Result<Pattern, String> {
+    if pattern.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!(
+            "exec pattern `{pattern}` contains a control character"
+        ));
+    }
+    for word in words(pattern) {
+        if word.chars().any(|c| c != '*' && SHELL_SPECIAL.contains(&c)) {
+            return Err(format!(
+                "exec pattern `{pattern}`: `{word}` holds a shell metacharacter; a pattern \
+                 matches one simple command of literal words (a trailing `*` is any further \
+                 arguments, `*` elsewhere one word, `**` any words)"
+            ));
+        }
+    }
+    Pattern::parse(pattern).map_err(|e| match e {
+        PatternError::Empty => "an exec pattern must not be empty".to_string(),
+        e => format!("exec pattern `{pattern}`: {e}"),
+    })
+}
+
+fn words(s: &str) -> Vec<&str> {
+    s.split([' ', '\t']).filter(|w| !w.is_empty()).collect()
+}
+
+/// The raw TOML shape (kebab-case keys, unknown keys refused).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    id: String,
+    contract: String,
+    sha256: Option<String>,
+    exec: Option<RawExec>,
+    #[serde(default)]
+    preopen: Vec<RawPreopen>,
+    #[serde(default)]
+    env: BTreeMap<String, RawEnv>,
+    memory: Option<String>,
+    cpu: Option<String>,
+    wall: Option<String>,
+    sandbox: Option<SandboxMode>,
+    #[serde(default)]
+    network: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawExec {
+    Flag(bool),
+    Patterns(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawEnv {
+    FromHost(bool),
+    Literal(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPreopen {
+    host: PathBuf,
+    guest: String,
+    mode: PreopenMode,
+}
+
+impl Manifest {
+    /// Reads and validates the manifest at `path`. Relative preopen paths are
+    /// resolved against the manifest's directory.
+    pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Manifest::parse(&text, path, base, &|k| std::env::var(k).ok())
+    }
+
+    /// Validates manifest `text`. `path` names the file in errors; `base` is
+    /// the directory relative preopen paths resolve against; `host_env` looks
+    /// up host environment values for `env` keys granted with `true`.
+    ///
+    /// Errors: [`ManifestError::Parse`] (syntax, unknown keys, wrong types;
+    /// with line and column) or [`ManifestError::Invalid`] (bad id, contract,
+    /// sha256, units, exec pattern, env name, or a preopen that does not
+    /// exist or is not a directory).
+    pub fn parse(
+        text: &str,
+        path: &Path,
+        base: &Path,
+        host_env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Manifest, ManifestError> {
+        let raw: Raw = toml::from_str(text).map_err(|e| ManifestError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let invalid = |field: &str, message: String| ManifestError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            message,
+        };
+        validate_id(&raw.id).map_err(|m| invalid("id", m))?;
+        if !SUPPORTED_CONTRACTS.contains(&raw.contract.as_str()) {
+            return Err(invalid(
+                "contract",
+                format!(
+                    "contract {} is not supported; this toolhost loads {}",
+                    raw.contract,
+                    SUPPORTED_CONTRACTS.join(", ")
+                ),
+            ));
+        }
+        let sha256 = match raw.sha256 {
+            Some(s) => {
+                let s = s.to_ascii_lowercase();
+                if s.len() != 64 || !s.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(invalid("sha256", "expected 64 hex digits".into()));
+                }
+                Some(s)
+            }
+            None => None,
+        };
+        let exec = match raw.exec {
+            None | Some(RawExec::Flag(false)) => ExecGrant::None,
+            Some(RawExec::Flag(true)) => {
+                return Err(invalid(
+                    "exec",
+                    "`true` is not a grant; list patterns (e.g. [\"git status\"]), or [\"**\"] \
+                     for every command"
+                        .into(),
+                ));
+            }
+            Some(RawExec::Patterns(patterns)) => {
+                for p in &patterns {
+                    validate_exec_pattern(p).map_err(|m| invalid("exec", m))?;
+                }
+                ExecGrant::Patterns(patterns)
+            }
+        };
+        let mut preopens = Vec::new();
+        for (i, p) in raw.preopen.into_iter().enumerate() {
+            let field = format!("preopen[{i}]");
+            let host = base.join(&p.host);
+            let canonical = host.canonicalize().map_err(|e| {
+                invalid(&format!("{field}.host"), format!("{}: {e}", host.display()))
+            })?;
+            if !canonical.is_dir() {
+                return Err(invalid(
+                    &format!("{field}.host"),
+                    format!("{} is not a directory", host.display()),
+                ));
+            }
+            if !p.guest.starts_with('/') || p.guest.contains('\0') {
+                return Err(invalid(
+                    &format!("{field}.guest"),
+                    format!("`{}` must be an absolute guest path like /data", p.guest),
+                ));
+            }
+            preopens.push(Preopen {
+                host: canonical,
+                guest: p.guest,
+                mode: p.mode,
+            });
+        }
+        let mut env = Vec::new();
+        for (key, value) in raw.env {
+            if key.is_empty() || key.contains(['=', '\0']) {
+                return Err(invalid(
+                    "env",
+                    format!("`{key}` is not a valid variable name"),
+                ));
+            }
+            match value {
+                RawEnv::FromHost(true) => {
+                    if let Some(v) = host_env(&key) {
+                        env.push((key, v));
+                    } else {
+                        tracing::debug!(
+                            "manifest {}: env {key} is granted from the host, which has none",
+                            path.display()
+                        );
+                    }
+                }
+                RawEnv::FromHost(false) => {
+                    return Err(invalid(
+                        &format!("env.{key}"),
+                        "use `true` (the host's value) or a string (a literal); remove the key \
+                         to grant nothing"
+                            .into(),
+                    ));
+                }
+                RawEnv::Literal(v) => {
+                    if v.contains('\0') {
+                        return Err(invalid(&format!("env.{key}"), "contains NUL".into()));
+                    }
+                    env.push((key, v));
+                }
+            }
+        }
+        let mut limits = Limits::default();
+        if let Some(m) = &raw.memory {
+            let bytes = parse_size(m).map_err(|e| invalid("memory", e))?;
+            if !(MIN_MEMORY..=MAX_MEMORY).contains(&bytes) {
+                return Err(invalid(
+                    "memory",
+                    format!("{m} is out of range (1MiB to 4GiB)"),
+                ));
+            }
+            limits.memory_bytes = bytes as usize;
+        }
+        if let Some(c) = &raw.cpu {
+            limits.cpu = parse_duration(c).map_err(|e| invalid("cpu", e))?;
+        }
+        if let Some(w) = &raw.wall {
+            limits.wall = parse_duration(w).map_err(|e| invalid("wall", e))?;
+        }
+        Ok(Manifest {
+            id: raw.id,
+            contract: raw.contract,
+            sha256,
+            exec,
+            preopens,
+            env,
+            limits,
+            sandbox: raw.sandbox,
+            network: raw.network,
+        })
+    }
+
+    /// A manifest granting nothing, with default limits: what a plugin
+    /// loaded without a manifest file gets.
+    pub fn deny_all(id: &str) -> Manifest {
+        Manifest {
+            id: id.to_string(),
+            contract: crate::contract_version::LATEST.to_string(),
+            sha256: None,
+            exec: ExecGrant::None,
+            preopens: Vec::new(),
+            env: Vec::new(),
+            limits: Limits::default(),
+            sandbox: None,
+            network: false,
+        }
+    }
+
+    /// The built-in bash plugin's manifest: exec `**` (the policy plugin and
+    /// approvers decide each command), no files or env, default memory, CPU
+    /// 60 s, wall time 11 minutes (its longest foreground timeout is 10), and
+    /// no sandbox restriction of its own (`--sandbox`/`--allow-network`
+    /// decide).
+    pub fn builtin_bash() -> Manifest {
+        Manifest {
+            exec: ExecGrant::Patterns(vec!["**".into()]),
+            network: true,
+            limits: Limits {
+                wall: Duration::from_secs(11 * 60),
+                // It drains output events while a command floods: real work
+                // that grows with the output, not a runaway loop.
+                cpu: Duration::from_secs(60),
+                ..Limits::default()
+            },
+            ..Manifest::deny_all(crate::builtin::BASH_ID)
+        }
+    }
+
+    /// The manifest as JSON (for `plugin inspect --json`): `id`, `contract`,
+    /// `sha256`, `exec` (`null` or a list of patterns), `preopens`
+    /// (`host`, `guest`, `mode`), `env` (names only: values may be secrets),
+    /// `memory_bytes`, `cpu_ms`, `wall_ms`, `sandbox`, `network`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "contract": self.contract,
+            "sha256": self.sha256,
+            "exec": match &self.exec {
+                ExecGrant::None => serde_json::Value::Null,
+                ExecGrant::Patterns(p) => serde_json::json!(p),
+            },
+            "preopens": self.preopens.iter().map(|p| serde_json::json!({
+                "host": p.host.display().to_string(),
+                "guest": p.guest,
+                "mode": p.mode.as_str(),
+            })).collect::<Vec<_>>(),
+            "env": self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            "memory_bytes": self.limits.memory_bytes,
+            "cpu_ms": self.limits.cpu.as_millis() as u64,
+            "wall_ms": self.limits.wall.as_millis() as u64,
+            "sandbox": self.sandbox.map(|s| s.as_str()),
+            "network": self.network,
+        })
+    }
+
+    /// The sandbox policy this manifest asks for the commands its plugin
+    /// starts: its `sandbox` mode (absent: no restriction beyond the
+    /// operator's) and `network` (default off). The session engine combines it
+    /// with the operator's `--sandbox`/`--allow-network` using
+    /// [`SandboxPolicy::stricter`], so a manifest can only tighten.
+    pub fn sandbox_policy(&self) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: self.sandbox.unwrap_or(SandboxMode::FullAccess),
+            network: self.network,
+            git_writable: false,
+        }
+    }
+}
+
+/// Checks a plugin id: 1 to 64 characters of `[a-z0-9_-]`, starting with a
+/// letter, without `__` (reserved for `id__tool` prefixes).
+pub fn validate_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id.starts_with(|c: char| c.is_ascii_lowercase())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        && !id.contains("__");
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{id}` is not a plugin id: use 1-64 of a-z 0-9 - _, starting with a letter, \
+             without `__`"
+        ))
+    }
+}
+
+/// Parses a size: an integer followed by `B`, `KiB`, `MiB` or `GiB`
+/// (e.g. `64MiB`; spaces allowed before the unit).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let (n, unit) = split_number(s)?;
+    let mult: u64 = match unit {
+        "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown or missing unit; use B, KiB, MiB or GiB (e.g. \"64MiB\")"
+            ));
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// Parses a duration: an integer followed by `ms`, `s`, `m`/`min` or `h`
+/// (e.g. `500ms`, `2s`, `11min`). Zero and more than 24 h are refused.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (n, unit) = split_number(s)?;
+    let d = match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" | "min" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown or missing unit; use ms, s, min or h (e.g. \"500ms\", \"2s\")"
+            ));
+        }
+    };
+    if d.is_zero() || d > MAX_DURATION {
+        return Err(format!("`{s}` is out of range (more than 0, at most 24h)"));
+    }
+    Ok(d)
+}
+
+fn split_number(s: &str) -> Result<(u64, &str), String> {
+    let s = s.trim();
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    if end == 0 {
+        return Err(format!("`{s}` does not start with a number"));
+    }
+    let n = s[..end].parse::<u64>().map_err(|e| format!("`{s}`: {e}"))?;
+    Ok((n, s[end..].trim_start()))
+}
+
+impl PreopenMode {
+    /// `read-only` or `read-write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreopenMode::ReadOnly => "read-only",
+            PreopenMode::ReadWrite => "read-write",
+        }
+    }
+}
+
+impl fmt::Display for ExecGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecGrant::None => f.write_str("none"),
+            ExecGrant::Patterns(p) => write!(f, "{}", p.join(", ")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (pattern, command, matches)
+    const CASES: &[(&str, &str, bool)] = &[
+        // literal words
+        ("git status", "git status", true),
+        ("git status", "git  status", true),
+        ("git status", "\tgit status ", true),
+        ("git status", "git status --short", false),
+        ("git status", "git", false),
+        ("git status", "git statu", false),
+        ("git status", "git Status", false),
+        ("git status", "", false),
+        // a trailing `*` is any further arguments (the policy's meaning too)
+        ("cargo test *", "cargo test foo", true),
+        ("cargo test *", "cargo test", true),
+        ("cargo test *", "cargo test foo bar", true),
+        ("cargo test *", "cargo testx", false),
+        // `*` elsewhere is exactly one word
+        ("git * --help", "git log --help", true),
+        ("git * --help", "git --help", false),
+        ("git * --help", "git log x --help", false),
+        // `*` inside a word globs within it
+        ("npm run test:*", "npm run test:unit", true),
+        ("npm run test:*", "npm run build", false),
+        // the program is never a wildcard
+        ("* --version", "rustc --version", false),
+        // trailing `**` is zero or more words
+        ("git log **", "git log", true),
+        ("git log **", "git log --oneline -n 5", true),
+        ("git log **", "git show", false),
+        ("git * **", "git", false),
+        ("git * **", "git x y z", true),
+        // `**` alone is everything, metacharacters included
+        ("**", "git status; rm -rf /", true),
+        ("**", "", true),
+        ("**", "a && b | c > d $(e) `f`", true),
+        ("  ** ", "anything at all", true),
+        // bypass shapes: a plain pattern matches a single simple command only
+        ("git status", "git status; rm -rf /", false),
+        ("git status **", "git status; rm -rf /", false),
+        ("git status **", "git status && rm -rf /", false),
+        ("git status **", "git status || rm -rf /", false),
+        ("git status **", "git status & rm -rf /", false),
+        ("git status **", "git status | sh", false),
+        ("git status **", "git status $(rm -rf /)", false),
+        ("git status **", "git status `rm -rf /`", false),
+        ("git status **", "git status ${IFS}x", false),
+        ("git status **", "git status > /etc/passwd", false),
+        ("git status **", "git status < /dev/zero", false),
+        ("git status **", "git status <(rm -rf /)", false),
+        ("git status **", "git status\nrm -rf /", false),
+        ("git status **", "git status\rrm -rf /", false),
+        ("git status **", "git status\u{b}rm", false),
+        ("git status **", "(git status)", false),
+        ("git status **", "git status 'a;b'", false),
+        ("git status **", "git status \"$HOME\"", false),
+        ("git status **", "git status \\; rm", false),
+        ("git status **", "git status #comment", false),
+        ("cat *", "cat *", false),
+        ("cat *", "cat ~/.ssh/id_rsa", false),
+        ("rm *", "rm {a,b}", false),
+        ("ls *", "ls [ab]", false),
+        ("ls *", "ls ?", false),
+        ("git status *", "PATH=/tmp/x git status", false),
+        ("git status", "PATH=/tmp/x git status", false),
+        // malformed patterns match nothing
+        ("", "", false),
+        ("   ", "x", false),
+        ("* x", "a x", false),
+        ("git sta*", "git status", true),
+        ("git status; rm", "git status; rm", false),
+    ];
+
+    #[test]
+    fn exec_pattern_table() {
+        for (pattern, command, expected) in CASES {
+            assert_eq!(
+                exec_pattern_matches(pattern, command),
+                *expected,
+                "pattern {pattern:?} vs command {command:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn exec_grant_check() {
+        let none = ExecGrant::None;
+        assert!(
+            none.check("ls", None)
+                .unwrap_err()
+                .contains("grants no exec")
+        );
+        let some = ExecGrant::Patterns(vec!["git status".into()]);
+        assert!(some.check("git status", None).is_ok());
+        assert!(some.check("git status", Some("/bin/bash")).is_ok());
+        assert!(some.check("git status", Some("/usr/bin/python3")).is_err());
+        assert!(some.check("ls", None).unwrap_err().contains("`git status`"));
+        let all = ExecGrant::Patterns(vec!["**".into()]);
+        assert!(all.check("a; b", Some("/usr/bin/python3")).is_ok());
+    }
+
+    #[test]
+    fn pattern_validation() {
+        assert!(validate_exec_pattern("git status").is_ok());
+        assert!(validate_exec_pattern("git * **").is_ok());
+        assert!(validate_exec_pattern("**").is_ok());
+        assert!(validate_exec_pattern("").is_err());
+        assert!(validate_exec_pattern("** x").is_err());
+        assert!(validate_exec_pattern("* x").is_err());
+        assert!(validate_exec_pattern("git sta*").is_ok());
+        assert!(validate_exec_pattern("a;b").is_err());
+        assert!(validate_exec_pattern("a\nb").is_err());
+    }
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1 GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("4096B"), Ok(4096));
+        assert!(parse_size("64").unwrap_err().contains("unit"));
+        assert!(parse_size("64MB").unwrap_err().contains("unit"));
+        assert!(parse_size("MiB").is_err());
+        assert!(parse_size("-1MiB").is_err());
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("11min"), Ok(Duration::from_secs(660)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("25h").is_err());
+        assert!(parse_duration("2").is_err());
+        assert!(parse_duration("2 weeks").is_err());
+    }
+
+    #[test]
+    fn ids() {
+        for ok in ["a", "notes", "my-plugin_2"] {
+            assert!(validate_id(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "A", "1x", "-x", "a__b", "a b", "a/b", &"a".repeat(65)] {
+            assert!(validate_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        let dir = std::env::temp_dir();
+        Manifest::parse(text, Path::new("p.toml"), &dir, &|k| {
+            (k == "HOSTVAR").then(|| "from-host".to_string())
+        })
+    }
+
+    #[test]
+    fn manifest_fields_and_defaults() {
+        let m = parse("id = \"p\"\ncontract = \"0.1.0\"\n").unwrap();
+        assert_eq!(m, Manifest::deny_all("p"));
+        let m = parse(
+            r#"
+id = "p"
+contract = "0.1.0"
+sha256 = "AB00000000000000000000000000000000000000000000000000000000000000"
+exec = ["git status", "cargo test **"]
+memory = "128MiB"
+cpu = "500ms"
+wall = "2s"
+sandbox = "read-only"
+network = true
+[env]
+HOSTVAR = true
+MISSING = true
+LIT = "x"
+[[preopen]]
+host = "."
+guest = "/data"
+mode = "read-write"
+"#,
+        )
+        .unwrap();
+        assert_eq!(m.sha256.as_deref().unwrap()[..2], *"ab");
+        assert_eq!(
+            m.exec,
+            ExecGrant::Patterns(vec!["git status".into(), "cargo test **".into()])
+        );
+        assert_eq!(m.limits.memory_bytes, 128 << 20);
+        assert_eq!(m.limits.cpu, Duration::from_millis(500));
+        assert_eq!(m.limits.wall, Duration::from_secs(2));
+        assert_eq!(m.sandbox, Some(SandboxMode::ReadOnly));
+        assert!(m.network);
+        assert_eq!(
+            m.env,
+            vec![
+                ("HOSTVAR".to_string(), "from-host".to_string()),
+                ("LIT".to_string(), "x".to_string())
+            ]
+        );
+        assert_eq!(m.preopens.len(), 1);
+        assert_eq!(m.preopens[0].mode, PreopenMode::ReadWrite);
+        assert_eq!(
+            parse("id=\"p\"\ncontract=\"0.1.0\"\nexec=false\n")
+                .unwrap()
+                .exec,
+            ExecGrant::None
+        );
+    }
+
+    #[test]
+    fn manifest_errors_are_specific() {
+        let err = |text: &str| parse(text).unwrap_err().to_string();
+        let e = err("id = \"p\"\ncontract = \"0.1.0\"\nexce = [\"ls\"]\n");
+        assert!(
+            e.contains("line 3") && e.contains("unknown field `exce`"),
+            "{e}"
+        );
+        let e = err(
+            "id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\".\"\nguest=\"/d\"\nmode=\"rw\"\n",
+        );
+        assert!(e.contains("line 6"), "{e}");
+        assert!(err("contract = \"0.1.0\"\n").contains("missing field `id`"));
+        assert!(err("id = \"P\"\ncontract = \"0.1.0\"\n").contains("`id`"));
+        assert!(err("id = \"p\"\ncontract = \"0.2.0\"\n").contains("not supported"));
+        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nsha256 = \"xyz\"\n").contains("64 hex"));
+        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nexec = true\n").contains("`exec`"));
+        assert!(
+            err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"a;b\"]\n").contains("metacharacter")
+        );
+        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nmemory = \"64\"\n").contains("`memory`"));
+        assert!(
+            err("id = \"p\"\ncontract = \"0.1.0\"\nmemory = \"8GiB\"\n").contains("out of range")
+        );
+        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\ncpu = \"1y\"\n").contains("`cpu`"));
+        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nwall = \"0s\"\n").contains("`wall`"));
+        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nsandbox = \"open\"\n").contains("line 3"));
+        let e = err(
+            "id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\"no/such/dir\"\nguest=\"/d\"\nmode=\"read-only\"\n",
+        );
+        assert!(e.contains("preopen[0].host"), "{e}");
+        let e = err(
+            "id = \"p\"\ncontract = \"0.1.0\"\n[[preopen]]\nhost=\".\"\nguest=\"d\"\nmode=\"read-only\"\n",
+        );
+        assert!(e.contains("preopen[0].guest"), "{e}");
+        assert!(err("id = \"p\"\ncontract = \"0.1.0\"\n[env]\nX = false\n").contains("env.X"));
+    }
+}

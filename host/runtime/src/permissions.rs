@@ -1,0 +1,615 @@
+//! The permission pipeline every process start passes (ARCHITECTURE.md,
+//! "The path of one tool call").
+//!
+//! Order, fixed by the `sessions.start` host implementation and impossible for
+//! a plugin to skip:
+//!
+//! 1. the host's hard rules (cwd inside the workspace, env names, shell,
+//!    timeout): the session engine resolves the request
+//!    (`toolhost_process::Sessions::resolve`), so every later step, and a
+//!    person asked to approve, sees the resolved cwd and shell;
+//! 2. the plugin's manifest exec grant ([`crate::manifest::ExecGrant::check`]);
+//! 3. the [`Policy`] (the policy plugin's `decide`);
+//! 4. for `ask`, the first [`Approver`] that can answer (an attached control
+//!    client, MCP elicitation, a TTY prompt); with none, deny with a reason
+//!    that says how to allow the command;
+//! 5. spawn (`toolhost_process::Sessions::spawn`).
+//!
+//! Steps 2-4 are [`Permissions::check_start`]. The pipeline depends on the
+//! [`Policy`] trait, not on the plugin loader: the policy plugin implements it
+//! (`crate::plugin::PolicyPlugin`), and tests can pass a table.
+//!
+//! Outcomes use the Agent Client Protocol vocabulary (`allow_once`,
+//! `allow_always`, `reject_once`, `reject_always`, `cancelled`);
+//! `allow_always` / `reject_always` are remembered for the host session.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use toolhost_process::ResolvedStart;
+
+use crate::manifest::ExecGrant;
+
+/// Who asks to start a process: the plugin, the tool call, and the plugin's
+/// exec grant.
+#[derive(Debug, Clone, Copy)]
+pub struct Requester<'a> {
+    /// The plugin id.
+    pub plugin: &'a str,
+    /// The tool it runs (empty outside a tool call).
+    pub tool: &'a str,
+    /// The tool call it runs (empty outside a tool call).
+    pub tool_call_id: &'a str,
+    /// Its manifest's exec grant (step 2).
+    pub exec: &'a ExecGrant,
+}
+
+/// What a [`Policy`] decides on (the WIT `permission-request` with a
+/// `process-start` action): the resolved request, never the raw one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionRequest {
+    /// The plugin asking.
+    pub plugin: String,
+    /// The tool it runs.
+    pub tool: String,
+    /// The tool call it runs.
+    pub tool_call_id: String,
+    /// The command line (`SHELL -c COMMAND`).
+    pub command: String,
+    /// The resolved working directory (absolute, inside the workspace).
+    pub cwd: String,
+    /// The workspace root (absolute).
+    pub workspace: String,
+    /// Names of the extra environment variables the request sets.
+    pub env_keys: Vec<String>,
+    /// The resolved shell (absolute path).
+    pub shell: String,
+}
+
+/// A policy's answer (WIT `decision`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Refuse it, with the reason shown to the plugin.
+    Deny(String),
+    /// Ask an approver, with this prompt.
+    Ask(String),
+}
+
+/// Decides on permission requests: the policy plugin, or a table in tests.
+pub trait Policy: Send + Sync {
+    /// Decides on `request`. `Err` (the policy failed: a trap, a limit) denies:
+    /// the pipeline fails closed.
+    fn decide<'a>(
+        &'a self,
+        request: &'a PermissionRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<Decision, String>> + Send + 'a>>;
+}
+
+/// A question for an approver: which call wants to run what, and why the
+/// policy asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// Unique in the host session (`perm_` + 12 hex digits); what an
+    /// approver's answer refers to (the control API's `permission.resolve`).
+    pub request_id: String,
+    /// The plugin asking.
+    pub plugin: String,
+    /// The tool it runs.
+    pub tool: String,
+    /// The tool call it runs.
+    pub tool_call_id: String,
+    /// The command line.
+    pub command: String,
+    /// The resolved working directory.
+    pub cwd: String,
+    /// The policy's prompt.
+    pub prompt: String,
+}
+
+/// An approver's answer (ACP `RequestPermissionOutcome` + option kinds; see the
+/// Agent Client Protocol's `session/request_permission`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// Run it, this time.
+    AllowOnce,
+    /// Run it, and the same command again for the rest of the host session.
+    AllowAlways,
+    /// Refuse it, this time.
+    RejectOnce,
+    /// Refuse it, and the same command again for the rest of the host session.
+    RejectAlways,
+    /// The prompt was withdrawn (the client went away, the call was cancelled).
+    Cancelled,
+}
+
+impl ApprovalOutcome {
+    /// The ACP name: `allow_once`, `allow_always`, `reject_once`,
+    /// `reject_always`, `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalOutcome::AllowOnce => "allow_once",
+            ApprovalOutcome::AllowAlways => "allow_always",
+            ApprovalOutcome::RejectOnce => "reject_once",
+            ApprovalOutcome::RejectAlways => "reject_always",
+            ApprovalOutcome::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses an ACP name (see [`ApprovalOutcome::as_str`]).
+    pub fn parse(name: &str) -> Option<ApprovalOutcome> {
+        Some(match name {
+            "allow_once" => ApprovalOutcome::AllowOnce,
+            "allow_always" => ApprovalOutcome::AllowAlways,
+            "reject_once" => ApprovalOutcome::RejectOnce,
+            "reject_always" => ApprovalOutcome::RejectAlways,
+            "cancelled" => ApprovalOutcome::Cancelled,
+            _ => return None,
+        })
+    }
+
+    fn allows(self) -> bool {
+        matches!(
+            self,
+            ApprovalOutcome::AllowOnce | ApprovalOutcome::AllowAlways
+        )
+    }
+}
+
+/// Someone who can answer an `ask`: an attached control client, an MCP client
+/// through elicitation, a person at a TTY.
+pub trait Approver: Send + Sync {
+    /// A short name for logs and events, e.g. `tty` or `control-client`.
+    fn name(&self) -> &str;
+
+    /// Asks; `None` means this approver cannot answer now (e.g. no client is
+    /// attached), so the next one is tried.
+    fn ask<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<ApprovalOutcome>> + Send + 'a>>;
+}
+
+/// Told about every approval request and its resolution (the host-session
+/// event log hooks in here: every request and resolution is an event, see
+/// ARCHITECTURE.md, "Host sessions"). Called synchronously; must return quickly.
+pub trait PermissionObserver: Send + Sync {
+    /// The pipeline is about to ask the approvers (or to apply a remembered
+    /// answer) for `request`.
+    fn requested(&self, request: &ApprovalRequest);
+    /// `request` was resolved with `outcome` by `by`: an approver's name,
+    /// `remembered`, `no-approver` (nobody could answer: rejected), or
+    /// `call-ended` (the call was cancelled while asking: `cancelled`).
+    fn resolved(&self, request: &ApprovalRequest, outcome: ApprovalOutcome, by: &str);
+}
+
+/// Records `cancelled` by `call-ended` if an ask is dropped unanswered (the
+/// tool call was cancelled while an approver was being asked).
+struct AskGuard<'a> {
+    observer: Option<Arc<dyn PermissionObserver>>,
+    request: &'a ApprovalRequest,
+    resolved: bool,
+}
+
+impl AskGuard<'_> {
+    fn resolve(&mut self, outcome: ApprovalOutcome, by: &str) {
+        self.resolved = true;
+        if let Some(o) = &self.observer {
+            o.resolved(self.request, outcome, by);
+        }
+    }
+}
+
+impl Drop for AskGuard<'_> {
+    fn drop(&mut self) {
+        if !self.resolved {
+            self.resolve(ApprovalOutcome::Cancelled, "call-ended");
+        }
+    }
+}
+
+/// The option kinds every approval request offers (ACP `PermissionOptionKind`).
+pub const APPROVAL_OPTIONS: [&str; 4] =
+    ["allow_once", "allow_always", "reject_once", "reject_always"];
+
+/// The pipeline's configuration, the policy it asks and the approvers.
+pub struct Permissions {
+    policy: Arc<dyn Policy>,
+    workspace: PathBuf,
+    approvers: Mutex<Vec<Arc<dyn Approver>>>,
+    /// Commands answered `allow_always` / `reject_always` in this host session.
+    remembered: Mutex<Vec<(String, ApprovalOutcome)>>,
+    observer: Mutex<Option<Arc<dyn PermissionObserver>>>,
+    next_request: AtomicU64,
+}
+
+impl Permissions {
+    /// A pipeline asking `policy`. `workspace` is the canonical root.
+    pub fn new(policy: Arc<dyn Policy>, workspace: PathBuf) -> Permissions {
+        Permissions {
+            policy,
+            workspace,
+            approvers: Mutex::new(Vec::new()),
+            remembered: Mutex::new(Vec::new()),
+            observer: Mutex::new(None),
+            next_request: AtomicU64::new(1),
+        }
+    }
+
+    /// Sets the observer told about every approval request and resolution.
+    pub fn set_observer(&self, observer: Arc<dyn PermissionObserver>) {
+        *self.observer.lock().unwrap_or_else(|e| e.into_inner()) = Some(observer);
+    }
+
+    /// Adds an approver; approvers are asked in the order they were added.
+    pub fn add_approver(&self, approver: Arc<dyn Approver>) {
+        self.approvers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(approver);
+    }
+
+    /// Steps 2-4 of the pipeline: decides whether `who` may start `request`
+    /// (already resolved by the session engine: step 1). `Err(reason)` means
+    /// denied; the reason says which step refused and how to allow it.
+    ///
+    /// Step 2 is the calling plugin's manifest exec grant
+    /// ([`ExecGrant::check`]): a plugin without one is denied before the policy
+    /// is asked.
+    pub async fn check_start(
+        &self,
+        who: &Requester<'_>,
+        request: &ResolvedStart,
+    ) -> Result<(), String> {
+        let command = &request.request.command;
+        who.exec
+            .check(command, Some(&request.shell.to_string_lossy()))
+            .map_err(|reason| format!("denied by manifest: {reason}"))?;
+        let cwd = request.cwd.display().to_string();
+        let req = PermissionRequest {
+            plugin: who.plugin.to_string(),
+            tool: who.tool.to_string(),
+            tool_call_id: who.tool_call_id.to_string(),
+            command: command.clone(),
+            cwd: cwd.clone(),
+            workspace: self.workspace.display().to_string(),
+            env_keys: request.request.env.iter().map(|(k, _)| k.clone()).collect(),
+            shell: request.shell.display().to_string(),
+        };
+        let prompt = match self.policy.decide(&req).await {
+            Ok(Decision::Allow) => return Ok(()),
+            Ok(Decision::Deny(reason)) => return Err(format!("denied by policy: {reason}")),
+            Ok(Decision::Ask(prompt)) => prompt,
+            // Fail closed: a policy that traps or hits a limit denies.
+            Err(e) => return Err(format!("denied: the policy plugin failed ({e})")),
+        };
+        let approval = ApprovalRequest {
+            request_id: format!(
+                "perm_{:012x}",
+                self.next_request.fetch_add(1, Ordering::Relaxed)
+            ),
+            plugin: req.plugin,
+            tool: req.tool,
+            tool_call_id: req.tool_call_id,
+            command: command.clone(),
+            cwd,
+            prompt: prompt.clone(),
+        };
+        let observer = self
+            .observer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(o) = &observer {
+            o.requested(&approval);
+        }
+        let mut guard = AskGuard {
+            observer,
+            request: &approval,
+            resolved: false,
+        };
+        if let Some(outcome) = self.remembered(command) {
+            guard.resolve(outcome, "remembered");
+            return decide_outcome(outcome, "remembered for this host session");
+        }
+        let approvers: Vec<_> = self
+            .approvers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for approver in approvers {
+            if let Some(outcome) = approver.ask(&approval).await {
+                if matches!(
+                    outcome,
+                    ApprovalOutcome::AllowAlways | ApprovalOutcome::RejectAlways
+                ) {
+                    self.remembered
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((command.clone(), outcome));
+                }
+                guard.resolve(outcome, approver.name());
+                return decide_outcome(outcome, approver.name());
+            }
+        }
+        guard.resolve(ApprovalOutcome::RejectOnce, "no-approver");
+        Err(format!(
+            "the policy asks for approval ({}) and no approver is available (no TTY or attached \
+             client). To allow it, add a matching pattern to the `allow` list of the --policy file.",
+            prompt
+        ))
+    }
+
+    fn remembered(&self, command: &str) -> Option<ApprovalOutcome> {
+        let remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
+        remembered
+            .iter()
+            .rev()
+            .find(|(c, _)| c == command)
+            .map(|(_, o)| *o)
+    }
+}
+
+fn decide_outcome(outcome: ApprovalOutcome, by: &str) -> Result<(), String> {
+    if outcome.allows() {
+        Ok(())
+    } else {
+        Err(format!("rejected by {by} ({})", outcome.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The pipeline on its own: a table policy, scripted approvers and a
+    //! recording observer, over requests the real session engine resolved.
+
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use toolhost_process::sandbox::SandboxPolicy;
+    use toolhost_process::{Sessions, SessionsConfig, StartRequest};
+
+    /// Answers every request with one decision and counts the calls.
+    struct TablePolicy {
+        decision: Result<Decision, String>,
+        calls: AtomicUsize,
+        seen: Mutex<Vec<PermissionRequest>>,
+    }
+
+    impl TablePolicy {
+        fn new(decision: Result<Decision, String>) -> Arc<TablePolicy> {
+            Arc::new(TablePolicy {
+                decision,
+                calls: AtomicUsize::new(0),
+                seen: Mutex::new(Vec::new()),
+            })
+        }
+    }
+
+    impl Policy for TablePolicy {
+        fn decide<'a>(
+            &'a self,
+            request: &'a PermissionRequest,
+        ) -> Pin<Box<dyn Future<Output = Result<Decision, String>> + Send + 'a>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.seen.lock().unwrap().push(request.clone());
+            let decision = self.decision.clone();
+            Box::pin(async move { decision })
+        }
+    }
+
+    /// Answers with a fixed outcome (or `None`: cannot answer) and records
+    /// what it was asked.
+    struct Scripted {
+        answer: Option<ApprovalOutcome>,
+        asked: Mutex<Vec<ApprovalRequest>>,
+    }
+
+    impl Approver for Scripted {
+        fn name(&self) -> &str {
+            "scripted"
+        }
+        fn ask<'a>(
+            &'a self,
+            request: &'a ApprovalRequest,
+        ) -> Pin<Box<dyn Future<Output = Option<ApprovalOutcome>> + Send + 'a>> {
+            self.asked.lock().unwrap().push(request.clone());
+            let answer = self.answer;
+            Box::pin(async move { answer })
+        }
+    }
+
+    fn scripted(answer: Option<ApprovalOutcome>) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            answer,
+            asked: Mutex::new(Vec::new()),
+        })
+    }
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl PermissionObserver for Recorder {
+        fn requested(&self, request: &ApprovalRequest) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("requested {}", request.command));
+        }
+        fn resolved(&self, request: &ApprovalRequest, outcome: ApprovalOutcome, by: &str) {
+            self.0.lock().unwrap().push(format!(
+                "resolved {} {} by {by}",
+                request.command,
+                outcome.as_str()
+            ));
+        }
+    }
+
+    struct Setup {
+        ws: tempfile::TempDir,
+        _state: tempfile::TempDir,
+        sessions: Sessions,
+    }
+
+    fn setup() -> Setup {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("sub")).unwrap();
+        let sessions = Sessions::new(SessionsConfig::new(ws.path(), state.path())).unwrap();
+        Setup {
+            ws,
+            _state: state,
+            sessions,
+        }
+    }
+
+    fn resolve(s: &Setup, command: &str) -> ResolvedStart {
+        let mut request = StartRequest::new(command);
+        request.cwd = Some("sub".into());
+        s.sessions
+            .resolve(request, &SandboxPolicy::default())
+            .unwrap()
+    }
+
+    fn grant(patterns: &[&str]) -> ExecGrant {
+        ExecGrant::Patterns(patterns.iter().map(|p| p.to_string()).collect())
+    }
+
+    fn who(exec: &ExecGrant) -> Requester<'_> {
+        Requester {
+            plugin: "p",
+            tool: "t",
+            tool_call_id: "tc_1",
+            exec,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_exec_grant_refuses_before_the_policy_is_asked() {
+        let s = setup();
+        let policy = TablePolicy::new(Ok(Decision::Allow));
+        let pipeline = Permissions::new(policy.clone(), s.ws.path().to_path_buf());
+        let request = resolve(&s, "ls");
+        for (exec, want) in [
+            (
+                ExecGrant::None,
+                "denied by manifest: the plugin's manifest grants no exec",
+            ),
+            (
+                grant(&["git status"]),
+                "denied by manifest: the command does not match",
+            ),
+        ] {
+            let err = pipeline
+                .check_start(&who(&exec), &request)
+                .await
+                .unwrap_err();
+            assert!(err.starts_with(want), "{err}");
+        }
+        assert_eq!(policy.calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn the_policy_decides_on_the_resolved_request_and_fails_closed() {
+        let s = setup();
+        let exec = grant(&["ls *"]);
+        let request = resolve(&s, "ls -l");
+        type Case = (Result<Decision, String>, Result<(), &'static str>);
+        let cases: [Case; 3] = [
+            (Ok(Decision::Allow), Ok(())),
+            (Ok(Decision::Deny("no".into())), Err("denied by policy: no")),
+            (
+                Err("trapped".into()),
+                Err("denied: the policy plugin failed (trapped)"),
+            ),
+        ];
+        for (decision, want) in cases {
+            let policy = TablePolicy::new(decision);
+            let pipeline = Permissions::new(policy.clone(), s.ws.path().to_path_buf());
+            let got = pipeline.check_start(&who(&exec), &request).await;
+            assert_eq!(got.as_ref().map(|_| ()).map_err(String::as_str), want);
+            let seen = policy.seen.lock().unwrap();
+            let canonical_ws = s.ws.path().canonicalize().unwrap();
+            assert_eq!(seen[0].cwd, canonical_ws.join("sub").display().to_string());
+            assert_eq!(seen[0].workspace, s.ws.path().display().to_string());
+            assert_eq!(seen[0].shell, "/bin/sh");
+            assert_eq!(seen[0].command, "ls -l");
+            assert_eq!(seen[0].tool_call_id, "tc_1");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_ask_goes_to_the_first_approver_that_answers_and_always_is_remembered() {
+        let s = setup();
+        let exec = grant(&["**"]);
+        let policy = TablePolicy::new(Ok(Decision::Ask("sure?".into())));
+        let pipeline = Permissions::new(policy, s.ws.path().to_path_buf());
+        let recorder = Arc::new(Recorder::default());
+        pipeline.set_observer(recorder.clone());
+        let absent = scripted(None);
+        let person = scripted(Some(ApprovalOutcome::AllowAlways));
+        pipeline.add_approver(absent.clone());
+        pipeline.add_approver(person.clone());
+        let request = resolve(&s, "make");
+        assert_eq!(pipeline.check_start(&who(&exec), &request).await, Ok(()));
+        assert_eq!(pipeline.check_start(&who(&exec), &request).await, Ok(()));
+        // The second time was remembered: nobody was asked again.
+        assert_eq!(absent.asked.lock().unwrap().len(), 1);
+        let asked = person.asked.lock().unwrap();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].request_id, "perm_000000000001");
+        assert_eq!(asked[0].prompt, "sure?");
+        assert!(asked[0].cwd.ends_with("/sub"), "{}", asked[0].cwd);
+        assert_eq!(
+            *recorder.0.lock().unwrap(),
+            [
+                "requested make",
+                "resolved make allow_always by scripted",
+                "requested make",
+                "resolved make allow_always by remembered",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_ask_without_an_approver_is_rejected_with_how_to_allow_it() {
+        let s = setup();
+        let exec = grant(&["**"]);
+        let pipeline = Permissions::new(
+            TablePolicy::new(Ok(Decision::Ask("unknown".into()))),
+            s.ws.path().to_path_buf(),
+        );
+        let recorder = Arc::new(Recorder::default());
+        pipeline.set_observer(recorder.clone());
+        let err = pipeline
+            .check_start(&who(&exec), &resolve(&s, "make"))
+            .await
+            .unwrap_err();
+        assert!(err.contains("no approver is available"), "{err}");
+        assert!(err.contains("`allow` list of the --policy file"), "{err}");
+        assert_eq!(
+            *recorder.0.lock().unwrap(),
+            ["requested make", "resolved make reject_once by no-approver"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rejection_names_the_approver() {
+        let s = setup();
+        let exec = grant(&["**"]);
+        let pipeline = Permissions::new(
+            TablePolicy::new(Ok(Decision::Ask("?".into()))),
+            s.ws.path().to_path_buf(),
+        );
+        pipeline.add_approver(scripted(Some(ApprovalOutcome::RejectOnce)));
+        assert_eq!(
+            pipeline
+                .check_start(&who(&exec), &resolve(&s, "make"))
+                .await,
+            Err("rejected by scripted (reject_once)".to_string())
+        );
+    }
+}

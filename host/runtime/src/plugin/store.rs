@@ -1,0 +1,177 @@
+//! One call's [`Store`]: a WASI context that grants only what the manifest
+//! says, the resource limiter, and the epoch-based CPU budget.
+
+use std::sync::Arc;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
+
+use super::{CallError, GuestLog};
+use crate::call::{CallInfo, Services};
+use crate::contract::v0_1_0::SessionsCtx;
+use crate::engine::EPOCH_TICK;
+use crate::limits::{LimitExceeded, Limits};
+use crate::manifest::PreopenMode;
+
+/// The data of one call's [`Store`].
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: Limiter,
+    cpu_ticks: u64,
+    /// When the epoch callback last ran (or the call started).
+    last_tick: std::time::Instant,
+    /// Which call this store runs.
+    pub call: CallInfo,
+    /// Host services (`None` for plugins that import none, such as policies).
+    pub services: Option<Arc<Services>>,
+}
+
+impl CallState {
+    /// The view the `sessions` implementation works on.
+    pub(crate) fn sessions_ctx(&mut self) -> SessionsCtx<'_> {
+        SessionsCtx {
+            table: &mut self.table,
+            call: &self.call,
+            services: self.services.as_ref(),
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// A fresh store for one call: a WASI context that grants nothing, the
+/// limiter, and the epoch-based CPU budget. Each epoch tick during which the
+/// guest runs costs one tick of budget; time blocked in host calls does not
+/// (the deadline callback only fires while guest code runs). Between ticks the
+/// guest yields to tokio, so a spinning guest cannot starve other tasks.
+///
+/// The WASI context holds exactly the manifest's preopens and env (nothing
+/// for a plugin without a manifest); network is always denied.
+pub(crate) fn new_store(
+    engine: &wasmtime::Engine,
+    call: CallInfo,
+    services: Option<Arc<Services>>,
+) -> Result<Store<CallState>, CallError> {
+    let manifest = call.manifest.clone();
+    let limits = &manifest.limits;
+    let mut builder = WasiCtx::builder();
+    builder
+        .stdout(GuestLog::new(call.plugin.clone(), "stdout"))
+        .stderr(GuestLog::new(call.plugin.clone(), "stderr"));
+    for (key, value) in &manifest.env {
+        builder.env(key, value);
+    }
+    for p in &manifest.preopens {
+        let perms = match p.mode {
+            PreopenMode::ReadOnly => FsPerms::ReadOnly,
+            PreopenMode::ReadWrite => FsPerms::ReadWrite,
+        };
+        builder
+            .preopened_dir(&p.host, &p.guest, perms)
+            .map_err(|e| CallError::Host {
+                plugin: call.plugin.to_string(),
+                message: format!("cannot open preopen {}: {e:#}", p.host.display()),
+            })?;
+    }
+    let wasi = builder.build();
+    let state = CallState {
+        wasi,
+        table: ResourceTable::new(),
+        limiter: Limiter::new(limits.clone()),
+        cpu_ticks: 0,
+        last_tick: std::time::Instant::now(),
+        call,
+        services,
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limiter);
+    let budget = limits.cpu_ticks();
+    let cpu = limits.cpu;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |mut ctx| {
+        // The callback runs at the guest's first epoch check after the
+        // deadline. While the guest computes, that is once per tick; after it
+        // was blocked in a host call (a `poll` waiting for output, say) the
+        // epoch moved on while it ran nothing, and the callback fires at once
+        // when it resumes. Charge a tick only when the previous callback was
+        // about a tick ago (the guest has been running since), so time spent
+        // blocked never counts as CPU.
+        let state = ctx.data_mut();
+        let now = std::time::Instant::now();
+        if now.duration_since(state.last_tick) <= EPOCH_TICK * 2 {
+            state.cpu_ticks += 1;
+        }
+        state.last_tick = now;
+        if state.cpu_ticks > budget {
+            return Err(wasmtime::Error::new(LimitExceeded::Cpu { limit: cpu }));
+        }
+        Ok(UpdateDeadline::Yield(1))
+    });
+    Ok(store)
+}
+
+/// The store limiter: refuses growth past [`Limits`] with a [`LimitExceeded`]
+/// trap (rather than a silent `-1` from `memory.grow`, which Rust guests turn
+/// into an opaque abort).
+pub(crate) struct Limiter {
+    limits: Limits,
+}
+
+impl Limiter {
+    /// A limiter enforcing `limits`.
+    pub(crate) fn new(limits: Limits) -> Limiter {
+        Limiter { limits }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limits.memory_bytes {
+            return Err(wasmtime::Error::new(LimitExceeded::Memory {
+                limit: self.limits.memory_bytes,
+                requested: desired,
+            }));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limits.table_elements {
+            return Err(wasmtime::Error::new(LimitExceeded::Table {
+                limit: self.limits.table_elements,
+            }));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.instances
+    }
+}

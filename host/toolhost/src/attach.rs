@@ -1,0 +1,718 @@
+//! `toolhost attach`: follow a host session's events through the control
+//! socket, answer permission prompts, cancel or detach calls, detach and
+//! re-attach (ARCHITECTURE.md, "Host sessions").
+//!
+//! The client rules live in [`Follower`], a pure state machine:
+//! - events at or before the cursor are duplicates and are not applied again;
+//! - the first new event must be cursor + 1 and each next one + 1; a batch
+//!   with a gap is refused whole and the cursor does not move (the client
+//!   then replays from its cursor with the `events` method);
+//! - a permission request is answered at most once;
+//! - each tool call's settlement is applied once, in seq order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::control::{ControlClient, ControlError, HEARTBEAT_INTERVAL};
+use toolhost_runtime::host_session::{HostEvent, HostEventKind, Replay};
+
+/// Why a batch was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FollowError {
+    /// The batch skips seqs: the next one expected was `expected`, it holds `found`.
+    #[error("gap in the event stream: expected seq {expected}, got {found}")]
+    Gap {
+        /// The seq the cursor needs next.
+        expected: u64,
+        /// The first seq in the batch past the cursor that does not fit.
+        found: u64,
+    },
+}
+
+/// A pending approval request as the follower knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The id to answer with.
+    pub request_id: String,
+    /// The tool call asking.
+    pub tool_call_id: String,
+    /// The command line.
+    pub command: String,
+    /// The working directory.
+    pub cwd: String,
+    /// The policy's prompt.
+    pub prompt: String,
+}
+
+/// The client side of the event stream: cursor, dedupe, gap detection and
+/// the state derived from applied events (pending prompts, running calls).
+#[derive(Debug, Clone, Default)]
+pub struct Follower {
+    cursor: u64,
+    prompts: BTreeMap<String, Prompt>,
+    answered: BTreeSet<String>,
+    running: BTreeMap<String, String>,
+    settled: Vec<String>,
+    stopped: bool,
+}
+
+impl Follower {
+    /// A follower that has applied every event up to `cursor` (0: none).
+    pub fn new(cursor: u64) -> Follower {
+        Follower {
+            cursor,
+            ..Follower::default()
+        }
+    }
+
+    /// The seq of the last applied event.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// Applies the events of a batch that come after the cursor, exactly
+    /// once and in order, and returns them. Duplicates (seq ≤ cursor) are
+    /// skipped. A batch whose new events do not start at cursor + 1 or skip
+    /// a seq is refused whole: nothing is applied and the cursor stays.
+    ///
+    /// Errors: [`FollowError::Gap`].
+    pub fn apply(&mut self, events: &[HostEvent]) -> Result<Vec<HostEvent>, FollowError> {
+        let mut expected = self.cursor + 1;
+        let mut fresh = Vec::new();
+        for event in events {
+            if event.seq < expected && fresh.is_empty() {
+                continue; // already applied
+            }
+            if event.seq != expected {
+                return Err(FollowError::Gap {
+                    expected,
+                    found: event.seq,
+                });
+            }
+            fresh.push(event.clone());
+            expected += 1;
+        }
+        for event in &fresh {
+            self.apply_one(event);
+        }
+        Ok(fresh)
+    }
+
+    /// Applies a replay answer (see [`Follower::apply`]).
+    pub fn apply_replay(
+        &mut self,
+        replay: &Replay<HostEvent>,
+    ) -> Result<Vec<HostEvent>, FollowError> {
+        self.apply(&replay.events)
+    }
+
+    fn apply_one(&mut self, event: &HostEvent) {
+        self.cursor = event.seq;
+        match &event.kind {
+            HostEventKind::PermissionRequested {
+                request_id,
+                tool_call_id,
+                command,
+                cwd,
+                prompt,
+                ..
+            } => {
+                self.prompts.insert(
+                    request_id.clone(),
+                    Prompt {
+                        request_id: request_id.clone(),
+                        tool_call_id: tool_call_id.clone(),
+                        command: command.clone(),
+                        cwd: cwd.clone(),
+                        prompt: prompt.clone(),
+                    },
+                );
+            }
+            HostEventKind::PermissionResolved { request_id, .. } => {
+                self.prompts.remove(request_id);
+            }
+            HostEventKind::ToolCallStarted {
+                tool_call_id, tool, ..
+            } => {
+                self.running.insert(tool_call_id.clone(), tool.clone());
+            }
+            HostEventKind::ToolCallSettled { tool_call_id, .. }
+            | HostEventKind::ToolCallFailed { tool_call_id, .. }
+                if self.running.remove(tool_call_id).is_some() =>
+            {
+                self.settled.push(tool_call_id.clone());
+            }
+            HostEventKind::Lifecycle { state, .. } => {
+                self.stopped = !matches!(state, toolhost_runtime::host_session::Lifecycle::Running);
+                if self.stopped {
+                    self.running.clear();
+                    self.prompts.clear();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The oldest pending prompt not yet answered by this client.
+    pub fn next_prompt(&self) -> Option<&Prompt> {
+        self.prompts
+            .values()
+            .find(|p| !self.answered.contains(&p.request_id))
+    }
+
+    /// Marks `request_id` answered; true only the first time and only for a
+    /// request that is pending (so an answer is sent at most once).
+    pub fn answer(&mut self, request_id: &str) -> bool {
+        self.prompts.contains_key(request_id) && self.answered.insert(request_id.to_string())
+    }
+
+    /// Tool calls started and not yet settled, `(tool_call_id, tool)`.
+    pub fn running_calls(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.running.iter().map(|(a, b)| (a.as_str(), b.as_str()))
+    }
+
+    /// Tool calls settled, in the order their settlement was applied.
+    pub fn settled(&self) -> &[String] {
+        &self.settled
+    }
+
+    /// True once the last lifecycle event says the host is not running.
+    pub fn host_stopped(&self) -> bool {
+        self.stopped
+    }
+}
+
+/// One line for a human about an event.
+pub fn describe(event: &HostEvent) -> String {
+    let body = match &event.kind {
+        HostEventKind::Lifecycle { state, message, .. } => format!(
+            "host {}{}",
+            serde_json::to_value(state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            message
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default()
+        ),
+        HostEventKind::ToolCallStarted {
+            tool_call_id,
+            tool,
+            arguments,
+            source,
+        } => format!("{tool_call_id} {tool} {arguments} (via {source})"),
+        HostEventKind::ToolCallSettled {
+            tool_call_id,
+            is_error,
+            text,
+            ..
+        } => format!(
+            "{tool_call_id} {}: {}",
+            if *is_error { "failed" } else { "done" },
+            text.lines().last().unwrap_or_default()
+        ),
+        HostEventKind::ToolCallFailed {
+            tool_call_id,
+            error,
+            cancelled,
+        } => format!(
+            "{tool_call_id} {}: {error}",
+            if *cancelled { "cancelled" } else { "error" }
+        ),
+        HostEventKind::ProcessStarted {
+            session_id,
+            command,
+            pid,
+            ..
+        } => format!("{session_id} started (pid {pid}): {command}"),
+        HostEventKind::ProcessOutput {
+            session_id, text, ..
+        } => format!("{session_id} | {}", text.trim_end_matches('\n')),
+        HostEventKind::PayloadOmitted {
+            session_id,
+            len,
+            offset,
+            path,
+            ..
+        } => format!("{session_id} | [{len} bytes at offset {offset} in {path}]"),
+        HostEventKind::ProcessExited {
+            session_id,
+            summary,
+            ..
+        } => format!("{session_id} {summary}"),
+        HostEventKind::Detached {
+            session_id, reason, ..
+        } => format!("{session_id} detached to background: {reason}"),
+        HostEventKind::PermissionRequested {
+            request_id,
+            command,
+            prompt,
+            ..
+        } => format!("{request_id} permission asked for `{command}`: {prompt}"),
+        HostEventKind::PermissionResolved {
+            request_id,
+            outcome,
+            by,
+        } => format!("{request_id} {outcome} (by {by})"),
+    };
+    format!("[{}] {body}", event.seq)
+}
+
+/// How `toolhost attach` runs.
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// The host session's control socket.
+    pub socket: PathBuf,
+    /// Where the cursor is saved on detach and read on attach (`None`: not saved).
+    pub cursor_file: Option<PathBuf>,
+    /// Start after this seq instead of the saved cursor (0: from the start).
+    pub from: Option<u64>,
+    /// Print the history up to now and detach (no prompts).
+    pub once: bool,
+}
+
+/// How an attach ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachEnd {
+    /// The user detached (gracefully or abruptly).
+    Detached,
+    /// The host stopped.
+    HostStopped,
+    /// The connection was lost without the host saying it stopped.
+    ConnectionLost,
+}
+
+/// The commands `attach` reads from its input, one per line.
+pub const ATTACH_HELP: &str = "commands: a (allow once), A (allow always), r (reject once), R (reject always) \
+     for the pending prompt; cancel [CALL]; bg [CALL] (detach a running call to the background); \
+     kill SESSION; ls; q (detach, flushing queued actions); Q (detach at once); stop (stop the host)";
+
+/// Runs an attach session: prints events to `out`, reads commands from
+/// `input` (see [`ATTACH_HELP`]), keeps the cursor in `options.cursor_file`.
+///
+/// Errors: [`ControlError`] when the socket cannot be reached.
+pub async fn run_attach<I, O>(
+    options: AttachOptions,
+    input: I,
+    mut out: O,
+) -> Result<AttachEnd, ControlError>
+where
+    I: tokio::io::AsyncBufRead + Unpin,
+    O: AsyncWrite + Unpin,
+{
+    let saved = options
+        .cursor_file
+        .as_deref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0);
+    let mut follower = Follower::new(options.from.unwrap_or(saved));
+    let mut client = ControlClient::connect(&options.socket).await?;
+    let hello = client.call("hello", json!({})).await?;
+    let host_session = hello["host_session"].as_str().unwrap_or("?").to_string();
+    if options.once {
+        loop {
+            let r: Replay<HostEvent> = serde_json::from_value(
+                client
+                    .call("events", json!({"cursor": follower.cursor()}))
+                    .await?,
+            )
+            .map_err(|e| ControlError::Io {
+                path: options.socket.clone(),
+                message: e.to_string(),
+            })?;
+            match follower.apply_replay(&r) {
+                Ok(events) => {
+                    for e in &events {
+                        say(&mut out, describe(e)).await;
+                    }
+                }
+                Err(e) => say(&mut out, format!("toolhost: {e}")).await,
+            }
+            if r.history_complete || r.events.is_empty() {
+                break;
+            }
+        }
+        save_cursor(&options, follower.cursor());
+        client
+            .call("detach", json!({"mode": "graceful"}))
+            .await
+            .ok();
+        return Ok(AttachEnd::Detached);
+    }
+
+    let attach_id = client
+        .send(
+            "attach",
+            json!({"cursor": follower.cursor(), "client": "toolhost attach"}),
+        )
+        .await?;
+    say(
+        &mut out,
+        format!(
+            "attached to host session {host_session} after seq {} ({ATTACH_HELP})",
+            follower.cursor()
+        ),
+    )
+    .await;
+
+    // Requests sent and not yet answered: id -> what they were.
+    let mut outstanding: BTreeMap<u64, String> = BTreeMap::new();
+    outstanding.insert(attach_id, "attach".into());
+    let mut detaching: Option<bool> = None; // Some(graceful)
+    let mut prompted: BTreeSet<String> = BTreeSet::new();
+    let mut lines = input.lines();
+    let mut input_open = true;
+    let mut heartbeat = tokio::time::interval(HEARTBEAT_INTERVAL);
+    heartbeat.tick().await;
+    let (reader_tx, mut reader_rx) = tokio::sync::mpsc::unbounded_channel();
+    // Move the reading half into a task so select! stays cancel-safe.
+    let (mut read_client, write_client) = split(client);
+    tokio::spawn(async move {
+        loop {
+            let m = read_client.next_message().await;
+            let end = m.is_err();
+            if reader_tx.send(m).is_err() || end {
+                break;
+            }
+        }
+    });
+    let mut writer = write_client;
+    let end = loop {
+        if let Some(graceful) = detaching
+            && (!graceful || outstanding.is_empty())
+        {
+            if graceful {
+                let _ = writer.send("detach", json!({"mode": "graceful"})).await;
+            }
+            break AttachEnd::Detached;
+        }
+        tokio::select! {
+            msg = reader_rx.recv() => {
+                let msg = match msg {
+                    Some(Ok(m)) => m,
+                    _ => break if follower.host_stopped() { AttachEnd::HostStopped } else { AttachEnd::ConnectionLost },
+                };
+                if let Some(id) = msg.get("id").and_then(Value::as_u64) {
+                    let what = outstanding.remove(&id).unwrap_or_default();
+                    if let Some(err) = msg.get("error") {
+                        say(&mut out, format!("toolhost: {what} failed: {}", err["message"].as_str().unwrap_or("?"))).await;
+                    } else if what == "ls" {
+                        say(&mut out, format!("{:#}", msg["result"])).await;
+                    } else if what == "resync"
+                        && let Ok(replay) = serde_json::from_value::<Replay<HostEvent>>(msg["result"].clone())
+                    {
+                        handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
+                    }
+                } else if msg.get("method").and_then(Value::as_str) == Some("events")
+                    && let Ok(replay) = serde_json::from_value::<Replay<HostEvent>>(msg["params"].clone())
+                {
+                    handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
+                }
+                if let Some(p) = follower.next_prompt().cloned()
+                    && prompted.insert(p.request_id.clone())
+                {
+                    say(&mut out, format!(
+                        "permission {}: {} wants to run `{}` in {} ({}). Answer a / A / r / R",
+                        p.request_id, p.tool_call_id, p.command, p.cwd, p.prompt
+                    )).await;
+                }
+            }
+            line = lines.next_line(), if input_open && detaching.is_none() => {
+                let line = match line {
+                    Ok(Some(l)) => l,
+                    _ => { input_open = false; detaching = Some(true); continue; }
+                };
+                let mut words = line.split_whitespace();
+                let cmd = words.next().unwrap_or("");
+                let arg = words.next().map(str::to_string);
+                let newest_call = || follower.running_calls().last().map(|(c, _)| c.to_string());
+                let request = match cmd {
+                    "" => None,
+                    "a" | "A" | "r" | "R" => {
+                        let outcome = match cmd { "a" => "allow_once", "A" => "allow_always", "r" => "reject_once", _ => "reject_always" };
+                        match follower.next_prompt().map(|p| p.request_id.clone()) {
+                            Some(id) if follower.answer(&id) => Some(("permission.resolve", json!({"request_id": id, "outcome": outcome}))),
+                            _ => { say(&mut out, "toolhost: no pending permission request".into()).await; None }
+                        }
+                    }
+                    "cancel" => arg.or_else(newest_call).map(|c| ("call.cancel", json!({"tool_call_id": c}))),
+                    "bg" => arg.or_else(newest_call).map(|c| ("call.detach", json!({"tool_call_id": c, "reason": "detached from toolhost attach"}))),
+                    "kill" => arg.map(|s| ("session.kill", json!({"session_id": s}))),
+                    "ls" => Some(("sessions.list", json!({}))),
+                    "stop" => Some(("stop", json!({}))),
+                    "q" | "detach" => { detaching = Some(true); None }
+                    "Q" | "abort" => { detaching = Some(false); None }
+                    _ => { say(&mut out, format!("toolhost: unknown command `{cmd}`; {ATTACH_HELP}")).await; None }
+                };
+                if let Some((method, params)) = request {
+                    match writer.send(method, params).await {
+                        Ok(id) => { outstanding.insert(id, if method == "sessions.list" { "ls".into() } else { method.into() }); }
+                        Err(_) => break AttachEnd::ConnectionLost,
+                    }
+                }
+            }
+            _ = heartbeat.tick() => {
+                if writer.send("heartbeat", json!({})).await.is_ok() {
+                    // The answer is not needed; count it so a graceful detach waits for it too.
+                }
+            }
+        }
+    };
+    save_cursor(&options, follower.cursor());
+    let message = match end {
+        AttachEnd::Detached => format!(
+            "detached from host session {host_session} at seq {}; `toolhost attach {host_session}` resumes",
+            follower.cursor()
+        ),
+        AttachEnd::HostStopped => format!("host session {host_session} stopped"),
+        AttachEnd::ConnectionLost => format!(
+            "lost the connection to host session {host_session} at seq {}",
+            follower.cursor()
+        ),
+    };
+    say(&mut out, format!("toolhost: {message}")).await;
+    Ok(end)
+}
+
+async fn handle_batch<O: AsyncWrite + Unpin>(
+    follower: &mut Follower,
+    replay: &Replay<HostEvent>,
+    out: &mut O,
+    writer: &mut WriteHalf,
+    outstanding: &mut BTreeMap<u64, String>,
+) {
+    match follower.apply_replay(replay) {
+        Ok(events) => {
+            for e in &events {
+                let _ = out.write_all(format!("{}\n", describe(e)).as_bytes()).await;
+            }
+            let _ = out.flush().await;
+            if !replay.history_complete
+                && events.is_empty()
+                && replay.snapshot_seq > follower.cursor()
+            {
+                let _ = out
+                    .write_all(
+                        format!(
+                            "toolhost: events before seq {} are no longer retained\n",
+                            replay.first_retained_seq
+                        )
+                        .as_bytes(),
+                    )
+                    .await;
+            }
+        }
+        Err(e) => {
+            let _ = out
+                .write_all(
+                    format!("toolhost: {e}; replaying from seq {}\n", follower.cursor()).as_bytes(),
+                )
+                .await;
+            if let Ok(id) = writer
+                .send("events", json!({"cursor": follower.cursor()}))
+                .await
+            {
+                outstanding.insert(id, "resync".into());
+            }
+        }
+    }
+}
+
+async fn say<O: AsyncWrite + Unpin>(out: &mut O, line: String) {
+    let line = format!("{line}\n");
+    let _ = out.write_all(line.as_bytes()).await;
+    let _ = out.flush().await;
+}
+
+fn save_cursor(options: &AttachOptions, cursor: u64) {
+    if let Some(path) = &options.cursor_file {
+        let _ = std::fs::write(path, format!("{cursor}\n"));
+    }
+}
+
+type WriteHalf = crate::control::ControlWriter;
+
+type ReadHalf = crate::control::ControlReader;
+
+fn split(client: ControlClient) -> (ReadHalf, WriteHalf) {
+    client.into_split()
+}
+
+/// `<state_dir>/hosts/<id>/attach.cursor`: where `toolhost attach` keeps its cursor.
+pub fn cursor_file(state_dir: &Path, host_session: &str) -> PathBuf {
+    toolhost_runtime::host_session::hosts_dir(state_dir)
+        .join(host_session)
+        .join("attach.cursor")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_runtime::host_session::Lifecycle;
+
+    fn ev(seq: u64, kind: HostEventKind) -> HostEvent {
+        HostEvent {
+            seq,
+            ts_ms: 0,
+            kind,
+        }
+    }
+
+    fn started(seq: u64, tc: &str) -> HostEvent {
+        ev(
+            seq,
+            HostEventKind::ToolCallStarted {
+                tool_call_id: tc.into(),
+                tool: "bash".into(),
+                arguments: json!({}),
+                source: "mcp".into(),
+            },
+        )
+    }
+
+    fn settled(seq: u64, tc: &str) -> HostEvent {
+        ev(
+            seq,
+            HostEventKind::ToolCallSettled {
+                tool_call_id: tc.into(),
+                is_error: false,
+                text: "ok".into(),
+                truncated: false,
+                structured: None,
+            },
+        )
+    }
+
+    fn asked(seq: u64, id: &str) -> HostEvent {
+        ev(
+            seq,
+            HostEventKind::PermissionRequested {
+                request_id: id.into(),
+                tool_call_id: "tc_1".into(),
+                plugin: "bash".into(),
+                tool: "bash".into(),
+                command: "rm x".into(),
+                cwd: "/w".into(),
+                prompt: "?".into(),
+                options: vec![],
+            },
+        )
+    }
+
+    #[test]
+    fn duplicates_are_not_applied_twice() {
+        let mut f = Follower::new(0);
+        let batch = vec![started(1, "tc_1"), settled(2, "tc_1")];
+        assert_eq!(f.apply(&batch).unwrap().len(), 2);
+        // The same batch again, and an overlapping one.
+        assert!(f.apply(&batch).unwrap().is_empty());
+        let fresh = f.apply(&[settled(2, "tc_1"), started(3, "tc_2")]).unwrap();
+        assert_eq!(fresh.iter().map(|e| e.seq).collect::<Vec<_>>(), [3]);
+        assert_eq!(f.cursor(), 3);
+        assert_eq!(f.settled(), ["tc_1"]);
+    }
+
+    #[test]
+    fn a_gap_is_refused_without_moving_the_cursor() {
+        let mut f = Follower::new(0);
+        f.apply(&[started(1, "tc_1")]).unwrap();
+        let err = f.apply(&[settled(3, "tc_1")]).unwrap_err();
+        assert_eq!(
+            err,
+            FollowError::Gap {
+                expected: 2,
+                found: 3
+            }
+        );
+        assert_eq!(f.cursor(), 1);
+        // A gap in the middle refuses the whole batch (nothing half-applied).
+        let err = f
+            .apply(&[asked(2, "perm_1"), settled(4, "tc_1")])
+            .unwrap_err();
+        assert_eq!(
+            err,
+            FollowError::Gap {
+                expected: 3,
+                found: 4
+            }
+        );
+        assert_eq!(f.cursor(), 1);
+        assert!(
+            f.next_prompt().is_none(),
+            "nothing of the refused batch applied"
+        );
+        // Re-sync: the replay fills the hole.
+        f.apply(&[
+            asked(2, "perm_1"),
+            ev(
+                3,
+                HostEventKind::PermissionResolved {
+                    request_id: "perm_1".into(),
+                    outcome: "allow_once".into(),
+                    by: "x".into(),
+                },
+            ),
+            settled(4, "tc_1"),
+        ])
+        .unwrap();
+        assert_eq!(f.cursor(), 4);
+    }
+
+    #[test]
+    fn a_permission_is_answered_once() {
+        let mut f = Follower::new(0);
+        f.apply(&[asked(1, "perm_1")]).unwrap();
+        assert_eq!(f.next_prompt().unwrap().request_id, "perm_1");
+        assert!(f.answer("perm_1"));
+        assert!(!f.answer("perm_1"), "second answer refused");
+        assert!(f.next_prompt().is_none());
+        assert!(!f.answer("perm_unknown"));
+        f.apply(&[ev(
+            2,
+            HostEventKind::PermissionResolved {
+                request_id: "perm_1".into(),
+                outcome: "allow_once".into(),
+                by: "control-client".into(),
+            },
+        )])
+        .unwrap();
+        assert!(!f.answer("perm_1"), "resolved requests cannot be answered");
+    }
+
+    #[test]
+    fn settlements_are_delivered_once_in_order() {
+        let mut f = Follower::new(0);
+        f.apply(&[started(1, "tc_1"), started(2, "tc_2")]).unwrap();
+        f.apply(&[settled(3, "tc_2")]).unwrap();
+        f.apply(&[settled(3, "tc_2"), settled(4, "tc_1")]).unwrap();
+        f.apply(&[settled(4, "tc_1")]).unwrap();
+        assert_eq!(f.settled(), ["tc_2", "tc_1"]);
+        assert_eq!(f.running_calls().count(), 0);
+    }
+
+    #[test]
+    fn lifecycle_stopped_marks_the_host_stopped() {
+        let mut f = Follower::new(0);
+        let life = |seq, state| {
+            ev(
+                seq,
+                HostEventKind::Lifecycle {
+                    state,
+                    pid: 1,
+                    message: None,
+                },
+            )
+        };
+        f.apply(&[life(1, Lifecycle::Running), asked(2, "perm_1")])
+            .unwrap();
+        assert!(!f.host_stopped());
+        f.apply(&[life(3, Lifecycle::Stopped)]).unwrap();
+        assert!(f.host_stopped());
+        assert!(f.next_prompt().is_none());
+    }
+}

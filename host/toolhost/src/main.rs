@@ -1,0 +1,641 @@
+//! The `toolhost` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, Lifecycle};
+use toolhost_runtime::{Host, HostConfig};
+
+/// toolhost: a WebAssembly component host with sandboxed tool plugins.
+///
+/// Tools come from plugins (WASI p2 components); the built-in `bash` plugin
+/// runs shell commands through the host, which owns the processes and asks
+/// the policy plugin before every start.
+#[derive(Parser)]
+#[command(name = "toolhost", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every host-running command takes.
+#[derive(clap::Args)]
+struct HostArgs {
+    /// The workspace root: commands run inside it (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Where output logs and the compiled-plugin cache live
+    /// (default: $XDG_STATE_HOME/toolhost or ~/.local/state/toolhost).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// A policy rules file (TOML) for the policy plugin (default: its built-in rules).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Kernel sandbox for the commands plugins start: `read-only` (nothing writable
+    /// but /dev/null), `workspace-write` (the workspace and a private temp dir;
+    /// `.git` and the state dir stay read-only) or `full-access` (no confinement).
+    #[arg(long, value_name = "MODE", default_value = "workspace-write",
+          value_parser = parse_sandbox_mode)]
+    sandbox: SandboxMode,
+    /// Let sandboxed commands use the network (blocked by default; full-access
+    /// always allows it).
+    #[arg(long)]
+    allow_network: bool,
+    /// Most commands running at once (foreground and background together);
+    /// past it a start is refused with a resource-limit error.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_sessions: u32,
+    /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
+    /// file of the same name beside it; without one it gets no grants.
+    #[arg(long = "plugin", value_name = "FILE")]
+    plugins: Vec<PathBuf>,
+    /// Load every `*.wasm` in DIR (each with its `.toml` manifest).
+    #[arg(long, value_name = "DIR")]
+    plugins_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Show a component's imports and exports, its tools (from `describe`),
+    /// its manifest and what it is granted.
+    Inspect {
+        /// The component file (`name.wasm`; the manifest is `name.toml` beside it).
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
+    s.parse()
+        .map_err(|e: toolhost_process::sandbox::SandboxError| e.to_string())
+}
+
+/// Where host sessions live.
+#[derive(clap::Args)]
+struct StateArgs {
+    /// The state dir `toolhost serve` uses (default: $XDG_STATE_HOME/toolhost
+    /// or ~/.local/state/toolhost).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+impl StateArgs {
+    fn dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(HostConfig::default_state_dir)
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Call one tool once and print its result.
+    ///
+    /// Prints the tool's text on stdout. Exits 0 when the tool succeeded, 1 when
+    /// the tool reports an error (e.g. a non-zero exit code), 2 for usage
+    /// errors (unknown tool, invalid arguments, bad configuration).
+    ///
+    /// Example: toolhost call bash '{"command":"echo hello"}'
+    Call {
+        /// The tool name, e.g. `bash`.
+        tool: String,
+        /// The arguments as a JSON object, e.g. '{"command":"ls"}'.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        /// Print the whole result as JSON ({"text", "structured", "is_error"}).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Serve MCP over stdio (for agents), plus the control socket (for humans).
+    ///
+    /// stdout carries MCP messages only; logs go to stderr. Every tool call,
+    /// process and permission request is recorded in the host session's event
+    /// log (<state-dir>/hosts/<id>/events.jsonl); `toolhost attach` follows it
+    /// through the control socket. The host session id is printed on stderr.
+    ///
+    /// Register with an MCP client as the command `toolhost serve --workspace DIR`.
+    Serve {
+        /// Resume this host session (e.g. hs_0190a1b2c3d4): its event log
+        /// continues where it stopped. Default: a new host session.
+        #[arg(long, value_name = "ID")]
+        host_session: Option<String>,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Follow a running host session's events; answer permission prompts,
+    /// cancel or background calls, detach and re-attach.
+    ///
+    /// Prints every event after the saved cursor (or --from), then follows
+    /// live. Reads commands from stdin, one per line: a / A / r / R answer
+    /// the pending permission prompt (allow once / always, reject once /
+    /// always); `cancel [CALL]`, `bg [CALL]` (detach a running call to the
+    /// background), `kill SESSION`, `ls`, `q` (detach, after queued actions
+    /// are answered), `Q` (detach at once), `stop` (stop the host). End of
+    /// input detaches. Exits 0 on detach or host stop, 3 when the connection
+    /// is lost.
+    Attach {
+        /// The host session (hs_...). Default: the only running one.
+        session: Option<String>,
+        /// Start after this seq (0: the whole history) instead of the saved cursor.
+        #[arg(long, value_name = "SEQ")]
+        from: Option<u64>,
+        /// Print the events up to now and detach.
+        #[arg(long)]
+        once: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// List host sessions (one per `toolhost serve` run, running or not) and
+    /// the tool calls and process sessions of running ones.
+    HostSessions {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// List the tools of the loaded plugins.
+    Tools {
+        /// Print JSON (name, description, input schema) instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Work with plugin components.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+}
+
+/// The soft open-file limit the host was started with, set once in `main`.
+static CHILD_NOFILE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error")),
+        )
+        .init();
+    let cli = Cli::parse();
+    // Commands get the limit the host was started with back (see
+    // `SessionsConfig::child_nofile`): some programs loop up to it.
+    match toolhost_process::raise_fd_limit() {
+        Ok(limit) => {
+            let _ = CHILD_NOFILE.set(limit.inherited);
+        }
+        Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
+    }
+    let runtime = match toolhost_runtime::tokio_runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolhost: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Call {
+            tool,
+            arguments,
+            json,
+            host,
+        } => {
+            let arguments: serde_json::Value = match serde_json::from_str(&arguments) {
+                Ok(v) => v,
+                Err(e) => return usage_error(format!("ARGUMENTS is not valid JSON: {e}")),
+            };
+            let host = match start_host_with(host, None, ONE_CALL_INSTANCES).await {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            // A person at the terminal answers the policy's asks (ARCHITECTURE.md,
+            // "The path of one tool call").
+            if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
+                host.permissions().add_approver(Arc::new(tty));
+            }
+            // SIGTERM, SIGINT or SIGHUP while the call runs: kill the
+            // process groups it started (they would otherwise outlive us,
+            // with nobody left to enforce their timeout), then exit 128+n.
+            let outcome = tokio::select! {
+                outcome = host.call_tool(&tool, &arguments) => outcome,
+                signal = termination_signal() => {
+                    host.sessions().shutdown().await;
+                    return ExitCode::from(128 + signal);
+                }
+            };
+            match outcome {
+                Ok(result) => {
+                    if json {
+                        let value = serde_json::json!({
+                            "text": result.text,
+                            "structured": result.structured,
+                            "is_error": result.is_error,
+                        });
+                        println!("{value}");
+                    } else {
+                        print!("{}", result.text);
+                        if !result.text.ends_with('\n') {
+                            println!();
+                        }
+                    }
+                    if result.is_error {
+                        ExitCode::from(1)
+                    } else {
+                        ExitCode::SUCCESS
+                    }
+                }
+                Err(
+                    e @ (toolhost_runtime::HostError::UnknownTool { .. }
+                    | toolhost_runtime::HostError::InvalidArguments { .. }),
+                ) => usage_error(e.to_string()),
+                Err(e) => {
+                    eprintln!("toolhost: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Command::Serve { host_session, host } => serve(host, host_session).await,
+        Command::Attach {
+            session,
+            from,
+            once,
+            state,
+        } => attach(state.dir(), session, from, once).await,
+        Command::HostSessions { json, state } => host_sessions(state.dir(), json).await,
+        Command::Tools { json, host } => {
+            let host = match start_host(host).await {
+                Ok(h) => h,
+                Err(code) => return code,
+            };
+            if json {
+                let tools: Vec<_> = host
+                    .tools()
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "name": t.name,
+                            "description": t.spec.description,
+                            "inputSchema": serde_json::from_str::<serde_json::Value>(&t.spec.input_schema).ok(),
+                            "plugin": t.plugin.id(),
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::Value::Array(tools));
+            } else {
+                for t in host.tools() {
+                    let summary = t.spec.description.lines().next().unwrap_or_default();
+                    println!("{:<16} {}", t.name, summary);
+                }
+                println!();
+                println!("commands run under: {}", host.sessions().sandbox());
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Plugin {
+            command: PluginCommand::Inspect { file, json },
+        } => match toolhost_runtime::inspect::inspect(&file).await {
+            Ok(report) => {
+                if json {
+                    println!("{}", report.to_json());
+                } else {
+                    print!("{}", report.to_text());
+                }
+                if report.manifest.is_ok() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => usage_error(e.to_string()),
+        },
+    }
+}
+
+async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(HostConfig::default_state_dir);
+    if let Err(e) = std::fs::create_dir_all(&state_dir) {
+        return usage_error(format!(
+            "cannot create state dir {}: {e}",
+            state_dir.display()
+        ));
+    }
+    let log = match HostSessionLog::open(&state_dir, host_session.as_deref()) {
+        Ok(log) => Arc::new(log),
+        Err(e) => return usage_error(e.to_string()),
+    };
+    let pid = std::process::id();
+    let host = match start_host_with(
+        args,
+        Some(log.clone()),
+        HostConfig::new("", "").max_instances,
+    )
+    .await
+    {
+        Ok(h) => Arc::new(h),
+        Err(code) => {
+            log.append(HostEventKind::Lifecycle {
+                state: Lifecycle::Failed,
+                pid,
+                message: Some("the host could not start (see stderr)".into()),
+            });
+            return code;
+        }
+    };
+    let resumed = log.resumed_from();
+    log.append(HostEventKind::Lifecycle {
+        state: Lifecycle::Running,
+        pid,
+        message: Some(if resumed > 0 {
+            format!("resumed host session after seq {resumed}")
+        } else {
+            "serving MCP on stdio".into()
+        }),
+    });
+    eprintln!(
+        "toolhost: host session {} (events: {})",
+        log.id(),
+        log.path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let control = match toolhost::control::ControlServer::start(host.clone(), stop_tx) {
+        Ok(c) => c,
+        Err(e) => {
+            log.append(HostEventKind::Lifecycle {
+                state: Lifecycle::Failed,
+                pid,
+                message: Some(e.to_string()),
+            });
+            return usage_error(e.to_string());
+        }
+    };
+    eprintln!(
+        "toolhost: control socket {} (toolhost attach {})",
+        control.path().display(),
+        log.id()
+    );
+    let end = tokio::select! {
+        end = toolhost::mcp::serve_stdio(
+            host.clone(),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            stop_rx,
+        ) => end,
+        // What MCP clients send to stop a server: end every session's process
+        // group like a stop request does (they would otherwise outlive us).
+        signal = termination_signal() => {
+            tracing::info!(signal, "stopping on a signal");
+            Ok(toolhost::mcp::ServeEnd::Stopped)
+        }
+    };
+    host.sessions().shutdown().await;
+    let (state, message, code) = match end {
+        Ok(toolhost::mcp::ServeEnd::ClientClosed) => (
+            Lifecycle::Stopped,
+            "the MCP client closed the connection".to_string(),
+            0,
+        ),
+        Ok(toolhost::mcp::ServeEnd::Stopped) => {
+            (Lifecycle::Stopped, "stop requested".to_string(), 0)
+        }
+        Err(e) => (Lifecycle::Failed, e.to_string(), 1),
+    };
+    log.append(HostEventKind::Lifecycle {
+        state,
+        pid,
+        message: Some(message.clone()),
+    });
+    if code != 0 {
+        eprintln!("toolhost: {message}");
+    }
+    if control.attached_clients() > 0 {
+        // Let attached clients receive the final lifecycle event.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    drop(control);
+    // stdin is read by a blocking thread that cannot be interrupted; leave
+    // without waiting for it.
+    std::process::exit(code)
+}
+
+/// The host session to attach to: the given one, else the only running one.
+async fn pick_session(
+    state_dir: &std::path::Path,
+    session: Option<String>,
+) -> Result<String, ExitCode> {
+    if let Some(s) = session {
+        return Ok(s);
+    }
+    let live: Vec<_> = toolhost::control::list_host_sessions(state_dir)
+        .await
+        .into_iter()
+        .filter(|h| h.live)
+        .collect();
+    match live.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => Err(usage_error(format!(
+            "no running host session in {}; start one with `toolhost serve`",
+            state_dir.display()
+        ))),
+        many => Err(usage_error(format!(
+            "several host sessions are running; name one: {}",
+            many.iter()
+                .map(|h| h.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+async fn attach(
+    state_dir: PathBuf,
+    session: Option<String>,
+    from: Option<u64>,
+    once: bool,
+) -> ExitCode {
+    use toolhost::attach::{AttachEnd, AttachOptions, cursor_file, run_attach};
+    let session = match pick_session(&state_dir, session).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = AttachOptions {
+        socket: toolhost::control::socket_path(&state_dir, &session),
+        cursor_file: Some(cursor_file(&state_dir, &session)),
+        from,
+        once,
+    };
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let end = run_attach(options, input, tokio::io::stdout()).await;
+    // stdin is read by a blocking thread; leave without waiting for it.
+    let code = match end {
+        Ok(AttachEnd::Detached | AttachEnd::HostStopped) => 0,
+        Ok(AttachEnd::ConnectionLost) => 3,
+        Err(e) => {
+            eprintln!("toolhost: cannot attach to {session}: {e}");
+            2
+        }
+    };
+    std::process::exit(code)
+}
+
+async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
+    use toolhost::control::{ControlClient, list_host_sessions, socket_path};
+    let hosts = list_host_sessions(&state_dir).await;
+    let mut all = Vec::new();
+    for h in &hosts {
+        let mut detail = serde_json::json!(null);
+        if h.live
+            && let Ok(mut client) = ControlClient::connect(&socket_path(&state_dir, &h.id)).await
+            && let Ok(list) = client.call("sessions.list", serde_json::json!({})).await
+        {
+            detail = list;
+        }
+        all.push((h, detail));
+    }
+    if json {
+        let value: Vec<_> = all
+            .iter()
+            .map(|(h, d)| {
+                serde_json::json!({
+                    "host_session": h,
+                    "calls": d.get("calls"),
+                    "processes": d.get("processes"),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(value));
+        return ExitCode::SUCCESS;
+    }
+    if all.is_empty() {
+        println!("no host sessions in {}", state_dir.display());
+    }
+    for (h, d) in &all {
+        println!(
+            "{}  {}  pid {}  last seq {}",
+            h.id,
+            h.state,
+            h.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            h.last_seq
+        );
+        for c in d
+            .get("calls")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            println!(
+                "  call    {}  {}  running (via {})",
+                c["tool_call_id"].as_str().unwrap_or("?"),
+                c["tool"].as_str().unwrap_or("?"),
+                c["source"].as_str().unwrap_or("?")
+            );
+        }
+        for p in d
+            .get("processes")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            println!(
+                "  process {}  {:<8}  {}{}  {}",
+                p["id"].as_str().unwrap_or("?"),
+                p["status"].as_str().unwrap_or("?"),
+                p["tool_call_id"].as_str().unwrap_or("background"),
+                if p["detached"] == serde_json::json!(true) {
+                    " (detached)"
+                } else {
+                    ""
+                },
+                p["command"].as_str().unwrap_or("")
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Pool slots for `toolhost call`: one tool call with its policy call (and a few
+/// spare); a smaller pool is quicker to set up and tear down (benchmark P6).
+const ONE_CALL_INSTANCES: u32 = 8;
+
+async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
+    start_host_with(args, None, HostConfig::new("", "").max_instances).await
+}
+
+async fn start_host_with(
+    args: HostArgs,
+    events: Option<Arc<HostSessionLog>>,
+    max_instances: u32,
+) -> Result<Host, ExitCode> {
+    let workspace = match args.workspace {
+        Some(w) => w,
+        None => std::env::current_dir()
+            .map_err(|e| usage_error(format!("no current directory: {e}")))?,
+    };
+    let policy_rules = match &args.policy {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| usage_error(format!("cannot read policy file {}: {e}", path.display())))?,
+        None => String::new(),
+    };
+    let mut config = HostConfig::new(
+        workspace,
+        args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
+    );
+    config.policy_rules = policy_rules;
+    config.sandbox = SandboxPolicy {
+        mode: args.sandbox,
+        network: args.allow_network,
+        git_writable: false,
+    };
+    config.events = events;
+    config.plugins = args.plugins;
+    config.max_sessions = args.max_sessions as usize;
+    config.max_instances = max_instances;
+    config.plugins_dir = args.plugins_dir;
+    config.child_nofile = CHILD_NOFILE.get().copied();
+    Host::new(config)
+        .await
+        .map_err(|e| usage_error(e.to_string()))
+}
+
+fn usage_error(message: String) -> ExitCode {
+    eprintln!("toolhost: {message}");
+    ExitCode::from(2)
+}
+
+/// Resolves with the signal number when the process gets SIGTERM, SIGINT or
+/// SIGHUP (never, if the handlers cannot be installed).
+async fn termination_signal() -> u8 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => 15,
+        _ = int.recv() => 2,
+        _ = hup.recv() => 1,
+    }
+}
