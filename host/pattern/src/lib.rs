@@ -93,7 +93,20 @@ pub enum PatternError {
     Empty,
     /// The first word is a wildcard that would match every program.
     WildcardProgram,
+    /// A word holds shell syntax (`; & | < > ( ) $` backtick, quotes, backslash
+    /// or a control character). Patterns match the words of one simple command
+    /// after quote removal, so such a word could never mean what it says.
+    ShellSyntax {
+        /// The word.
+        word: String,
+        /// The character.
+        ch: char,
+    },
 }
+
+/// Characters that are shell syntax, never part of a pattern word: command
+/// separators, pipes, redirections, grouping, substitutions, quotes, escapes.
+pub const SHELL_SYNTAX: &[char] = &[';', '&', '|', '<', '>', '(', ')', '$', '`', '\'', '"', '\\'];
 
 impl fmt::Display for PatternError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -101,6 +114,12 @@ impl fmt::Display for PatternError {
             PatternError::Empty => f.write_str("empty pattern"),
             PatternError::WildcardProgram => f.write_str(
                 "the first word of a pattern must name a program (`*` or `**` would match every command)",
+            ),
+            PatternError::ShellSyntax { word, ch } => write!(
+                f,
+                "`{word}` holds {ch:?}, which is shell syntax: a pattern matches the words of \
+                 one simple command after quotes are removed (write `echo a b`, not `echo 'a b'`; \
+                 `;`, `&&` and `|` join separate commands, each judged on its own)"
             ),
         }
     }
@@ -115,6 +134,17 @@ impl Pattern {
         }
         if raw[0] == "*" || raw[0] == "**" {
             return Err(PatternError::WildcardProgram);
+        }
+        for word in &raw {
+            if let Some(ch) = word
+                .chars()
+                .find(|c| SHELL_SYNTAX.contains(c) || c.is_control())
+            {
+                return Err(PatternError::ShellSyntax {
+                    word: word.to_string(),
+                    ch,
+                });
+            }
         }
         let last = raw.len() - 1;
         let words = raw
@@ -286,6 +316,19 @@ mod tests {
 
     #[test]
     fn bad_patterns() {
+        for (text, ch) in [
+            ("echo 'a b'", '\''),
+            ("git status;", ';'),
+            ("a && b", '&'),
+            ("echo $X", '$'),
+            ("echo a\\ b", '\\'),
+            ("cat <f", '<'),
+        ] {
+            assert!(
+                matches!(Pattern::parse(text), Err(PatternError::ShellSyntax { ch: c, .. }) if c == ch),
+                "{text}"
+            );
+        }
         assert_eq!(Pattern::parse("  "), Err(PatternError::Empty));
         assert_eq!(Pattern::parse("* rm"), Err(PatternError::WildcardProgram));
         assert_eq!(

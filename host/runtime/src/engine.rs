@@ -8,7 +8,7 @@
 //!   about 4x slower and no plugin needs it;
 //! - epoch interruption on, with a ticker thread advancing the epoch every
 //!   [`EPOCH_TICK`]; each call's CPU budget is counted in ticks (see
-//!   `plugins::limits`);
+//!   `crate::limits` and `crate::plugin`);
 //! - guest stack bounded ([`MAX_WASM_STACK`]) so deep recursion traps instead of
 //!   exhausting the host;
 //! - the pooling instance allocator ([`EngineOptions`]): instance, memory,

@@ -337,10 +337,16 @@ impl Permissions {
             }
         }
         guard.resolve(ApprovalOutcome::RejectOnce, "no-approver");
+        // The prompt's last line tells an approver how to answer; nobody can here.
+        let question = prompt
+            .lines()
+            .filter(|l| !l.starts_with("Answer "))
+            .collect::<Vec<_>>()
+            .join("\n");
         Err(format!(
-            "the policy asks for approval ({}) and no approver is available (no TTY or attached \
-             client). To allow it, add a matching pattern to the `allow` list of the --policy file.",
-            prompt
+            "the policy asks before running this, and no approver is available (no TTY, attached \
+             control client or MCP client that answers elicitations). To allow it without asking, \
+             add a matching pattern to the `allow` list of the --policy file. The policy's question:\n{question}"
         ))
     }
 

@@ -135,7 +135,7 @@ impl From<&ApprovalRequest> for PendingPermission {
     }
 }
 
-/// A host session as `hosts.list` and `toolhost sessions` show it.
+/// A host session as `hosts.list` and `toolhost host-sessions` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostSessionInfo {
     /// The id (`hs_...`).

@@ -3,7 +3,7 @@
 //! versions"). Each version's folder under `wit/` is frozen once released; a
 //! later version gets a new module here, and older ones become thin adapters
 //! onto the same host implementation. Version strings are written once, in
-//! [`crate::contract_version`].
+//! `contract_version.rs`.
 
 pub mod v0_1_0;
 

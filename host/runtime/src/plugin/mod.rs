@@ -1,7 +1,7 @@
 //! Plugins: the one load pipeline for every plugin kind, and each call in a
 //! fresh, limited store.
 //!
-//! Loading ([`prepare`]): the manifest's sha256 pin, compile (or the on-disk
+//! Loading (`prepare`): the manifest's sha256 pin, compile (or the on-disk
 //! cache), a check of the component's exports and imports against its world
 //! *before* linking (so the error names what is wrong), link, `InstancePre`.
 //! Tool and policy plugins differ only in their [`PluginKind`].
@@ -327,7 +327,7 @@ pub type ToolOutput = tool_plugin::exports::toolhost::plugin::tool::ToolOutput;
 pub type ToolError = tool_plugin::exports::toolhost::plugin::tool::ToolError;
 
 impl ToolPlugin {
-    /// Loads a tool plugin from component bytes under `manifest` ([`prepare`]:
+    /// Loads a tool plugin from component bytes under `manifest` (`prepare`:
     /// pin, compile or cache, world check, link) and asks it to `describe` its
     /// tools (under its limits, like any call).
     ///
@@ -477,7 +477,7 @@ pub struct PolicyPlugin {
 pub type RulesError = policy_plugin::exports::toolhost::plugin::policy::RulesError;
 
 impl PolicyPlugin {
-    /// Loads a policy plugin from component bytes ([`prepare`]). It runs with
+    /// Loads a policy plugin from component bytes (`prepare`). It runs with
     /// no grants (a deny-all manifest) and the given limits, and decides under
     /// `rules` (the `--policy` file's text; empty for the plugin's defaults).
     ///

@@ -2,7 +2,7 @@
 //! `sessions`, exports `tool`) and the `policy-plugin` world (exports
 //! `policy`). `bindgen!` needs literal paths and world names, so they repeat
 //! the version; every other use derives from [`VERSION`]
-//! ([`crate::contract_version::V0_1_0`]).
+//! (`contract_version.rs`).
 
 mod sessions;
 
