@@ -427,14 +427,8 @@ fn read_only_mode_refuses_workspace_writes() {
         ),
         "{text}"
     );
-    // The private temp dir is not writable either.
-    let out = bash(
-        ws.path(),
-        state.path(),
-        "echo x > \"$TMPDIR/f\"",
-        &["--sandbox", "read-only"],
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    // The private temp dir stays writable (issue 13 item 4; see
+    // `every_mode_has_a_writable_private_tmpdir`).
 }
 
 #[test]
@@ -567,4 +561,309 @@ async fn a_per_call_policy_only_tightens() {
         "{snap:?}"
     );
     assert!(!ws.path().join("made").exists());
+}
+
+// ------------------------------------------------ issue 13: ordinary programs, `.git`, hints
+
+/// Python's `multiprocessing` locks are POSIX semaphores in `/dev/shm`.
+#[test]
+fn python_multiprocessing_locks_work_under_the_default_sandbox() {
+    if !have("python3") {
+        eprintln!("skipping: no python3");
+        return;
+    }
+    let (ws, state) = dirs();
+    let out = bash(
+        ws.path(),
+        state.path(),
+        "python3 -c 'import multiprocessing as m; l=m.Lock(); l.acquire(); print(\"ok\")'",
+        &[],
+    );
+    assert_eq!(out.stdout, b"ok\n", "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn ptys_work_under_the_default_and_read_only_sandboxes() {
+    let (ws, state) = dirs();
+    for extra in [&[][..], &["--sandbox", "read-only"][..]] {
+        if have("python3") {
+            let out = bash(
+                ws.path(),
+                state.path(),
+                "python3 -c 'import os,pty; m,s=os.openpty(); print(\"pty ok\")'",
+                extra,
+            );
+            assert_eq!(out.stdout, b"pty ok\n", "{extra:?}: {}", describe(&out));
+            assert_eq!(out.status.code(), Some(0));
+        }
+        if have("script") {
+            let out = bash(
+                ws.path(),
+                state.path(),
+                "script -qc true /dev/null && echo script-ok",
+                extra,
+            );
+            assert_eq!(out.stdout, b"script-ok\n", "{extra:?}: {}", describe(&out));
+            assert_eq!(out.status.code(), Some(0));
+        }
+    }
+}
+
+/// Each command gets its own `/dev/shm`: the host's is neither visible nor written, and
+/// what one command leaves there is gone for the next.
+#[test]
+fn dev_shm_is_private_to_each_command() {
+    let (ws, state) = dirs();
+    let name = format!("toolhost-shm-test-{}", std::process::id());
+    let host_shm = Path::new("/dev/shm");
+    if !host_shm.is_dir() {
+        eprintln!("skipping: no /dev/shm");
+        return;
+    }
+    let host_file = host_shm.join(format!("{name}-host"));
+    std::fs::write(&host_file, "host\n").unwrap();
+    let out = bash(
+        ws.path(),
+        state.path(),
+        &format!(
+            "echo one > /dev/shm/{name} && cat /dev/shm/{name} && \
+             if test -e /dev/shm/{name}-host; then echo sees-host; else echo host-hidden; fi"
+        ),
+        &[],
+    );
+    let _ = std::fs::remove_file(&host_file);
+    assert_eq!(out.stdout, b"one\nhost-hidden\n", "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !host_shm.join(&name).exists(),
+        "the command wrote the host's /dev/shm"
+    );
+    let out = bash(
+        ws.path(),
+        state.path(),
+        &format!("test -e /dev/shm/{name} && echo still-there || echo gone"),
+        &[],
+    );
+    assert_eq!(out.stdout, b"gone\n", "{}", describe(&out));
+}
+
+#[test]
+fn every_mode_has_a_writable_private_tmpdir() {
+    let (ws, state) = dirs();
+    for mode in ["read-only", "workspace-write", "full-access"] {
+        let out = bash(
+            ws.path(),
+            state.path(),
+            "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\" && f=$(mktemp) && echo y > \"$f\" && cat \"$f\"",
+            &["--sandbox", mode],
+        );
+        assert_eq!(out.stdout, b"x\ny\n", "{mode}: {}", describe(&out));
+        assert_eq!(out.status.code(), Some(0), "{mode}");
+    }
+    // In read-only, a workspace write still fails, and the hint does not blame host state.
+    let out = bash(
+        ws.path(),
+        state.path(),
+        "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\" && touch made",
+        &["--sandbox", "read-only"],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(text.starts_with("x\n"), "{text}");
+    assert!(!ws.path().join("made").exists());
+    assert!(!text.contains("host state"), "{text}");
+    assert!(
+        text.contains("ask the operator for --sandbox workspace-write]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dangling_git_symlink_does_not_stop_commands() {
+    let (ws, state) = dirs();
+    std::os::unix::fs::symlink("missing-git-dir", ws.path().join(".git")).unwrap();
+    let out = bash(ws.path(), state.path(), "echo hi", &[]);
+    assert_eq!(out.stdout, b"hi\n", "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(0));
+    // The rest of the workspace is writable as usual.
+    let out = bash(ws.path(), state.path(), "touch beside && echo ok", &[]);
+    assert_eq!(out.stdout, b"ok\n", "{}", describe(&out));
+    assert!(ws.path().join("beside").exists());
+}
+
+#[test]
+fn a_git_file_stays_read_only_and_commands_start() {
+    let (ws, state) = dirs();
+    // A worktree/submodule-style `.git` file naming its git dir.
+    std::fs::create_dir(ws.path().join("real-git")).unwrap();
+    std::fs::write(ws.path().join("real-git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(ws.path().join(".git"), "gitdir: ./real-git\n").unwrap();
+    let out = bash(ws.path(), state.path(), "echo hi", &[]);
+    assert_eq!(out.stdout, b"hi\n", "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(0));
+
+    let out = bash(ws.path(), state.path(), "echo evil >> .git", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains("--allow-git-writes"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".git")).unwrap(),
+        "gitdir: ./real-git\n"
+    );
+    // The git dir it names is protected too.
+    let out = bash(ws.path(), state.path(), "touch real-git/x", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(!ws.path().join("real-git/x").exists());
+}
+
+#[test]
+fn a_git_symlink_to_a_directory_protects_the_target() {
+    let (ws, state) = dirs();
+    std::fs::create_dir(ws.path().join("gitdir")).unwrap();
+    std::fs::write(ws.path().join("gitdir/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::os::unix::fs::symlink("gitdir", ws.path().join(".git")).unwrap();
+    let out = bash(ws.path(), state.path(), "echo hi", &[]);
+    assert_eq!(out.stdout, b"hi\n", "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(0));
+    for command in ["touch .git/x", "touch gitdir/y", "echo evil > .git/HEAD"] {
+        let out = bash(ws.path(), state.path(), command, &[]);
+        assert_eq!(out.status.code(), Some(1), "{command}: {}", describe(&out));
+        assert!(
+            stdout(&out).contains("Read-only file system"),
+            "{command}: {}",
+            describe(&out)
+        );
+    }
+    assert!(!ws.path().join("gitdir/x").exists());
+    assert!(!ws.path().join("gitdir/y").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("gitdir/HEAD")).unwrap(),
+        "ref: refs/heads/main\n"
+    );
+}
+
+#[test]
+fn a_git_write_hint_names_allow_git_writes_which_grants_it() {
+    let (ws, state) = dirs();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let out = bash(ws.path(), state.path(), "touch .git/x", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains(
+            "/.git is read-only under the workspace-write sandbox; ask the operator to grant \
+             .git writes with --allow-git-writes]"
+        ),
+        "{}",
+        describe(&out)
+    );
+    assert!(!ws.path().join(".git/x").exists());
+    let v = bash_json(ws.path(), state.path(), "touch .git/x", &[]);
+    assert!(
+        v["structured"]["sandbox_denial"]
+            .as_str()
+            .is_some_and(|d| d.contains("--allow-git-writes")),
+        "{v}"
+    );
+
+    let out = bash(
+        ws.path(),
+        state.path(),
+        "touch .git/x && echo wrote",
+        &["--allow-git-writes"],
+    );
+    assert_eq!(out.stdout, b"wrote\n", "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(ws.path().join(".git/x").exists());
+    let v = bash_json(ws.path(), state.path(), "true", &["--allow-git-writes"]);
+    assert!(
+        v["structured"]["sandbox"]
+            .as_str()
+            .is_some_and(|s| s.contains(".git writable")),
+        "{v}"
+    );
+    // The state dir stays read-only with the flag.
+    let out = bash(
+        ws.path(),
+        state.path(),
+        &format!("touch '{}/evil'", state.path().display()),
+        &["--allow-git-writes"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(!state.path().join("evil").exists());
+}
+
+/// `toolhost call bash` with a policy that also allows running `./run.sh` (a program
+/// inside the workspace needs an allow rule naming its path).
+fn bash_run_sh(ws: &Path, state: &Path, command: &str, extra: &[&str]) -> Output {
+    std::fs::create_dir_all(state).unwrap();
+    let policy = state.join("allow-run-sh.toml");
+    std::fs::write(&policy, "default = \"allow\"\nallow = [\"./run.sh\"]\n").unwrap();
+    let args = serde_json::json!({ "command": command }).to_string();
+    let mut all = vec![
+        "call",
+        "bash",
+        args.as_str(),
+        "--policy",
+        policy.to_str().unwrap(),
+    ];
+    all.extend_from_slice(extra);
+    toolhost(ws, state, &all)
+}
+
+#[test]
+fn a_non_executable_script_gets_exit_126_and_no_sandbox_hint() {
+    let (ws, state) = dirs();
+    let command = "printf 'echo hi' > run.sh && ./run.sh";
+    for mode in ["workspace-write", "read-only", "full-access"] {
+        if mode == "read-only" {
+            // run.sh exists from the first round; read-only cannot write it.
+            assert!(ws.path().join("run.sh").exists());
+        }
+        let command = if mode == "read-only" {
+            "./run.sh"
+        } else {
+            command
+        };
+        let out = bash_run_sh(ws.path(), state.path(), command, &["--sandbox", mode]);
+        let text = stdout(&out);
+        assert!(
+            text.contains("Permission denied"),
+            "{mode}: {}",
+            describe(&out)
+        );
+        assert!(
+            text.ends_with("[exit code 126]\n"),
+            "{mode}: {}",
+            describe(&out)
+        );
+        assert!(
+            !text.contains("sandbox denial"),
+            "{mode}: {}",
+            describe(&out)
+        );
+
+        let out = bash_run_sh(
+            ws.path(),
+            state.path(),
+            command,
+            &["--json", "--sandbox", mode],
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", describe(&out)));
+        assert_eq!(v["structured"]["exit_code"], 126, "{mode}: {v}");
+        assert!(
+            v["structured"].get("sandbox_denial").is_none(),
+            "{mode}: {v}"
+        );
+    }
+    // The same refusal with another exit code: still not the sandbox (the path is one the
+    // sandbox lets the command write, and exec is never refused).
+    let out = bash_run_sh(ws.path(), state.path(), "./run.sh; exit 3", &[]);
+    let text = stdout(&out);
+    assert!(text.ends_with("[exit code 3]\n"), "{}", describe(&out));
+    assert!(!text.contains("sandbox denial"), "{}", describe(&out));
 }

@@ -616,7 +616,7 @@ fn private_tmp_inside_protected_dir_inside_workspace_stays_writable() {
 // ---------------------------------------------------------------- read-only
 
 #[test]
-fn read_only_mode_refuses_workspace_writes_but_reads_and_dev_null_work() {
+fn read_only_mode_refuses_workspace_writes_but_reads_dev_null_and_tmp_work() {
     let fx = Fx::new();
     let ro = policy(SandboxMode::ReadOnly);
     let o = fx.sh(&ro, "touch new.txt");
@@ -624,9 +624,10 @@ fn read_only_mode_refuses_workspace_writes_but_reads_and_dev_null_work() {
     assert!(!fx.ws.join("new.txt").exists());
     let o = fx.sh(&ro, "echo x >> file.txt");
     assert_refused(&o, "Permission denied");
+    // The private temp dir is writable in every mode, read-only included.
     let o = fx.sh(&ro, &format!("touch {}", q(&fx.tmp.join("t"))));
-    assert_refused(&o, "Permission denied");
-    assert!(!fx.tmp.join("t").exists());
+    assert_ok(&o);
+    assert!(fx.tmp.join("t").exists());
 
     let o = fx.sh(
         &ro,
@@ -639,7 +640,13 @@ fn read_only_mode_refuses_workspace_writes_but_reads_and_dev_null_work() {
     );
 
     let e = fx.prepare(&ro).effective().clone();
-    assert_eq!(e.writable, vec![PathBuf::from("/dev/null")]);
+    assert!(
+        e.writable.contains(&PathBuf::from("/dev/null")),
+        "{:?}",
+        e.writable
+    );
+    assert!(e.writable.contains(&fx.tmp), "{:?}", e.writable);
+    assert!(!e.writable.contains(&fx.ws), "{:?}", e.writable);
     assert!(!e.git_read_only);
     let hint = denial_hint(
         &e,

@@ -8,19 +8,22 @@
 //!
 //! | mode | filesystem | network |
 //! |------|-----------|---------|
-//! | [`SandboxMode::ReadOnly`] | everything readable/executable, only `/dev/null` writable | blocked unless granted |
-//! | [`SandboxMode::WorkspaceWrite`] (default) | as read-only, plus the workspace root and a private temp dir writable; `.git` and host-protected paths stay read-only | blocked unless granted |
+//! | [`SandboxMode::ReadOnly`] | everything readable/executable; writable only: `/dev/null`, the private temp dir (`TMPDIR`), a private `/dev/shm`, private ptys | blocked unless granted |
+//! | [`SandboxMode::WorkspaceWrite`] (default) | as read-only, plus the workspace root writable; `.git` (unless granted) and host-protected paths stay read-only | blocked unless granted |
 //! | [`SandboxMode::FullAccess`] | no confinement at all (must be asked for explicitly) | unrestricted |
 //!
 //! The operator's `--sandbox` and a plugin manifest each yield a [`SandboxPolicy`];
 //! [`SandboxPolicy::stricter`] combines them.
 //!
-//! # Linux mechanism (applied in the child between `fork` and `exec`)
+//! # Linux mechanism (applied in the child between `clone` and `exec`)
 //!
 //! In this order, by the closure [`Confinement::install`] registers:
 //!
-//! 1. **Mount namespace** ([`mounts`]): only when something under a writable root must stay
-//!    read-only (`.git`, [`SandboxPaths::protected`]). Landlock is an allow-list and
+//! 1. **Mount namespace** (`mounts.rs`), whenever the kernel allows one: a fresh `tmpfs` on
+//!    `/dev/shm` and a new `devpts` instance on `/dev/pts`, private to the command (POSIX
+//!    semaphores, `multiprocessing`, `openpty`/`script` work; the host's and other sessions'
+//!    shm and terminals are out of reach), and read-only binds for what must stay read-only
+//!    under a writable root (`.git`, [`SandboxPaths::protected`]). Landlock is an allow-list and
 //!    hierarchical: granting write on the workspace also grants it on everything beneath it,
 //!    and it cannot subtract. So the child enters a private mount namespace
 //!    (`unshare(CLONE_NEWNS)`; as non-root `CLONE_NEWUSER|CLONE_NEWNS` with an identity
@@ -31,17 +34,20 @@
 //!    the child's namespace and vanish with it. A Landlock-restricted process can no longer
 //!    mount, unmount or remount anything (Landlock denies those hooks once it handles any
 //!    filesystem access), so even a command running as root cannot peel the bind off.
-//! 2. **Capability drop** ([`caps`]): the command keeps no capabilities, even when the host
+//! 2. **Capability drop** (`caps.rs`): the command keeps no capabilities, even when the host
 //!    runs as root (bounding, ambient and inheritable sets emptied).
 //! 3. **`no_new_privs`** (`prctl(PR_SET_NO_NEW_PRIVS)`), always when confined: setuid binaries
 //!    cannot regain privileges, and it is required for unprivileged Landlock and seccomp.
-//! 4. **Landlock** ([`landlock`]): read+execute on `/`, full access beneath the writable
-//!    roots (except creating device nodes), read/write on `/dev/null`. Rules are attached to inodes opened in the parent, so
+//! 4. **Landlock** (`landlock.rs`): read+execute on `/`, full access beneath the writable
+//!    roots (except creating device nodes), read/write on `/dev/null`, and, when the mount
+//!    step made them private, read/write on `/dev/ptmx` and, through rules the child adds on
+//!    its own new mounts, full access to `/dev/shm` and read/write on `/dev/pts` (never the
+//!    host's). Rules are attached to inodes opened in the parent, so
 //!    a symlink in the workspace pointing outside resolves to an inode that has no write rule:
 //!    it cannot open a write path. With ABI ≥ 6 the domain is also *scoped*: it can neither
 //!    signal processes outside the sandbox (the host, other sessions) nor connect to abstract
 //!    UNIX sockets created outside it.
-//! 5. **Network block** ([`seccomp`]): a seccomp filter makes `socket(2)`/`socketpair(2)` for
+//! 5. **Network block** (`seccomp.rs`): a seccomp filter makes `socket(2)`/`socketpair(2)` for
 //!    every family but `AF_UNIX` fail with `EPERM`, and `io_uring_setup(2)` too (io_uring's
 //!    `IORING_OP_SOCKET` would bypass the filter). See that module for why seccomp rather than
 //!    a fresh network namespace.
@@ -65,7 +71,10 @@
 //! The command's own error is kept (`EACCES` from Landlock, `EROFS` from a read-only bind,
 //! `EPERM` from seccomp); [`denial_hint`] maps a failed command's output to the rule that most
 //! likely refused it, so an agent can ask for escalation instead of retrying blindly (after
-//! Codex CLI's `is_likely_sandbox_denied`).
+//! Codex CLI's `is_likely_sandbox_denied`). It names a rule only where the sandbox is the
+//! cause: the sandbox refuses writes and sockets, never reads, exec or lookups, so exit
+//! 126/127 and a refused path that the sandbox lets the command write, or that the host user
+//! could not write either, get no hint.
 
 mod caps;
 mod denial;
@@ -102,11 +111,14 @@ pub use probe::{KernelSupport, probe};
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
-    /// Whole filesystem readable and executable; nothing writable except `/dev/null`
-    /// (output reaches the host through pipes, which are not filesystem paths).
+    /// Whole filesystem readable and executable; nothing writable except `/dev/null`, the
+    /// session's private temp dir (`TMPDIR`) and, when the kernel allows a private mount
+    /// namespace, a private `/dev/shm` and private ptys: what a command needs to run at all
+    /// without writing anything that outlives it outside the state dir (output reaches the
+    /// host through pipes, which are not filesystem paths).
     ReadOnly,
-    /// As `ReadOnly`, plus the workspace root and the private temp dir writable; `.git` in the
-    /// workspace and [`SandboxPaths::protected`] paths stay read-only.
+    /// As `ReadOnly`, plus the workspace root writable; `.git` in the workspace (unless
+    /// [`SandboxPolicy::git_writable`]) and [`SandboxPaths::protected`] paths stay read-only.
     #[default]
     WorkspaceWrite,
     /// No confinement at all. Must be requested explicitly; shown in inspect and events.
@@ -155,8 +167,8 @@ pub struct SandboxPolicy {
     /// Network grant (`--allow-network` / manifest). Off by default. Ignored (always allowed)
     /// under [`SandboxMode::FullAccess`], which confines nothing.
     pub network: bool,
-    /// Whether `.git` at the workspace root may be written (only meaningful under
-    /// `workspace-write`). Off by default.
+    /// Whether `.git` at the workspace root may be written (`--allow-git-writes`; only
+    /// meaningful under `workspace-write`). Off by default.
     pub git_writable: bool,
 }
 
@@ -164,11 +176,23 @@ impl SandboxPolicy {
     /// Combines the operator's policy with a plugin manifest's: the stricter of the two wins,
     /// field by field. Mode: the lower of `read-only < workspace-write < full-access`;
     /// network and `.git` writes only if *both* grant them. Pure and commutative.
+    ///
+    /// A full-access policy confines nothing, so it never forbids `.git` writes: combined
+    /// with a confined policy, the confined one's `git_writable` decides (a manifest without
+    /// a `sandbox` mode is full-access and has no `.git` setting, so the operator's
+    /// `--allow-git-writes` holds; a manifest that asks for a confined mode keeps `.git`
+    /// read-only).
     pub fn stricter(&self, other: &SandboxPolicy) -> SandboxPolicy {
+        let full = SandboxMode::FullAccess;
+        let git_writable = match (self.mode == full, other.mode == full) {
+            (true, false) => other.git_writable,
+            (false, true) => self.git_writable,
+            _ => self.git_writable && other.git_writable,
+        };
         SandboxPolicy {
             mode: self.mode.min(other.mode),
             network: self.network && other.network,
-            git_writable: self.git_writable && other.git_writable,
+            git_writable,
         }
     }
 
@@ -186,6 +210,12 @@ impl SandboxPolicy {
     /// [`SandboxError::Seccomp`] if building the ruleset/filter fails on a kernel that
     /// supports them.
     pub fn prepare(&self, paths: &SandboxPaths) -> Result<Confinement, SandboxError> {
+        // TMPDIR points at the private temp dir in every mode, full-access included.
+        std::fs::create_dir_all(&paths.private_tmp).map_err(|source| SandboxError::Io {
+            what: "creating the private temp dir",
+            path: paths.private_tmp.clone(),
+            source,
+        })?;
         if self.mode == SandboxMode::FullAccess {
             tracing::debug!("sandbox: full-access requested, spawned commands are not confined");
             return Ok(Confinement {
@@ -204,11 +234,6 @@ impl SandboxPolicy {
                     path: paths.workspace.clone(),
                     source,
                 })?;
-        std::fs::create_dir_all(&paths.private_tmp).map_err(|source| SandboxError::Io {
-            what: "creating the private temp dir",
-            path: paths.private_tmp.clone(),
-            source,
-        })?;
         let private_tmp = paths
             .private_tmp
             .canonicalize()
@@ -218,21 +243,30 @@ impl SandboxPolicy {
                 source,
             })?;
 
+        // The private temp dir is writable in every confined mode (read-only included).
         let writable_roots: Vec<PathBuf> = match self.mode {
             SandboxMode::WorkspaceWrite => vec![workspace.clone(), private_tmp.clone()],
-            _ => Vec::new(),
+            _ => vec![private_tmp.clone()],
         };
         let mut writable = writable_roots.clone();
         writable.push(PathBuf::from(landlock::DEV_NULL));
 
         // Paths that must stay read-only although a writable root contains them.
         let mut read_only_binds = Vec::new();
-        let git = workspace.join(".git");
-        let git_exists = git.symlink_metadata().is_ok();
         let wants_git_ro = self.mode == SandboxMode::WorkspaceWrite && !self.git_writable;
-        if wants_git_ro && git_exists {
-            read_only_binds.push(git.canonicalize().unwrap_or(git));
-        }
+        // Whatever `.git`'s shape: only existing targets, and only those a writable root
+        // contains, need a bind (elsewhere Landlock already refuses writes).
+        let git_targets = if wants_git_ro {
+            git_paths(&workspace)
+        } else {
+            Vec::new()
+        };
+        let git_binds: Vec<PathBuf> = git_targets
+            .iter()
+            .filter(|p| strictly_beneath_any(p, &writable_roots))
+            .cloned()
+            .collect();
+        read_only_binds.extend(git_binds.iter().cloned());
         let mut protected = Vec::new();
         for p in &paths.protected {
             match p.canonicalize() {
@@ -265,26 +299,53 @@ impl SandboxPolicy {
             .cloned()
             .collect();
 
-        let mut git_read_only = false;
+        // The private namespace also gives every confined command its own /dev/shm and ptys,
+        // so it is entered whenever it is available, binds or not.
         let mut mount_plan = None;
-        if !read_only_binds.is_empty() {
-            if support.mount_namespace {
-                mount_plan = Some(mounts::MountPlan::new(&read_only_binds, &rw_rebinds)?);
-                git_read_only = wants_git_ro && git_exists;
-            } else {
-                warnings.push(format!(
-                    "cannot create a private mount namespace ({}); {} stay(s) WRITABLE",
-                    support
-                        .mount_namespace_error
-                        .as_deref()
-                        .unwrap_or("unknown"),
-                    join_paths(&read_only_binds)
-                ));
-            }
+        let (shm, pts) = (
+            support.mount_namespace && support.private_shm,
+            support.mount_namespace && support.private_pts,
+        );
+        if support.mount_namespace {
+            mount_plan = Some(mounts::MountPlan::new(
+                &read_only_binds,
+                &git_binds,
+                &rw_rebinds,
+                (shm, pts),
+            )?);
+        }
+        if !shm || !pts {
+            // Less usable, not less confined: the host's shared /dev/shm and terminals are
+            // never granted instead.
+            tracing::debug!(
+                private_shm = shm,
+                private_ptys = pts,
+                "sandbox: the kernel refused a private /dev/shm or devpts; commands cannot \
+                 write what is missing"
+            );
+        }
+        if shm {
+            writable.push(PathBuf::from(mounts::DEV_SHM));
+        }
+        if pts {
+            writable.push(PathBuf::from(mounts::DEV_PTMX));
+            writable.push(PathBuf::from(mounts::DEV_PTS));
+        }
+        let git_read_only =
+            !git_targets.is_empty() && (git_binds.is_empty() || mount_plan.is_some());
+        if !read_only_binds.is_empty() && mount_plan.is_none() {
+            warnings.push(format!(
+                "cannot create a private mount namespace ({}); {} stay(s) WRITABLE",
+                support
+                    .mount_namespace_error
+                    .as_deref()
+                    .unwrap_or("unknown"),
+                join_paths(&read_only_binds)
+            ));
         }
 
         let landlock_fd = match support.landlock_abi {
-            Some(abi) if abi >= 1 => Some(landlock::build_ruleset(&writable_roots)?),
+            Some(abi) if abi >= 1 => Some(landlock::build_ruleset(&writable_roots, pts)?),
             _ => {
                 warnings.push(
                     "Landlock is not available on this kernel: filesystem writes are NOT confined"
@@ -340,6 +401,10 @@ impl SandboxPolicy {
             effective,
             plan: Some(Arc::new(ChildPlan {
                 mounts: mount_plan,
+                landlock_rules: match (&landlock_fd, support.landlock_abi) {
+                    (Some(_), Some(abi)) => landlock::child_rules(abi, shm, pts),
+                    _ => Vec::new(),
+                },
                 landlock_fd,
                 seccomp: seccomp_filters,
             })),
@@ -353,8 +418,8 @@ impl SandboxPolicy {
 pub struct SandboxPaths {
     /// The workspace root (must exist). Writable under `workspace-write`.
     pub workspace: PathBuf,
-    /// A per-session temp dir (created if missing). Writable under `workspace-write`; the
-    /// engine points `TMPDIR` at it.
+    /// A per-session temp dir (created if missing, in every mode). Writable in every confined
+    /// mode; the engine points `TMPDIR` at it.
     pub private_tmp: PathBuf,
     /// Host paths that must never be writable by a command (the host's state dir, other
     /// sessions' logs), even when they sit under the workspace or the temp dir. Paths outside
@@ -377,9 +442,10 @@ pub struct EffectiveSandbox {
     /// Landlock ABI enforced (the kernel's, capped at the ABI this code was vetted against),
     /// or `None` when Landlock is not applied (full-access, or kernel without Landlock).
     pub landlock_abi: Option<i32>,
-    /// `true` only if the workspace has a `.git` and it is bind-mounted read-only. `false`
-    /// when git writes were granted, when there is no `.git`, or when the mount step is
-    /// unavailable (then with a warning).
+    /// `true` only if the workspace's `.git` leads to something that exists (see
+    /// `git_paths`) and all of it is kept read-only (bind-mounted read-only, or outside the
+    /// writable roots). `false` when git writes were granted, when there is no `.git` or
+    /// only a dangling symlink, or when the mount step is unavailable (then with a warning).
     pub git_read_only: bool,
     /// Paths writable by the command. `["/"]` under full-access.
     pub writable: Vec<PathBuf>,
@@ -504,6 +570,8 @@ impl Confinement {
 struct ChildPlan {
     mounts: Option<mounts::MountPlan>,
     landlock_fd: Option<std::os::fd::OwnedFd>,
+    /// Rules the child adds for the private `/dev/shm` and `/dev/pts` it mounts.
+    landlock_rules: Vec<landlock::ChildRule>,
     seccomp: Vec<seccompiler::BpfProgram>,
 }
 
@@ -521,7 +589,7 @@ impl ChildPlan {
             return Err(std::io::Error::last_os_error());
         }
         if let Some(fd) = &self.landlock_fd {
-            landlock::restrict_self_in_child(fd)?;
+            landlock::restrict_self_in_child(fd, &self.landlock_rules)?;
         }
         for prog in &self.seccomp {
             seccomp::apply_in_child(prog)?;
@@ -587,4 +655,63 @@ fn join_paths(paths: &[PathBuf]) -> String {
 
 fn absolute_lexical(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `true` if `p` lies beneath one of `roots` without being that root itself.
+fn strictly_beneath_any(p: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|r| p != r.as_path() && p.starts_with(r))
+}
+
+/// What keeping the workspace's `.git` read-only protects, as existing canonical paths,
+/// whatever shape `.git` has (never an error: a shape it cannot follow protects nothing):
+///
+/// - a directory: itself;
+/// - a symlink: what it resolves to (a directory or a `.git` file, handled as such); a
+///   dangling symlink or a loop: nothing (there is nothing to protect);
+/// - a `.git` file (worktrees, submodules: `gitdir: <dir>`): the file itself, the git dir
+///   it names and, for a worktree, that dir's `commondir` (the main repository's git dir).
+///
+/// Paths beneath another one listed are left out (the outer bind covers them).
+pub(crate) fn git_paths(workspace: &Path) -> Vec<PathBuf> {
+    let Ok(real) = workspace.join(".git").canonicalize() else {
+        return Vec::new();
+    };
+    let mut found = vec![real.clone()];
+    if real.is_file()
+        && let Some(gitdir) = linked_dir(&real, "gitdir:")
+    {
+        if let Some(common) = linked_dir(&gitdir.join("commondir"), "") {
+            found.push(common);
+        }
+        found.push(gitdir);
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in &found {
+        if !found.iter().any(|o| o != p && p.starts_with(o)) && !out.contains(p) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// The directory a one-line git link file names (`gitdir: ../x`, or a bare path for
+/// `commondir`), relative to the file's own directory, if it exists. Reads at most 4 KiB and
+/// only regular files (a FIFO planted as `.git` cannot block the host).
+fn linked_dir(file: &Path, prefix: &str) -> Option<PathBuf> {
+    use std::io::Read;
+    if !file.symlink_metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(4096)
+        .read_to_string(&mut text)
+        .ok()?;
+    let named = text.lines().next()?.strip_prefix(prefix)?.trim();
+    if named.is_empty() {
+        return None;
+    }
+    let dir = file.parent()?.join(named).canonicalize().ok()?;
+    dir.is_dir().then_some(dir)
 }

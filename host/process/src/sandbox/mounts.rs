@@ -1,7 +1,9 @@
-//! Read-only carve-outs inside writable roots, via a private mount namespace.
+//! Read-only carve-outs inside writable roots, and a private `/dev/shm` and `/dev/pts`, via a
+//! private mount namespace.
 //!
 //! Landlock cannot subtract: write on the workspace implies write on `.git` and on any
-//! protected host dir beneath it. So, when there is something to carve out, the child:
+//! protected host dir beneath it. And commands need a writable `/dev/shm` and ptys, which
+//! must not be the host's shared ones. So, whenever the kernel allows it, the child:
 //!
 //! 1. enters a new mount namespace: `unshare(CLONE_NEWNS)` when it has `CAP_SYS_ADMIN`
 //!    (root), otherwise `unshare(CLONE_NEWUSER | CLONE_NEWNS)` and writes
@@ -15,7 +17,17 @@
 //!    `nosuid`/`nodev` are preserved). On `ENOSYS` it falls back to
 //!    `mount(MS_REMOUNT | MS_BIND | MS_RDONLY | <current flags from statvfs>)` (not recursive);
 //! 4. re-binds writable, on top, any writable root that lies beneath a read-only path (e.g. a
-//!    private temp dir inside a protected state dir that is itself inside the workspace).
+//!    private temp dir inside a protected state dir that is itself inside the workspace);
+//! 5. mounts a fresh `tmpfs` on `/dev/shm` (`MS_NOSUID | MS_NODEV`, mode 1777), so POSIX shared
+//!    memory and semaphores work without reaching the host's shared `/dev/shm` or another
+//!    session's: it is private to this namespace and freed with it;
+//! 6. mounts a new `devpts` instance on `/dev/pts` (`newinstance,ptmxmode=0666,mode=0620`),
+//!    so `/dev/ptmx` (which opens the `devpts` at `/dev/pts` next to it) hands out ptys of
+//!    this instance only: the host's and other sessions' terminals are not reachable by path.
+//!
+//! `.git` binds are *optional*: a path that vanished between `prepare` and the child
+//! (`ENOENT`/`ENOTDIR`) is skipped, since there is nothing left to protect, instead of
+//! failing the start. Every other step fails the start (fail closed).
 //!
 //! Writes there fail with `EROFS` ("Read-only file system"). The Landlock domain applied
 //! afterwards forbids any further mount operation, so the binds cannot be undone.
@@ -29,21 +41,43 @@ use std::path::PathBuf;
 
 use super::SandboxError;
 
+/// Where the private `tmpfs` goes.
+pub const DEV_SHM: &str = "/dev/shm";
+/// Where the private `devpts` instance goes.
+pub const DEV_PTS: &str = "/dev/pts";
+/// The pty multiplexer next to [`DEV_PTS`]; it opens ptys of the `devpts` mounted there.
+pub const DEV_PTMX: &str = "/dev/ptmx";
+
 /// Pre-built mount operations for the child.
 #[derive(Debug)]
 pub struct MountPlan {
-    read_only: Vec<CString>,
+    /// Read-only binds, each with whether it is optional (`.git`: skipped if it vanished).
+    read_only: Vec<(CString, bool)>,
     writable: Vec<CString>,
+    shm: bool,
+    pts: bool,
 }
 
 impl MountPlan {
-    pub(crate) fn new(read_only: &[PathBuf], writable: &[PathBuf]) -> Result<Self, SandboxError> {
+    /// `read_only` binds (those in `optional` may vanish before the child runs), `writable`
+    /// re-binds on top, then a private `/dev/shm` and/or `/dev/pts` when asked for.
+    pub(crate) fn new(
+        read_only: &[PathBuf],
+        optional: &[PathBuf],
+        writable: &[PathBuf],
+        (shm, pts): (bool, bool),
+    ) -> Result<Self, SandboxError> {
         let c = |p: &PathBuf| {
             CString::new(p.as_os_str().as_bytes()).map_err(|_| SandboxError::NulInPath(p.clone()))
         };
         Ok(MountPlan {
-            read_only: read_only.iter().map(c).collect::<Result<_, _>>()?,
+            read_only: read_only
+                .iter()
+                .map(|p| Ok((c(p)?, optional.contains(p))))
+                .collect::<Result<_, SandboxError>>()?,
             writable: writable.iter().map(c).collect::<Result<_, _>>()?,
+            shm,
+            pts,
         })
     }
 
@@ -51,16 +85,60 @@ impl MountPlan {
     pub(crate) fn apply_in_child(&self) -> io::Result<()> {
         enter_namespace()?;
         make_root_private()?;
-        for p in &self.read_only {
-            bind_self(p)?;
+        for (p, optional) in &self.read_only {
+            match bind_self(p) {
+                Err(e)
+                    if *optional
+                        && matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) =>
+                {
+                    continue;
+                }
+                r => r?,
+            }
             set_read_only(p, true)?;
         }
         for p in &self.writable {
             bind_self(p)?;
             set_read_only(p, false)?;
         }
+        if self.shm {
+            mount_private_shm()?;
+        }
+        if self.pts {
+            mount_private_pts()?;
+        }
         Ok(())
     }
+}
+
+/// A fresh `tmpfs` on `/dev/shm` (in the child's private mount namespace).
+pub(crate) fn mount_private_shm() -> io::Result<()> {
+    // SAFETY: static NUL-terminated strings.
+    let rc = unsafe {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            c"/dev/shm".as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            c"mode=1777".as_ptr().cast(),
+        )
+    };
+    check(rc.into())
+}
+
+/// A new `devpts` instance on `/dev/pts` (in the child's private mount namespace).
+pub(crate) fn mount_private_pts() -> io::Result<()> {
+    // SAFETY: static NUL-terminated strings.
+    let rc = unsafe {
+        libc::mount(
+            c"devpts".as_ptr(),
+            c"/dev/pts".as_ptr(),
+            c"devpts".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+        )
+    };
+    check(rc.into())
 }
 
 fn check(rc: libc::c_long) -> io::Result<()> {

@@ -13,16 +13,23 @@ pub struct KernelSupport {
     pub seccomp: bool,
     /// A process can create a user namespace (`unshare(CLONE_NEWUSER)` in a throwaway child).
     pub user_namespaces: bool,
-    /// A child can get a private mount namespace the way [`super::mounts`] does it (directly
+    /// A child can get a private mount namespace the way `mounts.rs` does it (directly
     /// with `CAP_SYS_ADMIN`, else through a user namespace) and make `/` private.
     pub mount_namespace: bool,
     /// Why the mount namespace probe failed, if it did.
     pub mount_namespace_error: Option<String>,
+    /// In such a namespace a fresh `tmpfs` can be mounted on `/dev/shm` (which exists), so
+    /// commands can get a private, writable `/dev/shm`.
+    pub private_shm: bool,
+    /// In such a namespace a new `devpts` instance can be mounted on `/dev/pts` (and
+    /// `/dev/ptmx` exists), so commands can get private ptys.
+    pub private_pts: bool,
 }
 
-/// Probes the kernel once (the first call starts two short-lived children, sharing the
-/// host's memory until they exit, that only issue
+/// Probes the kernel once (the first call starts up to four short-lived children, sharing
+/// the host's memory until they exit, that only issue
 /// `unshare`/`mount` syscalls and `_exit`); later calls return the cached answer.
+/// Mounts made by a probe child exist only in its own private mount namespace.
 pub fn probe() -> KernelSupport {
     static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
     SUPPORT
@@ -31,6 +38,7 @@ pub fn probe() -> KernelSupport {
                 super::mounts::enter_namespace()?;
                 super::mounts::make_root_private()
             });
+            let mount_ok = mount.is_ok();
             let userns = crate::spawn::in_child(&|| {
                 // SAFETY: plain syscall in the throwaway child.
                 if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
@@ -38,14 +46,35 @@ pub fn probe() -> KernelSupport {
                 }
                 Ok(())
             });
+            let mounts_in_namespace = |ok: bool, mount: fn() -> io::Result<()>| {
+                mount_ok
+                    && ok
+                    && crate::spawn::in_child(&|| {
+                        super::mounts::enter_namespace()?;
+                        super::mounts::make_root_private()?;
+                        mount()
+                    })
+                    .is_ok()
+            };
+            let private_shm = mounts_in_namespace(
+                std::path::Path::new(super::mounts::DEV_SHM).is_dir(),
+                super::mounts::mount_private_shm,
+            );
+            let private_pts = mounts_in_namespace(
+                std::path::Path::new(super::mounts::DEV_PTS).is_dir()
+                    && std::path::Path::new(super::mounts::DEV_PTMX).exists(),
+                super::mounts::mount_private_pts,
+            );
             // SAFETY: plain prctl.
             let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
             let support = KernelSupport {
                 landlock_abi: super::landlock::kernel_abi(),
                 seccomp,
                 user_namespaces: userns.is_ok(),
-                mount_namespace: mount.is_ok(),
+                mount_namespace: mount_ok,
                 mount_namespace_error: mount.err().map(|e| e.to_string()),
+                private_shm,
+                private_pts,
             };
             tracing::debug!(?support, "sandbox kernel probe");
             support
