@@ -15,3 +15,4 @@ mod mcp;
 mod sandbox;
 mod sessions;
 mod support;
+mod terminal;

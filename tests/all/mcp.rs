@@ -34,7 +34,7 @@ fn serve_command(ws: &Path, state: &Path, extra: &[&str]) -> tokio::process::Com
 
 /// Records progress notifications.
 #[derive(Clone, Default)]
-struct Recorder {
+pub(crate) struct Recorder {
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
 }
 
@@ -48,14 +48,17 @@ impl ClientHandler for Recorder {
     }
 }
 
-async fn client(ws: &Path, state: &Path) -> (RunningService<RoleClient, Recorder>, Recorder) {
+pub(crate) async fn client(
+    ws: &Path,
+    state: &Path,
+) -> (RunningService<RoleClient, Recorder>, Recorder) {
     let recorder = Recorder::default();
     let transport = TokioChildProcess::new(serve_command(ws, state, &[])).expect("spawn serve");
     let running = recorder.clone().serve(transport).await.expect("initialize");
     (running, recorder)
 }
 
-fn call(name: &str, args: Value) -> CallToolRequestParams {
+pub(crate) fn call(name: &str, args: Value) -> CallToolRequestParams {
     let mut p = CallToolRequestParams::new(name.to_string());
     p.arguments = args.as_object().cloned();
     p
@@ -63,7 +66,7 @@ fn call(name: &str, args: Value) -> CallToolRequestParams {
 
 use crate::support::dirs;
 
-fn text_of(result: &rmcp::model::CallToolResult) -> String {
+pub(crate) fn text_of(result: &rmcp::model::CallToolResult) -> String {
     serde_json::to_value(&result.content).unwrap()[0]["text"]
         .as_str()
         .unwrap_or_default()
@@ -570,4 +573,267 @@ async fn an_mcp_client_answers_a_policy_ask_through_elicitation() {
         assert_eq!(result.is_error, Some(!runs), "{decision}: {result:?}");
         client.cancel().await.unwrap();
     }
+}
+
+/// Calls `name` and returns its text, structured content (`null` when there is
+/// none) and `isError`.
+async fn tool(
+    client: &RunningService<RoleClient, Recorder>,
+    name: &str,
+    args: Value,
+) -> (String, Value, Option<bool>) {
+    let r = client
+        .call_tool(call(name, args.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{name} {args}: {e:?}"));
+    let structured = r.structured_content.clone().unwrap_or_default();
+    (text_of(&r), structured, r.is_error)
+}
+
+/// Issue 13, item 8: a write never waits for the program to read. Bytes the pipe
+/// cannot take yet wait in the host's per-session queue (at most 8 MiB) and reach
+/// the program in order; `close_stdin` closes after them; past the bound a write
+/// is refused whole, saying how much is queued.
+#[tokio::test(flavor = "multi_thread")]
+async fn write_stdin_to_a_program_not_reading_returns_at_once_and_delivers_in_order() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    // The program reads nothing until the test creates `go`.
+    let gated = |file: &str| {
+        json!({"command": format!("until test -e {file}; do sleep 0.02; done; wc -c"),
+               "run_in_background": true, "interactive": true})
+    };
+    let (_, started, _) = tool(&client, "bash", gated("go")).await;
+    let id = started["session_id"].as_str().unwrap().to_owned();
+
+    // One byte more than a pipe holds.
+    let (text, s, is_error) = tool(
+        &client,
+        "write_stdin",
+        json!({"session_id": id, "input": "x".repeat(65_537), "yield_ms": 250, "close_stdin": true}),
+    )
+    .await;
+    assert_eq!(is_error, Some(false), "{text}");
+    // Returned while the program still waits for `go`: the write held nothing up.
+    assert_eq!(s["status"], json!("running"), "{text}");
+    assert_eq!(s["stdin_accepted_bytes"], json!(65_537));
+    assert!(
+        text.starts_with(
+            "(no new output)\n\n[stdin: accepted 65537 bytes (queued for delivery: the host \
+             writes them in order as the program reads); stdin closes after them]\n\
+             [still running after "
+        ),
+        "{text}"
+    );
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    let (text, s, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "wait_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(text, "65537\n\n[exit code 0]");
+    assert_eq!(s["output_bytes"], json!(6));
+
+    // The bound: 3 MiB writes to a program not reading; the third would take the
+    // queue past 8 MiB and is refused whole.
+    let (_, started, _) = tool(&client, "bash", gated("go2")).await;
+    let id = started["session_id"].as_str().unwrap().to_owned();
+    let chunk = "y".repeat(3 << 20);
+    for _ in 0..2 {
+        let (text, s, is_error) = tool(
+            &client,
+            "write_stdin",
+            json!({"session_id": id, "input": chunk, "yield_ms": 0}),
+        )
+        .await;
+        assert_eq!(is_error, Some(false), "{text}");
+        assert_eq!(s["status"], json!("running"), "{text}");
+    }
+    let (text, _, is_error) = tool(
+        &client,
+        "write_stdin",
+        json!({"session_id": id, "input": chunk, "yield_ms": 0, "close_stdin": true}),
+    )
+    .await;
+    assert_eq!(is_error, Some(true), "{text}");
+    let queued: u64 = text
+        .split_once("bytes (8 MiB) that the process has not read yet; ")
+        .and_then(|(_, rest)| {
+            rest.split_once(" byte(s) are queued now, so these 3145728 byte(s) were refused whole")
+        })
+        .map(|(n, _)| n.parse().unwrap())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text.starts_with(&format!(
+            "Could not write to stdin: a host resource limit was reached: the stdin queue of \
+             session {id} holds at most 8388608 bytes"
+        )),
+        "{text}"
+    );
+    // All of both writes but what the pipe itself took.
+    assert!(
+        ((6 << 20) - (1 << 20)..=(6 << 20) - 4096).contains(&queued),
+        "{queued}"
+    );
+    // Close (after the queue), let the program read: it gets both writes, whole.
+    let (text, _, is_error) = tool(
+        &client,
+        "write_stdin",
+        json!({"session_id": id, "input": "", "yield_ms": 0, "close_stdin": true}),
+    )
+    .await;
+    assert_eq!(is_error, Some(false), "{text}");
+    assert!(
+        text.contains("[stdin: closed (after any bytes still queued)]"),
+        "{text}"
+    );
+    std::fs::write(ws.path().join("go2"), "").unwrap();
+    let (text, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "wait_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(text, format!("{}\n\n[exit code 0]", 6 << 20));
+    client.cancel().await.unwrap();
+}
+
+/// Issue 13, item 9: a read that omits the middle of a flood moves the cursor
+/// past it, so later reads repeat neither the tail nor the status line; a read
+/// that stops at its budget leaves the rest, unread, for the next one.
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_output_never_serves_the_same_output_or_status_twice() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    let (_, started, _) = tool(
+        &client,
+        "bash",
+        json!({"command": "seq 1 2000000", "run_in_background": true}),
+    )
+    .await;
+    let id = started["session_id"].as_str().unwrap().to_owned();
+    let (first, s, is_error) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "wait_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(is_error, Some(false));
+    assert_eq!(s["output_bytes"], json!(14_888_896));
+    assert_eq!(s["truncated"], json!(true));
+    assert!(first.starts_with("1\n2\n3\n"), "{}", &first[..100]);
+    assert!(first.contains(" bytes omitted; full output: "));
+    assert!(
+        first.ends_with("1999999\n2000000\n\n[exit code 0]"),
+        "{}",
+        &first[first.len() - 100..]
+    );
+    assert!(first.chars().count() <= 30_000);
+    let ended = format!("(no new output; session {id} ended earlier: exit code 0)");
+    for _ in 0..2 {
+        let (again, s, is_error) = tool(&client, "bash_output", json!({"session_id": id})).await;
+        assert_eq!(again, ended);
+        assert_eq!(is_error, Some(false));
+        assert_eq!(s["exit_code"], json!(0));
+    }
+
+    // More than one read's budget (128 MiB): the first read stops there, the
+    // second reads the rest and brings the status, the third has nothing new.
+    let (_, started, _) = tool(
+        &client,
+        "bash",
+        json!({"command": "head -c 140000000 /dev/zero | tr '\\0' x; echo; echo END",
+               "run_in_background": true}),
+    )
+    .await;
+    let id = started["session_id"].as_str().unwrap().to_owned();
+    let (first, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "wait_ms": 120_000}),
+    )
+    .await;
+    let left = 140_000_000 + 5 - (128 << 20);
+    assert!(
+        first.ends_with(&format!(
+            "\n\n[{left} more bytes of output (5.5 MiB) not read yet: call bash_output again to read on]"
+        )),
+        "{}",
+        &first[first.len() - 200..]
+    );
+    let (second, _, _) = tool(&client, "bash_output", json!({"session_id": id})).await;
+    assert!(
+        second.ends_with("xxxx\nEND\n\n[exit code 0]"),
+        "{}",
+        &second[second.len() - 200..]
+    );
+    assert!(!second.contains("not read yet"), "{second}");
+    let (third, _, _) = tool(&client, "bash_output", json!({"session_id": id})).await;
+    assert_eq!(
+        third,
+        format!("(no new output; session {id} ended earlier: exit code 0)")
+    );
+    client.cancel().await.unwrap();
+}
+
+/// Issue 13, item 10: `list_shells` lists the running sessions and the 20 most
+/// recent finished ones, says how many it leaves out, and stays within the cap.
+#[tokio::test(flavor = "multi_thread")]
+async fn list_shells_is_bounded_and_says_what_it_leaves_out() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    let mut finished = Vec::new();
+    for i in 0..25 {
+        let (_, s, _) = tool(
+            &client,
+            "bash",
+            json!({"command": format!("echo {i} # {}", "z".repeat(300)), "run_in_background": true}),
+        )
+        .await;
+        finished.push(s["session_id"].as_str().unwrap().to_owned());
+    }
+    for id in &finished {
+        let (_, s, _) = tool(
+            &client,
+            "bash_output",
+            json!({"session_id": id, "wait_ms": 60_000}),
+        )
+        .await;
+        assert_eq!(s["status"], json!("exited"));
+    }
+    let (_, s, _) = tool(
+        &client,
+        "bash",
+        json!({"command": "sleep 600", "run_in_background": true}),
+    )
+    .await;
+    let running = s["session_id"].as_str().unwrap().to_owned();
+
+    let (text, s, is_error) = tool(&client, "list_shells", json!({})).await;
+    assert_eq!(is_error, Some(false));
+    assert!(text.chars().count() <= 30_000, "{}", text.chars().count());
+    assert!(
+        text.starts_with("26 session(s), 1 running (oldest first):\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "\n[5 older finished session(s) not listed: the list shows every running session \
+             and at most 20 finished ones, the most recent]\n"
+        ),
+        "{text}"
+    );
+    for id in &finished[..5] {
+        assert!(!text.contains(id.as_str()), "{id} listed:\n{text}");
+    }
+    for id in finished[5..].iter().chain([&running]) {
+        assert!(text.contains(id.as_str()), "{id} missing:\n{text}");
+    }
+    assert_eq!(s["sessions"].as_array().unwrap().len(), 21);
+    assert_eq!(
+        (s["total"].clone(), s["finished_not_listed"].clone()),
+        (json!(26), json!(5))
+    );
+    client.cancel().await.unwrap();
 }

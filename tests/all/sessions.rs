@@ -148,11 +148,10 @@ fn assert_seqs_contiguous(events: &[SessionEvent]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_code_output_and_events() {
     let e = env();
-    let id = start(
-        &e.sessions,
-        StartRequest::new("echo out; echo err >&2; exit 3"),
-    )
-    .await;
+    // Separate streams, as an embedder may ask (the default is one merged pipe).
+    let mut request = StartRequest::new("echo out; echo err >&2; exit 3");
+    request.streams = OutputStreams::Separate;
+    let id = start(&e.sessions, request).await;
     assert!(id.starts_with("bg_") && id.len() == 15);
     let events = events_until_end(&e.sessions, &id).await;
     assert_seqs_contiguous(&events);
@@ -195,6 +194,25 @@ async fn exit_code_output_and_events() {
     }
     assert_eq!(stdout, b"out\n");
     assert_eq!(stderr, b"err\n");
+    // The default: one pipe, every byte in write order, reported as stdout.
+    let merged_id = start(
+        &e.sessions,
+        StartRequest::new("echo out; echo err >&2; echo out2"),
+    )
+    .await;
+    let merged: Vec<u8> = events_until_end(&e.sessions, &merged_id)
+        .await
+        .iter()
+        .filter_map(|ev| match &ev.kind {
+            SessionEventKind::Output(c) => {
+                assert_eq!(c.stream, OutputStream::Stdout);
+                Some(c.data.to_vec())
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(merged, b"out\nerr\nout2\n");
     let log = std::fs::read(&snap.output_path).unwrap();
     assert_eq!(log.len(), 8);
     assert_eq!(snap.output_tail.len(), 8);
@@ -228,6 +246,7 @@ async fn environment_is_built_from_the_allowlist() {
         .filter_map(|l| l.split_once('=').map(|(k, _)| k))
     {
         let allowed = ENV_ALLOWLIST.contains(&name)
+            || NON_INTERACTIVE_ENV.iter().any(|(n, _, _)| *n == name)
             || name.starts_with("LC_")
             || [
                 "TERM",

@@ -84,9 +84,11 @@ impl Program {
 }
 
 /// The child's standard streams: `fds[i]` becomes fd `i` (`-1`: left as the host's,
-/// which callers never want; use `/dev/null`).
+/// which callers never want; use `/dev/null`), plus at most one more descriptor
+/// `extra = (fd, target)` that becomes `target` (e.g. a long command's script).
 pub(crate) struct Stdio {
     pub(crate) fds: [RawFd; 3],
+    pub(crate) extra: Option<(RawFd, RawFd)>,
 }
 
 /// A started child.
@@ -176,7 +178,10 @@ pub(crate) fn spawn(
 /// without forking the host. `f` has the same contract as `spawn`'s `setup`.
 pub(crate) fn in_child(f: &(dyn Fn() -> io::Result<()> + Sync)) -> io::Result<()> {
     let program = Program::new(OsStr::new("/"), &[], &[])?;
-    let stdio = Stdio { fds: [-1, -1, -1] };
+    let stdio = Stdio {
+        fds: [-1, -1, -1],
+        extra: None,
+    };
     let run = || -> io::Result<()> {
         f()?;
         // Report success as "errno 0" and stop before exec.
@@ -311,11 +316,16 @@ fn child_steps(args: &ChildArgs<'_>) -> io::Result<()> {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        for (target, &fd) in args.stdio.fds.iter().enumerate() {
+        let std_fds = args
+            .stdio
+            .fds
+            .iter()
+            .enumerate()
+            .map(|(target, &fd)| (fd, target as RawFd));
+        for (fd, target) in std_fds.chain(args.stdio.extra) {
             if fd < 0 {
                 continue;
             }
-            let target = target as RawFd;
             if fd == target {
                 // dup2 onto itself would keep close-on-exec set.
                 let flags = libc::fcntl(fd, libc::F_GETFD);
@@ -364,6 +374,7 @@ mod tests {
         .unwrap();
         let stdio = Stdio {
             fds: [null.as_raw_fd(), w.as_raw_fd(), w.as_raw_fd()],
+            extra: None,
         };
         let spawned = spawn(&program, &stdio, &|| Ok(())).unwrap();
         drop(w);
@@ -379,7 +390,10 @@ mod tests {
     #[test]
     fn a_failing_setup_step_or_exec_is_the_spawn_error() {
         let program = Program::new(OsStr::new("/bin/true"), &[OsStr::new("true")], &[]).unwrap();
-        let stdio = Stdio { fds: [-1, -1, -1] };
+        let stdio = Stdio {
+            fds: [-1, -1, -1],
+            extra: None,
+        };
         let err = spawn(&program, &stdio, &|| {
             Err(io::Error::from_raw_os_error(libc::EPERM))
         })

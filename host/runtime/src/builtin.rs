@@ -28,6 +28,18 @@ pub const BASH_ID: &str = "bash";
 /// Plugin id of the built-in policy plugin.
 pub const POLICY_ID: &str = "policy";
 
+/// The limits the built-in policy plugin runs under: 512 MiB of memory and 10 s
+/// of CPU per decision (the defaults otherwise), because it parses commands of up
+/// to 1 MiB, whose worst shape (about 150,000 simple commands) takes about 1.4 s
+/// and 400 MB natively (`plugins/policy/src/shell.rs`, `MAX_INPUT`).
+pub fn policy_limits() -> crate::Limits {
+    crate::Limits {
+        memory_bytes: 512 << 20,
+        cpu: std::time::Duration::from_secs(10),
+        ..crate::Limits::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,6 @@ use crate::builtin;
 use crate::call::Services;
 use crate::engine::{EngineOptions, Runtime};
 use crate::host_session::{self, HostEventKind, HostSessionLog, LogObserver};
-use crate::limits::Limits;
 use crate::manifest::{Manifest, ManifestError};
 use crate::permissions::Permissions;
 use crate::plugin::{
@@ -256,7 +255,7 @@ impl Host {
             .map(|(m, _)| m.limits.memory_bytes)
             .chain([
                 bash_manifest.limits.memory_bytes,
-                Limits::default().memory_bytes,
+                builtin::policy_limits().memory_bytes,
             ])
             .max()
             .unwrap_or_default() as u64;
@@ -273,7 +272,7 @@ impl Host {
             &runtime,
             builtin::POLICY_ID,
             builtin::POLICY,
-            Limits::default(),
+            builtin::policy_limits(),
             config.policy_rules.clone(),
         )?);
         // The built-in rules (an empty text) are checked by the policy plugin's own

@@ -36,8 +36,9 @@ struct HostArgs {
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Kernel sandbox for the commands plugins start: `read-only` (nothing writable
-    /// but /dev/null), `workspace-write` (the workspace and a private temp dir;
-    /// `.git` and the state dir stay read-only) or `full-access` (no confinement).
+    /// but /dev/null, the session's private TMPDIR, a private /dev/shm and private
+    /// ptys), `workspace-write` (also the workspace; `.git` and the state dir stay
+    /// read-only) or `full-access` (no confinement).
     #[arg(long, value_name = "MODE", default_value = "workspace-write",
           value_parser = parse_sandbox_mode)]
     sandbox: SandboxMode,
@@ -45,6 +46,11 @@ struct HostArgs {
     /// always allows it).
     #[arg(long)]
     allow_network: bool,
+    /// Let sandboxed commands write the workspace's `.git` (`git commit`, `git add`,
+    /// hooks, config); read-only by default under workspace-write, full-access always
+    /// allows it. The state dir stays read-only.
+    #[arg(long)]
+    allow_git_writes: bool,
     /// Most commands running at once (foreground and background together);
     /// past it a start is refused with a resource-limit error.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -283,17 +289,24 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(h) => h,
                 Err(code) => return code,
             };
+            // The shell the built-in bash tool picks (the plugin makes the same
+            // choice through `sessions.start`).
+            let bash_shell = toolhost_process::find_bash();
             if json {
                 let tools: Vec<_> = host
                     .tools()
                     .iter()
                     .map(|t| {
-                        serde_json::json!({
+                        let mut tool = serde_json::json!({
                             "name": t.name,
                             "description": t.spec.description,
                             "inputSchema": serde_json::from_str::<serde_json::Value>(&t.spec.input_schema).ok(),
                             "plugin": t.plugin.id(),
-                        })
+                        });
+                        if t.plugin.id() == toolhost_runtime::builtin::BASH_ID {
+                            tool["shell"] = bash_shell.display().to_string().into();
+                        }
+                        tool
                     })
                     .collect();
                 println!("{}", serde_json::Value::Array(tools));
@@ -304,6 +317,7 @@ async fn run(cli: Cli) -> ExitCode {
                 }
                 println!();
                 println!("commands run under: {}", host.sessions().sandbox());
+                println!("the bash tool's shell: {}", bash_shell.display());
             }
             ExitCode::SUCCESS
         }
@@ -604,7 +618,7 @@ async fn start_host_with(
     config.sandbox = SandboxPolicy {
         mode: args.sandbox,
         network: args.allow_network,
-        git_writable: false,
+        git_writable: args.allow_git_writes,
     };
     config.events = events;
     config.plugins = args.plugins;

@@ -19,14 +19,11 @@ use wasi::clocks::monotonic_clock;
 use wasi::io::poll;
 
 use crate::report::{self, Ending, Outcome, Reason, SessionError, Status};
-use crate::text::{self, Capture, MAX_CHARS, TAIL_BYTES};
+use crate::text::{self, Capture, MAX_CHARS};
 use crate::{args, tools};
 
 /// Bytes asked for per `read-output`/`read-new-output` call (the host's maximum).
 const READ_CHUNK: u32 = 1 << 20;
-/// Bytes drained through `read-new-output` in one result before the rest of the
-/// range is skipped and only its last bytes are read.
-const DRAIN_CAP: u64 = 64 << 20;
 /// How long `kill_shell` waits to report how the session ended.
 const KILL_WAIT_MS: u64 = 1_000;
 
@@ -51,6 +48,17 @@ impl Guest for Bash {
     }
 
     fn call(call: ToolCall) -> Result<ToolOutput, ToolError> {
+        // Every tool's result obeys one cap, marker included.
+        Bash::dispatch(call).map(|mut out| {
+            out.text = text::cap_result(out.text);
+            out
+        })
+    }
+}
+
+impl Bash {
+    /// Runs the tool `call` names.
+    fn dispatch(call: ToolCall) -> Result<ToolOutput, ToolError> {
         let invalid = ToolError::InvalidArguments;
         match call.name.as_str() {
             tools::BASH => Ok(bash(
@@ -194,25 +202,16 @@ fn read_new(id: &str) -> Result<Capture, s::SessionError> {
     let end = first.total_bytes;
     let mut pos = first.offset + first.data.len() as u64;
     let mut eof = first.eof;
-    let mut drained = first.data.len() as u64;
+    // Everything goes through `read-new-output`, a flood included (the capture
+    // keeps only its head and tail), so the read cursor ends exactly past the
+    // last byte and a later `bash_output` never serves the middle again.
     while pos < end && !eof {
-        if drained >= DRAIN_CAP {
-            // A flood: skip to the last bytes of the range (the read cursor
-            // stays where draining stopped).
-            let tail_start = end.saturating_sub(TAIL_BYTES as u64).max(pos);
-            let tail = s::read_output(id, tail_start, (end - tail_start) as u32)?;
-            capture.skip(tail_start - pos);
-            capture.push(&tail.data);
-            eof = tail.eof && tail_start + tail.data.len() as u64 >= tail.total_bytes;
-            break;
-        }
         let next = s::read_new_output(id, READ_CHUNK)?;
         if next.data.is_empty() {
             eof = next.eof;
             break;
         }
         pos = next.offset + next.data.len() as u64;
-        drained += next.data.len() as u64;
         eof = next.eof;
         capture.push(&next.data);
     }
@@ -284,6 +283,31 @@ fn wait(id: &str, sub: &Subscription, limit_ms: Option<u64>, stop_on_detach: boo
 
 // ---- tools -------------------------------------------------------------------
 
+/// Where the `bash` tool looks for bash on the host, in order; without one it
+/// runs `/bin/sh` (the contract's default shell). The host's `toolhost tools`
+/// reports the same choice (`toolhost_process::BASH_CANDIDATES`; the test
+/// `terminal::the_tool_named_bash_runs_bash` checks the two agree).
+const BASH_CANDIDATES: [&str; 3] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
+
+/// Starts `request` with the first bash of [`BASH_CANDIDATES`] the host has (a
+/// non-login, non-interactive `bash -c`, which reads no rc files), else with
+/// `/bin/sh`. Returns the session id and the shell that runs it.
+fn start_with_bash(mut request: StartRequest) -> Result<(String, String), s::SessionError> {
+    for shell in BASH_CANDIDATES {
+        request.shell = Some(shell.to_owned());
+        match s::start(&request) {
+            Ok(id) => return Ok((id, shell.to_owned())),
+            // The host refuses a shell that does not exist before anything else
+            // (policy, approver), so trying the next one asks nobody twice.
+            Err(s::SessionError::InvalidRequest(m))
+                if m.starts_with(&format!("shell `{shell}`")) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    request.shell = None;
+    s::start(&request).map(|id| (id, "/bin/sh".to_owned()))
+}
+
 fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
     let request = StartRequest {
         command: a.command.clone(),
@@ -298,12 +322,12 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
         shell: None,
         tool_call_id: (!a.background).then(|| tool_call_id.to_owned()),
     };
-    let id = match s::start(&request) {
-        Ok(id) => id,
+    let (id, shell) = match start_with_bash(request) {
+        Ok(started) => started,
         Err(e) => return error_output("start the command", None, e),
     };
     if a.background {
-        return started_in_background(&id, &a);
+        return started_in_background(&id, &a, &shell);
     }
     let sub = match s::subscribe(&id, 1) {
         Ok(sub) => sub,
@@ -340,7 +364,7 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
     if let Some(reason) = detach_reason {
         let trailer = report::detached_trailer(&id, &reason);
         let (text, json) = session_result(&snap, &capture, "(no output)", trailer, None, true);
-        return output(text, Some(json), false);
+        return output(text, Some(with_shell(json, &shell)), false);
     }
     let ending = end.flatten().or(snap.exit.clone()).map(ending);
     let (trailer, is_error) = match &ending {
@@ -361,10 +385,18 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
         ending.as_ref(),
         snap.detached,
     );
-    output(text, Some(json), is_error)
+    output(text, Some(with_shell(json, &shell)), is_error)
 }
 
-fn started_in_background(id: &str, a: &args::Bash) -> ToolOutput {
+/// Adds which shell ran the command to a structured result.
+fn with_shell(mut json: Value, shell: &str) -> Value {
+    if let Value::Object(map) = &mut json {
+        map.insert("shell".into(), Value::String(shell.to_owned()));
+    }
+    json
+}
+
+fn started_in_background(id: &str, a: &args::Bash, shell: &str) -> ToolOutput {
     let timeout = a
         .timeout_ms
         .map_or("no timeout".to_owned(), |t| format!("killed after {t} ms"));
@@ -388,6 +420,7 @@ fn started_in_background(id: &str, a: &args::Bash) -> ToolOutput {
         "truncated": false,
         "output_path": snap.as_ref().map(|snap| snap.output_path.clone()).unwrap_or_default(),
         "detached": true,
+        "shell": shell,
         "sandbox": snap.map(|snap| snap.sandbox.lines().next().unwrap_or_default().to_owned()).unwrap_or_default(),
     });
     output(text, Some(json), false)
@@ -403,44 +436,126 @@ fn wait_for_end(id: &str, last_seq: u64, ms: u64) {
     }
 }
 
-/// The text and structured result of a session's new output plus its state.
-fn new_output_result(id: &str) -> ToolOutput {
+/// Most output bytes one `bash_output`/`write_stdin` result reads; the rest of
+/// what there was is left, unread, for the next call ([`read_unread`]).
+const READ_BUDGET: u64 = 128 << 20;
+
+/// What [`read_unread`] read.
+struct Unread {
+    /// The bytes read: head and tail held, the middle counted.
+    capture: Capture,
+    /// Bytes that were there when the read began and are still unread (the
+    /// budget ran out first).
+    left: u64,
+}
+
+/// Reads the output no earlier read returned, up to what there was at the first
+/// read and at most [`READ_BUDGET`] bytes, all of it through `read-new-output`:
+/// the session's read cursor ends exactly past the last byte read. So the bytes a
+/// result omits from its middle (they stay in the log) are never served again by a
+/// later read, and none is passed over without being read. A character split
+/// across reads is stitched back together; a trailing incomplete one is left for
+/// the next read while the session may still write.
+fn read_unread(id: &str) -> Result<Unread, s::SessionError> {
+    let mut capture = Capture::new();
+    let first = s::read_new_output(id, READ_CHUNK)?;
+    let lead = text::leading_continuation_len(&first.data);
+    if lead > 0 && first.offset > 0 {
+        let back = first.offset.min(3);
+        if let Ok(prev) = s::read_output(id, first.offset - back, back as u32) {
+            let k = text::incomplete_suffix_len(&prev.data);
+            capture.push(&prev.data[prev.data.len() - k..]);
+        }
+    }
+    capture.push(&first.data);
+    let end = first.total_bytes;
+    let stop = end.min(first.offset.saturating_add(READ_BUDGET));
+    let mut pos = first.offset + first.data.len() as u64;
+    let mut eof = first.eof;
+    while pos < stop && !eof {
+        let next = s::read_new_output(id, (stop - pos).min(u64::from(READ_CHUNK)) as u32)?;
+        if next.data.is_empty() {
+            eof = next.eof;
+            break;
+        }
+        pos = next.offset + next.data.len() as u64;
+        eof = next.eof;
+        capture.push(&next.data);
+    }
+    if !eof {
+        capture.hold_back_incomplete_end();
+    }
+    Ok(Unread {
+        capture,
+        left: end.saturating_sub(pos),
+    })
+}
+
+/// The text, structured result and error flag of a session's new output plus its
+/// state (or the error result). `ended_before`: the session had ended before this
+/// call began, so a read with nothing new tells the end as the session's state
+/// ([`report::ended_earlier`]), not as a fresh status line. A session's status
+/// line comes with the read that reaches the end of its output. `note` (may be
+/// empty) goes before the status line.
+fn new_output(
+    id: &str,
+    ended_before: bool,
+    note: &str,
+) -> Result<(String, Value, bool), ToolOutput> {
     // Check first: when the snapshot says ended, the read below is complete.
+    let snap = s::check(id).map_err(|e| error_output("check the session", Some(id), e))?;
+    let read =
+        read_unread(id).map_err(|e| error_output("read the session's output", Some(id), e))?;
+    let ending = snap.exit.clone().map(ending);
+    let mut lines = Vec::new();
+    if !note.is_empty() {
+        lines.push(note.to_owned());
+    }
+    if read.left > 0 {
+        lines.push(report::more_to_read(read.left));
+    }
+    let mut empty_label = "(no new output)".to_owned();
+    let is_error = match &ending {
+        Some(e) if ended_before && read.capture.total() == 0 => {
+            empty_label = report::ended_earlier(id, e, snap.elapsed_ms);
+            e.is_error()
+        }
+        // Its status follows the rest of the output, with the read that gets there.
+        Some(e) if read.left > 0 => e.is_error(),
+        Some(e) => {
+            lines.push(report::status_line(e, None, snap.elapsed_ms));
+            e.is_error()
+        }
+        None => {
+            lines.push(report::running_line(id, snap.elapsed_ms, false));
+            false
+        }
+    };
+    let (text, json) = session_result(
+        &snap,
+        &read.capture,
+        &empty_label,
+        lines.join("\n"),
+        ending.as_ref(),
+        snap.detached,
+    );
+    Ok((text, json, is_error))
+}
+
+fn bash_output(a: args::BashOutput) -> ToolOutput {
+    let id = a.session_id.as_str();
     let snap = match s::check(id) {
         Ok(snap) => snap,
         Err(e) => return error_output("check the session", Some(id), e),
     };
-    let capture = match read_new(id) {
-        Ok(c) => c,
-        Err(e) => return error_output("read the session's output", Some(id), e),
-    };
-    let ending = snap.exit.clone().map(ending);
-    let (trailer, is_error) = match &ending {
-        Some(e) => (report::status_line(e, None, snap.elapsed_ms), e.is_error()),
-        None => (report::running_line(id, snap.elapsed_ms, false), false),
-    };
-    let (text, json) = session_result(
-        &snap,
-        &capture,
-        "(no new output)",
-        trailer,
-        ending.as_ref(),
-        snap.detached,
-    );
-    output(text, Some(json), is_error)
-}
-
-fn bash_output(a: args::BashOutput) -> ToolOutput {
-    if a.wait_ms > 0 {
-        match s::check(&a.session_id) {
-            Ok(snap) if snap.status == s::SessionStatus::Running => {
-                wait_for_end(&a.session_id, snap.last_seq, a.wait_ms);
-            }
-            Ok(_) => {}
-            Err(e) => return error_output("check the session", Some(&a.session_id), e),
-        }
+    let running = snap.status == s::SessionStatus::Running;
+    if running && a.wait_ms > 0 {
+        wait_for_end(id, snap.last_seq, a.wait_ms);
     }
-    new_output_result(&a.session_id)
+    match new_output(id, !running, "") {
+        Ok((text, json, is_error)) => output(text, Some(json), is_error),
+        Err(out) => out,
+    }
 }
 
 fn write_stdin(a: args::WriteStdin) -> ToolOutput {
@@ -451,6 +566,8 @@ fn write_stdin(a: args::WriteStdin) -> ToolOutput {
     };
     let sub = s::subscribe(id, snap.last_seq + 1).ok();
     let hint = "\n(Only sessions started with `bash` and `interactive: true` have an open stdin.)";
+    // The host takes the bytes at once (what the pipe cannot take yet waits in
+    // its queue), so this never waits for the program to read.
     if !a.input.is_empty()
         && let Err(e) = s::write_stdin(id, a.input.as_bytes())
     {
@@ -471,7 +588,18 @@ fn write_stdin(a: args::WriteStdin) -> ToolOutput {
     {
         let _ = wait(id, &sub, Some(a.yield_ms), false);
     }
-    new_output_result(id)
+    let ended_before = snap.status != s::SessionStatus::Running;
+    let note = report::stdin_note(a.input.len(), a.close_stdin);
+    match new_output(id, ended_before, &note) {
+        Ok((text, mut json, is_error)) => {
+            if let Value::Object(map) = &mut json {
+                map.insert("stdin_accepted_bytes".into(), a.input.len().into());
+                map.insert("stdin_close_requested".into(), a.close_stdin.into());
+            }
+            output(text, Some(json), is_error)
+        }
+        Err(out) => out,
+    }
 }
 
 fn kill_shell(a: args::KillShell) -> ToolOutput {
@@ -540,9 +668,6 @@ fn list_shells() -> ToolOutput {
             output_path: snap.output_path,
         })
         .collect();
-    output(
-        report::list_text(&rows),
-        Some(report::list_json(&rows)),
-        false,
-    )
+    let listing = report::Listing::new(rows);
+    output(listing.text(), Some(listing.json()), false)
 }

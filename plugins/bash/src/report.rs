@@ -146,6 +146,47 @@ pub fn running_line(id: &str, elapsed_ms: u64, stdin_hint: bool) -> String {
     )
 }
 
+/// The whole text of a read that found no new output on a session that had
+/// already ended before the call: its end is old news, so it is told as the
+/// session's state, not as a fresh status line, e.g.
+/// `(no new output; session bg_… ended earlier: exit code 0)`.
+pub fn ended_earlier(id: &str, ending: &Ending, elapsed_ms: u64) -> String {
+    let line = status_line(ending, None, elapsed_ms);
+    let state = line.trim_start_matches('[').trim_end_matches(']');
+    format!("(no new output; session {id} ended earlier: {state})")
+}
+
+/// The line of a read that stopped before the end of the output there was when
+/// it began (one read drains at most a budget): the rest waits for the next read.
+pub fn more_to_read(left: u64) -> String {
+    format!(
+        "[{left} more bytes of output ({}) not read yet: call bash_output again to read on]",
+        bytes(left)
+    )
+}
+
+/// What `write_stdin` says of its input. Contract v0.1.0's `write-stdin` only
+/// accepts bytes (the host queues what the pipe cannot take yet), so the plugin
+/// cannot tell how much the program has read: it says what it knows.
+pub fn stdin_note(accepted: usize, close: bool) -> String {
+    let then = if close {
+        "; stdin closes after them"
+    } else {
+        ""
+    };
+    if accepted == 0 {
+        return if close {
+            "[stdin: closed (after any bytes still queued)]".into()
+        } else {
+            String::new()
+        };
+    }
+    format!(
+        "[stdin: accepted {accepted} bytes (queued for delivery: the host writes them in order \
+         as the program reads){then}]"
+    )
+}
+
 /// The trailer of a foreground run that was detached (ARCHITECTURE.md, "The path of one tool call").
 pub fn detached_trailer(task_id: &str, reason: &str) -> String {
     format!("[Detached to background task {task_id}: {reason}]")
@@ -307,50 +348,143 @@ pub fn bytes(n: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// The `list_shells` text.
-pub fn list_text(rows: &[Row]) -> String {
-    if rows.is_empty() {
-        return "No shell sessions (running or recently finished) for this tool.".into();
-    }
-    let running = rows.iter().filter(|r| r.status == Status::Running).count();
-    let mut out = format!(
-        "{} session(s), {running} running (oldest first):\n",
-        rows.len()
-    );
-    for r in rows {
-        out.push_str(&format!(
-            "{}  {:<9}  {:>12}  {:>9}  {}{}\n",
-            r.id,
-            short_state(r),
-            duration(r.elapsed_ms),
-            bytes(r.output_bytes),
-            if r.detached { "" } else { "(foreground) " },
-            one_line(&r.command, 120),
-        ));
-    }
-    out.push_str("Use bash_output to read a session's output, kill_shell to stop one.");
-    out
+/// Most finished sessions `list_shells` shows: the most recent ones.
+pub const MAX_FINISHED_LISTED: usize = 20;
+
+/// Characters of a listing's text kept for its header and footer lines.
+const LIST_FRAME_CHARS: usize = 1_000;
+
+/// What `list_shells` shows: every running session and the
+/// [`MAX_FINISHED_LISTED`] most recent finished ones, oldest first, within
+/// [`MAX_RESULT_CHARS`](crate::text::MAX_RESULT_CHARS), and how many it leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The rows shown, oldest first.
+    pub rows: Vec<Row>,
+    /// Sessions in all (shown or not).
+    pub total: usize,
+    /// Running sessions in all.
+    pub running: usize,
+    /// Finished sessions left out (older than the ones shown).
+    pub finished_left_out: usize,
+    /// Running sessions left out to keep the text within the cap.
+    pub running_left_out: usize,
 }
 
-/// The `list_shells` structured result.
-pub fn list_json(rows: &[Row]) -> Value {
-    let sessions: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            json!({
-                "session_id": r.id,
-                "status": r.status.name(),
-                "exit_code": r.ending.as_ref().and_then(|e| e.code),
-                "signal": r.ending.as_ref().and_then(|e| e.signal.as_deref()),
-                "command": r.command,
-                "elapsed_ms": r.elapsed_ms,
-                "output_bytes": r.output_bytes,
-                "detached": r.detached,
-                "output_path": r.output_path,
+impl Listing {
+    /// Chooses the rows to show from all of the caller's sessions, oldest first.
+    /// Older finished sessions go first, then (only when even the running ones
+    /// do not fit in the cap) the oldest running ones.
+    pub fn new(all: Vec<Row>) -> Listing {
+        let total = all.len();
+        let running = all.iter().filter(|r| r.status == Status::Running).count();
+        let finished = total - running;
+        let mut finished_left_out = finished.saturating_sub(MAX_FINISHED_LISTED);
+        let mut skip_finished = finished_left_out;
+        let mut rows: Vec<Row> = all
+            .into_iter()
+            .filter(|r| {
+                let skip = r.status != Status::Running && skip_finished > 0;
+                skip_finished -= usize::from(skip);
+                !skip
             })
+            .collect();
+        let budget = crate::text::MAX_RESULT_CHARS - LIST_FRAME_CHARS;
+        let mut used: usize = rows.iter().map(|r| row_line(r).chars().count()).sum();
+        let mut running_left_out = 0;
+        while used > budget {
+            let at = rows
+                .iter()
+                .position(|r| r.status != Status::Running)
+                .unwrap_or(0);
+            let row = rows.remove(at);
+            used -= row_line(&row).chars().count();
+            if row.status == Status::Running {
+                running_left_out += 1;
+            } else {
+                finished_left_out += 1;
+            }
+        }
+        Listing {
+            rows,
+            total,
+            running,
+            finished_left_out,
+            running_left_out,
+        }
+    }
+
+    /// The `list_shells` text.
+    pub fn text(&self) -> String {
+        if self.total == 0 {
+            return "No shell sessions (running or recently finished) for this tool.".into();
+        }
+        let mut out = format!(
+            "{} session(s), {} running (oldest first):\n",
+            self.total, self.running
+        );
+        for r in &self.rows {
+            out.push_str(&row_line(r));
+        }
+        if self.finished_left_out > 0 {
+            out.push_str(&format!(
+                "[{} older finished session(s) not listed: the list shows every running session \
+                 and at most {MAX_FINISHED_LISTED} finished ones, the most recent]\n",
+                self.finished_left_out
+            ));
+        }
+        if self.running_left_out > 0 {
+            out.push_str(&format!(
+                "[{} of the oldest running session(s) not listed: the list is capped at {} \
+                 characters]\n",
+                self.running_left_out,
+                crate::text::MAX_RESULT_CHARS
+            ));
+        }
+        out.push_str("Use bash_output to read a session's output, kill_shell to stop one.");
+        out
+    }
+
+    /// The `list_shells` structured result: the rows shown and the counts.
+    pub fn json(&self) -> Value {
+        let sessions: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "session_id": r.id,
+                    "status": r.status.name(),
+                    "exit_code": r.ending.as_ref().and_then(|e| e.code),
+                    "signal": r.ending.as_ref().and_then(|e| e.signal.as_deref()),
+                    "command": r.command,
+                    "elapsed_ms": r.elapsed_ms,
+                    "output_bytes": r.output_bytes,
+                    "detached": r.detached,
+                    "output_path": r.output_path,
+                })
+            })
+            .collect();
+        json!({
+            "sessions": sessions,
+            "total": self.total,
+            "running": self.running,
+            "finished_not_listed": self.finished_left_out,
+            "running_not_listed": self.running_left_out,
         })
-        .collect();
-    json!({ "sessions": sessions })
+    }
+}
+
+/// One line of the `list_shells` text.
+fn row_line(r: &Row) -> String {
+    format!(
+        "{}  {:<9}  {:>12}  {:>9}  {}{}\n",
+        r.id,
+        short_state(r),
+        duration(r.elapsed_ms),
+        bytes(r.output_bytes),
+        if r.detached { "" } else { "(foreground) " },
+        one_line(&r.command, 120),
+    )
 }
 
 #[cfg(test)]
@@ -574,7 +708,11 @@ mod tests {
 
     #[test]
     fn list_rendering() {
-        assert!(list_text(&[]).starts_with("No shell sessions"));
+        assert!(
+            Listing::new(Vec::new())
+                .text()
+                .starts_with("No shell sessions")
+        );
         let rows = vec![
             Row {
                 id: "bg_000000000001".into(),
@@ -597,14 +735,127 @@ mod tests {
                 output_path: "/p2".into(),
             },
         ];
-        let text = list_text(&rows);
+        let listing = Listing::new(rows);
+        let text = listing.text();
         assert!(text.starts_with("2 session(s), 1 running"));
+        assert!(!text.contains("not listed"), "{text}");
         assert!(text.contains("bg_000000000001  exit 0"));
         assert!(text.contains("cargo build --release"));
         assert!(text.contains("(foreground) "));
         assert!(text.contains(&format!("{}…", "x".repeat(119))));
-        let v = list_json(&rows);
+        let v = listing.json();
         assert_eq!(v["sessions"][0]["exit_code"], 0);
         assert_eq!(v["sessions"][1]["status"], "running");
+        assert_eq!(v["finished_not_listed"], 0);
+    }
+
+    #[test]
+    fn read_notes() {
+        let id = "bg_00000000002a";
+        assert_eq!(
+            ended_earlier(id, &ending(Some(0), None, Reason::Exited), 5),
+            "(no new output; session bg_00000000002a ended earlier: exit code 0)"
+        );
+        assert_eq!(
+            ended_earlier(
+                id,
+                &ending(None, Some("SIGTERM"), Reason::Killed("plugin".into())),
+                5
+            ),
+            "(no new output; session bg_00000000002a ended earlier: killed by SIGTERM; requested by plugin)"
+        );
+        assert_eq!(
+            more_to_read(3 << 20),
+            "[3145728 more bytes of output (3.0 MiB) not read yet: call bash_output again to read on]"
+        );
+        assert_eq!(
+            stdin_note(65_537, false),
+            "[stdin: accepted 65537 bytes (queued for delivery: the host writes them in order as \
+             the program reads)]"
+        );
+        assert!(stdin_note(3, true).ends_with("; stdin closes after them]"));
+        assert_eq!(stdin_note(0, false), "");
+        assert_eq!(
+            stdin_note(0, true),
+            "[stdin: closed (after any bytes still queued)]"
+        );
+    }
+
+    fn row(n: usize, running: bool, command: &str) -> Row {
+        Row {
+            id: format!("bg_{n:012x}"),
+            status: if running {
+                Status::Running
+            } else {
+                Status::Exited
+            },
+            ending: (!running).then(|| ending(Some(0), None, Reason::Exited)),
+            command: command.to_owned(),
+            elapsed_ms: 5,
+            output_bytes: 1,
+            detached: true,
+            output_path: format!("/s/{n}"),
+        }
+    }
+
+    #[test]
+    fn list_shows_running_and_the_most_recent_finished() {
+        // 3,000 sessions, every tenth running, oldest first.
+        let rows: Vec<Row> = (1..=3_000).map(|n| row(n, n % 10 == 0, "true")).collect();
+        let listing = Listing::new(rows);
+        let text = listing.text();
+        assert!(text.chars().count() <= crate::text::MAX_RESULT_CHARS);
+        assert_eq!(listing.rows.len(), 300 + MAX_FINISHED_LISTED);
+        assert_eq!(listing.finished_left_out, 2_700 - MAX_FINISHED_LISTED);
+        assert_eq!(listing.running_left_out, 0);
+        // The finished rows shown are the last ones; order stays oldest first.
+        let finished: Vec<&str> = listing
+            .rows
+            .iter()
+            .filter(|r| r.status != Status::Running)
+            .map(|r| r.id.as_str())
+            .collect();
+        // The last 20 finished of 1..=3000 without the tens: 2978 to 2999.
+        assert_eq!(finished.first(), Some(&"bg_000000000ba2"));
+        assert_eq!(finished.last(), Some(&"bg_000000000bb7"));
+        assert_eq!(finished.len(), MAX_FINISHED_LISTED);
+        assert!(text.starts_with("3000 session(s), 300 running (oldest first):\n"));
+        assert!(
+            text.contains("[2680 older finished session(s) not listed: "),
+            "{text}"
+        );
+        let v = listing.json();
+        assert_eq!(v["sessions"].as_array().unwrap().len(), 320);
+        assert_eq!(
+            (v["total"].clone(), v["finished_not_listed"].clone()),
+            (json!(3000), json!(2680))
+        );
+    }
+
+    #[test]
+    fn list_text_stays_within_the_cap_with_many_long_running_commands() {
+        let long = "y".repeat(500);
+        let rows: Vec<Row> = (1..=400).map(|n| row(n, n > 5, &long)).collect();
+        let listing = Listing::new(rows);
+        let text = listing.text();
+        assert!(
+            text.chars().count() <= crate::text::MAX_RESULT_CHARS,
+            "{}",
+            text.chars().count()
+        );
+        assert_eq!(listing.finished_left_out, 5);
+        assert!(listing.running_left_out > 0);
+        assert_eq!(listing.rows.len() + listing.running_left_out, 395);
+        assert!(listing.rows.iter().all(|r| r.status == Status::Running));
+        // The newest running sessions are the ones kept.
+        assert_eq!(listing.rows.last().unwrap().id, "bg_000000000190");
+        assert!(text.contains(&format!(
+            "[{} of the oldest running session(s) not listed: the list is capped at 30000 characters]",
+            listing.running_left_out
+        )), "{text}");
+        assert!(
+            text.contains("[5 older finished session(s) not listed"),
+            "{text}"
+        );
     }
 }

@@ -21,8 +21,14 @@
 
 use std::fmt::Write as _;
 
-/// The most characters of process output the model is shown per result.
-pub const MAX_CHARS: usize = 30_000;
+/// The most characters of any tool result's text, markers and status lines
+/// included ([`cap_result`] enforces it on every result).
+pub const MAX_RESULT_CHARS: usize = 30_000;
+
+/// The most characters of process output the model is shown per result: the
+/// result cap less room for the cut marker (which names the log's path), the
+/// status line and a hint.
+pub const MAX_CHARS: usize = MAX_RESULT_CHARS - 1_000;
 
 /// Raw bytes kept from the start of an output range (see [`Capture`]).
 pub const HEAD_BYTES: usize = 512 * 1024;
@@ -196,9 +202,31 @@ pub fn leading_continuation_len(bytes: &[u8]) -> usize {
         .count()
 }
 
+/// Cuts a whole tool result to at most [`MAX_RESULT_CHARS`] characters, marker
+/// included: the middle goes, with a marker saying how many characters did.
+/// Results made within the cap (all of them, by construction) are unchanged;
+/// this is the guarantee for every tool.
+pub fn cap_result(text: String) -> String {
+    let total = text.chars().count();
+    if total <= MAX_RESULT_CHARS {
+        return text;
+    }
+    // The marker's length with the largest count it can show.
+    let marker =
+        |omitted: usize| format!("\n\n... [{omitted} characters of this result omitted] ...\n\n");
+    let keep = MAX_RESULT_CHARS - marker(total).chars().count();
+    let head_end = byte_index_of_char(&text, keep / 2);
+    let tail_start = byte_index_of_char(&text, total - (keep - keep / 2));
+    let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 64);
+    out.push_str(&text[..head_end]);
+    out.push_str(&marker(total - keep));
+    out.push_str(&text[tail_start..]);
+    out
+}
+
 /// Cuts `text` in the middle to at most `max_chars` characters (plus the
-/// marker). `extra_omitted_bytes` counts raw output bytes that were never read
-/// (for outputs too large to hold); when non-zero the marker names both.
+/// marker). `extra_omitted_bytes` counts raw output bytes that were skipped
+/// (not held; they stay in the log); when non-zero the marker names both.
 ///
 /// Returns the text and whether anything was omitted.
 pub fn truncate_middle(
@@ -225,7 +253,7 @@ pub fn truncate_middle(
     } else {
         let _ = write!(
             out,
-            "{omitted} characters and {extra_omitted_bytes} unread bytes omitted"
+            "{omitted} characters and {extra_omitted_bytes} bytes omitted"
         );
     }
     let _ = write!(out, "; full output: {output_path}] ...\n\n");
@@ -239,7 +267,7 @@ fn byte_index_of_char(s: &str, n: usize) -> usize {
 }
 
 /// A bounded record of an output byte range: the first [`HEAD_BYTES`], the last
-/// [`TAIL_BYTES`], and how many bytes in between were dropped or never read.
+/// [`TAIL_BYTES`], and how many bytes in between were dropped or skipped.
 #[derive(Debug, Default)]
 pub struct Capture {
     head: Vec<u8>,
@@ -323,7 +351,9 @@ impl Capture {
             skip += nl + 1;
         }
         let tail = &self.tail[skip..];
-        let unread = self.gap + (self.head.len() - head.len() + skip) as u64;
+        // Bytes between the shown head and tail: read past (a read's cursor
+        // moves beyond them) but not held; they stay in the log.
+        let unshown = self.gap + (self.head.len() - head.len() + skip) as u64;
         let head_text = clean(head);
         let tail_text = clean(tail);
         let head_len = head_text.chars().count();
@@ -333,9 +363,13 @@ impl Capture {
         let omitted = (head_len - head_keep) + (tail_len - tail_keep);
         let mut text = String::new();
         text.push_str(&head_text[..byte_index_of_char(&head_text, head_keep)]);
+        text.push_str("\n\n... [");
+        if omitted > 0 {
+            let _ = write!(text, "{omitted} characters and ");
+        }
         let _ = write!(
             text,
-            "\n\n... [{omitted} characters and {unread} unread bytes omitted; full output: {output_path}] ...\n\n"
+            "{unshown} bytes omitted; full output: {output_path}] ...\n\n"
         );
         text.push_str(&tail_text[byte_index_of_char(&tail_text, tail_len - tail_keep)..]);
         Rendered {
@@ -490,7 +524,7 @@ mod tests {
         let text: String = (0..40_000)
             .map(|i| (b'a' + (i % 26) as u8) as char)
             .collect();
-        let (out, cut) = truncate_middle(&text, MAX_CHARS, "/s/bg_1/output.log", 0);
+        let (out, cut) = truncate_middle(&text, 30_000, "/s/bg_1/output.log", 0);
         assert!(cut);
         let marker = "\n\n... [10000 characters omitted; full output: /s/bg_1/output.log] ...\n\n";
         let (head, tail) = out.split_once(marker).expect("marker present");
@@ -516,7 +550,7 @@ mod tests {
             let text: String = std::iter::repeat_n(ch, 30_001)
                 .chain(std::iter::repeat_n('z', 3))
                 .collect();
-            let (out, cut) = truncate_middle(&text, MAX_CHARS, "log", 0);
+            let (out, cut) = truncate_middle(&text, 30_000, "log", 0);
             assert!(cut);
             let (head, tail) = out
                 .split_once("\n\n... [4 characters omitted; full output: log] ...\n\n")
@@ -576,17 +610,14 @@ mod tests {
         assert!(r.truncated);
         assert!(r.text.starts_with("0123456789abc"));
         assert!(r.text.ends_with("LAST LINE\n"));
-        assert!(
-            r.text
-                .contains("unread bytes omitted; full output: /log] ...")
-        );
+        assert!(r.text.contains(" bytes omitted; full output: /log] ..."));
         let shown = r.text.chars().count();
         assert!(shown <= MAX_CHARS + 120, "{shown}");
         assert!(shown >= MAX_CHARS, "{shown}");
     }
 
     #[test]
-    fn capture_skip_counts_unread_bytes() {
+    fn capture_skip_counts_skipped_bytes() {
         let mut cap = Capture::new();
         cap.push(b"start\n");
         cap.skip(1_000_000);
@@ -595,7 +626,32 @@ mod tests {
         let r = cap.render(MAX_CHARS, "L");
         assert_eq!(
             r.text,
-            "start\n\n\n... [0 characters and 1000002 unread bytes omitted; full output: L] ...\n\nend\n"
+            "start\n\n\n... [1000002 bytes omitted; full output: L] ...\n\nend\n"
         );
+    }
+
+    #[test]
+    fn every_result_is_capped_with_a_marker() {
+        for n in [0, 1, MAX_RESULT_CHARS - 1, MAX_RESULT_CHARS] {
+            let text = "é".repeat(n);
+            assert_eq!(cap_result(text.clone()), text);
+        }
+        for n in [MAX_RESULT_CHARS + 1, 236_136, 1_000_000] {
+            let text: String = std::iter::once('<')
+                .chain(std::iter::repeat_n('日', n - 2))
+                .chain(std::iter::once('>'))
+                .collect();
+            let out = cap_result(text);
+            assert!(out.chars().count() <= MAX_RESULT_CHARS, "{n}");
+            assert!(out.chars().count() >= MAX_RESULT_CHARS - 10, "{n}");
+            assert!(out.starts_with('<') && out.ends_with('>'), "{n}");
+            let (head, rest) = out.split_once("\n\n... [").expect("marker");
+            let (count, tail) = rest
+                .split_once(" characters of this result omitted] ...\n\n")
+                .expect("marker");
+            let (head, tail) = (head.chars().count(), tail.chars().count());
+            assert_eq!(count.parse::<usize>().unwrap(), n - head - tail, "{n}");
+            assert!(head.abs_diff(tail) <= 1, "{n}");
+        }
     }
 }

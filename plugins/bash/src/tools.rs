@@ -43,14 +43,17 @@ pub struct Spec {
 const BASH_DESCRIPTION: &str = "\
 Run a shell command in the workspace and return its output.
 
-The command runs as `sh -c COMMAND` in its own process group, in the workspace root (or `cwd`), \
-with stdin closed (reads get end-of-file at once, so nothing waits for input), a minimal \
-environment (PATH, HOME, LANG, TERM=dumb, ...) and the host's sandbox. The host's permission \
+The command runs as `bash -c COMMAND` (bash found on the host; non-login, no rc files; `/bin/sh` \
+only where the host has no bash; the result's `shell` says which) in its own process group, in \
+the workspace root (or `cwd`), with stdin closed (reads get end-of-file at once, so nothing waits \
+for input), a minimal non-interactive environment (PATH, HOME, LANG, TERM=dumb, GIT_EDITOR=false, \
+GIT_PAGER=cat, ...: editors and pagers fail or print instead of waiting) and the host's sandbox. The host's permission \
 policy may refuse a command; the refusal text says how to get it allowed.
 
-Output: stdout and stderr interleaved in arrival order. Colour and other terminal escape codes \
-are removed and progress-bar redraws (`\\r`) are collapsed to their final state. Output longer \
-than 30000 characters is cut in the middle; the cut names the host path of the full, \
+Output: stdout and stderr through one pipe, in exactly the order the command wrote them, as in a \
+terminal. Colour and other terminal escape codes \
+are removed and progress-bar redraws (`\\r`) are collapsed to their final state. A result holds \
+at most 30000 characters: longer output is cut in the middle; the cut names the host path of the full, \
 byte-exact log (read it with a command such as `sed -n` or `tail` when you need the middle). \
 The result ends with a status line: `[exit code N]`, `[killed by SIGNAL]`, \
 `[timed out after N ms; process group killed]` or `[failed to start: ...]`. A non-zero exit, \
@@ -79,10 +82,14 @@ const BASH_OUTPUT_DESCRIPTION: &str = "\
 Read the new output of a shell session (started with `bash` in the background, detached, \
 or interactive): everything written since the last read of that session, including by the \
 `bash` call that started it, cleaned and cut like `bash` output (at most 30000 characters, \
-middle omitted with the full log's path). Ends with a status line: \
-`[still running after ...]` or how it ended (`[exit code N]`, `[killed by SIGNAL]`, ...). \
-Set `wait_ms` to wait up to that long for the session to end first, instead of calling \
-repeatedly in a loop; the call returns as soon as it ends.";
+middle omitted with the full log's path). Each byte is served once: a middle the result \
+omits is passed over for good (it stays in the log), and one call reads at most 128 MiB \
+(`[N more bytes of output not read yet ...]`: call again for the rest). Ends with a status \
+line: `[still running after ...]` or how it ended (`[exit code N]`, `[killed by SIGNAL]`, \
+...), given once, with the read that reaches the end of the output; later reads of an ended \
+session say `(no new output; session ID ended earlier: exit code N)`. Set `wait_ms` to wait \
+up to that long for the session to end first, instead of calling repeatedly in a loop; the \
+call returns as soon as it ends.";
 
 const KILL_SHELL_DESCRIPTION: &str = "\
 Stop a shell session: signals every process in its process group. By default SIGTERM, then \
@@ -95,15 +102,19 @@ already ended is harmless and says how it ended. Unread output stays readable wi
 const WRITE_STDIN_DESCRIPTION: &str = "\
 Write text to the stdin of a session started with `bash` and `interactive: true`, then \
 return the output that arrives within `yield_ms` (default 250, max 600000; returns early if \
-the session ends), cleaned and cut like `bash` output, with a status line. Include the \
-newline a program waits for (e.g. `\"input\": \"print(1+1)\\n\"`). `input` may be empty to \
-just collect output. `close_stdin: true` closes stdin after writing (the program reads \
-end-of-file, e.g. to finish `cat` or `sort`).";
+the session ends), cleaned and cut like `bash` output, with a status line. The write never \
+waits for the program to read: the host accepts the bytes at once and delivers them in order \
+as the program reads (at most 8 MiB may wait; a write past that is refused whole, saying how \
+much is waiting), and the result says `[stdin: accepted N bytes ...]`. Include the newline a \
+program waits for (e.g. `\"input\": \"print(1+1)\\n\"`). `input` may be empty to just \
+collect output. `close_stdin: true` closes stdin once what was written is delivered (the \
+program reads end-of-file, e.g. to finish `cat`, `wc` or `sort`).";
 
 const LIST_SHELLS_DESCRIPTION: &str = "\
-List this tool's shell sessions, running and recently finished, oldest first: session id, \
-state (running, exit code, signal, timed-out, killed, failed), elapsed time, output size and \
-command. Takes no arguments.";
+List this tool's shell sessions, oldest first: every running one and the 20 most recent \
+finished ones (the text says how many older ones it leaves out; at most 30000 characters): \
+session id, state (running, exit code, signal, timed-out, killed, failed), elapsed time, \
+output size and command. Takes no arguments.";
 
 /// The specs of every tool, in the order they are offered.
 pub fn specs() -> Vec<Spec> {

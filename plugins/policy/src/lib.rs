@@ -128,7 +128,18 @@ pub fn decide(rules: &str, request: &Request) -> Decision {
 }
 
 /// Decides one request under already parsed rules.
+///
+/// A command longer than [`shell::MAX_INPUT`] (1 MiB) is denied with a message
+/// that names the limit: it cannot be checked, and nobody can review it.
 pub fn decide_with(rules: &Rules, request: &Request) -> Decision {
+    if request.command.len() > shell::MAX_INPUT {
+        return Decision::Deny(format!(
+            "the command is {} bytes; the policy checks commands of at most {} bytes (1 MiB). \
+             Write long content in several smaller commands (e.g. heredocs appending with `>>`).",
+            request.command.len(),
+            shell::MAX_INPUT
+        ));
+    }
     let ctx = shell::Context {
         cwd: request.cwd.clone(),
         workspace: request.workspace.clone(),

@@ -59,7 +59,10 @@ fn command_table() {
     });
     let deep_eval = format!("{}ls", "eval ".repeat(40));
     let deep_if = "if true; then ".repeat(400) + "ls" + &"; fi".repeat(400);
+    // Commands up to 1 MiB are checked like any other; longer ones are denied
+    // with the limit in the message (`shell::MAX_INPUT`).
     let long = format!("echo {}", "a".repeat(20_000));
+    let too_long = format!("echo {}", "a".repeat(1 << 20));
     let cases: Vec<(&str, &str, &str)> = vec![
         // Plain matching.
         (T, "git status", "allow"),
@@ -255,7 +258,8 @@ fn command_table() {
         (T, &bash_5_rm, "deny"),
         (T, &deep_eval, "ask"),
         (T, &deep_if, "ask"),
-        (T, &long, "ask"),
+        (T, &long, "allow"),
+        (T, &too_long, "deny"),
         (T, "", "ask"),
         (T, "   ", "ask"),
         (T, "# just a comment", "ask"),
@@ -419,6 +423,13 @@ fn rules_files() {
         ("allow = [\"ls\"\n", 1, ""),
         ("allow = [\"ls\"]\nthis is not toml\n", 2, ""),
         ("deny = [\"* rm\"]\n", 1, "program"),
+        // Shell syntax in a pattern could never match: refused, as in manifests.
+        ("deny = [\"git status;\"]\n", 1, "shell syntax"),
+        (
+            "allow = [\"ls\"]\ndeny = [\"echo 'a b'\"]\n",
+            2,
+            "shell syntax",
+        ),
         ("[allow]\nx = 1\n", 1, ""),
     ];
     for (text, line, needle) in bad {

@@ -44,7 +44,10 @@ pub use output::{
     MAX_EVENTS_IN_MEMORY, OUTPUT_TAIL_MAX_BYTES, ceil_char_boundary, floor_char_boundary, tail_str,
     truncate_str,
 };
-pub use process::{ENV_ALLOWLIST, group_members};
+pub use process::{
+    BASH_CANDIDATES, ENV_ALLOWLIST, INLINE_COMMAND_MAX, NON_INTERACTIVE_ENV, SCRIPT_FD, find_bash,
+    group_members,
+};
 pub use subscription::Subscription;
 
 use session::{Session, SessionInit, Timing};
@@ -158,7 +161,7 @@ pub struct SessionsConfig {
     /// ([`Sessions::start_with_policy`]) can only tighten it.
     ///
     /// Each started session gets a private temp dir `<state_dir>/sessions/<id>/tmp`
-    /// (writable under `workspace-write`, `TMPDIR` points there in every mode), and
+    /// (created and writable in every mode, read-only included; `TMPDIR` points there), and
     /// `state_dir` itself is protected: no confined command can write other sessions'
     /// logs or the compiled-plugin cache, even when the state dir lies inside the
     /// workspace.
@@ -344,6 +347,23 @@ pub struct StartRequest {
     /// The tool call this run belongs to (a foreground run); `None`: a background
     /// session from the start.
     pub tool_call_id: Option<String>,
+    /// Whether stderr shares stdout's pipe. Default: [`OutputStreams::Merged`].
+    #[serde(default)]
+    pub streams: OutputStreams,
+}
+
+/// How a command's stdout and stderr reach the host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutputStreams {
+    /// One pipe for both (fd 2 is a duplicate of fd 1), as a terminal gives: the
+    /// bytes arrive, and `output.log` holds them, in exactly the order the command
+    /// wrote them; every chunk is reported as [`OutputStream::Stdout`]. The default.
+    #[default]
+    Merged,
+    /// Two pipes, reported as [`OutputStream::Stdout`] and [`OutputStream::Stderr`]
+    /// chunks. What a command writes to one and then the other can arrive in either
+    /// order, and `output.log` interleaves them in arrival order.
+    Separate,
 }
 
 impl StartRequest {
@@ -835,7 +855,7 @@ fn register(
 ) -> std::io::Result<(
     process::ChildProcess,
     pipe::Receiver,
-    pipe::Receiver,
+    Option<pipe::Receiver>,
     Option<pipe::Sender>,
 )> {
     let child = match process::ChildProcess::spawned(started.pid, started.pidfd) {
@@ -849,7 +869,10 @@ fn register(
         }
     };
     let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
-    let stderr = pipe::Receiver::from_owned_fd(started.stderr)?;
+    let stderr = started
+        .stderr
+        .map(pipe::Receiver::from_owned_fd)
+        .transpose()?;
     let stdin = started.stdin.map(pipe::Sender::from_owned_fd).transpose()?;
     Ok((child, stdout, stderr, stdin))
 }
@@ -1092,7 +1115,10 @@ impl Sessions {
             cwd_fd,
             stdin_setup,
             confinement,
-            inner.config.child_nofile.unwrap_or(0),
+            process::ChildStreams {
+                nofile: inner.config.child_nofile.unwrap_or(0),
+                merge_stderr: req.streams == OutputStreams::Merged,
+            },
         ) {
             Ok(launch) => inner.spawner.spawn(launch).await,
             Err(e) => Err(e),
@@ -1148,7 +1174,7 @@ impl Sessions {
                 // Dropping the pipe closes it: the process reads end-of-file.
             });
         }
-        self.launch(session, child, Some(stdout), Some(stderr), log, req.timeout);
+        self.launch(session, child, Some(stdout), stderr, log, req.timeout);
         drop(slot);
         Ok(id)
     }
@@ -1344,19 +1370,28 @@ impl Sessions {
         })
     }
 
-    /// Writes `data` to the stdin pipe of a session started with [`StdinMode::Open`]
-    /// (or adopted with a piped stdin). Waits while the pipe is full, at most 30 s.
+    /// Most bytes a session's stdin queue holds that the process has not read yet
+    /// ([`Sessions::write_stdin`]): 8 MiB.
+    pub const STDIN_QUEUE_MAX_BYTES: usize = 8 << 20;
+
+    /// Hands `data` to the stdin pipe of a session started with [`StdinMode::Open`]
+    /// (or adopted with a piped stdin) and returns at once, never waiting for the
+    /// process to read: what the pipe takes now is written, the rest waits in the
+    /// session's stdin queue and a task writes it in order as the process reads. At
+    /// most [`Sessions::STDIN_QUEUE_MAX_BYTES`] may wait; a write that would go past
+    /// that is refused whole. The session's end (exit, timeout, kill) drops the queue.
     ///
     /// Errors: [`SessionError::UnknownSession`]; [`SessionError::SessionExited`] once it
     /// ended; [`SessionError::InvalidRequest`] if stdin is not open or was closed;
-    /// [`SessionError::Io`] if the process closed its end or does not read for 30 s.
+    /// [`SessionError::ResourceLimit`] when the queue is full (the text says how much
+    /// is queued); [`SessionError::Io`] once the process closed its end (the text says
+    /// how many bytes were written and how many queued ones were dropped).
     pub async fn write_stdin(
         &self,
         caller: &Caller,
         id: &str,
         data: &[u8],
     ) -> Result<(), SessionError> {
-        use tokio::io::AsyncWriteExt;
         let session = self.inner.lookup(caller, id)?;
         let exited =
             |session: &Session| session.lock().exit.clone().map(SessionError::SessionExited);
@@ -1368,35 +1403,20 @@ impl Sessions {
                 "stdin of session {id} is not open; start it with stdin mode `open` to write to it"
             )));
         }
-        let mut guard = session.stdin.lock().await;
-        let Some(pipe) = guard.as_mut() else {
-            return Err(exited(&session).unwrap_or_else(|| {
-                SessionError::InvalidRequest(format!("stdin of session {id} was already closed"))
-            }));
-        };
-        let result = tokio::select! {
-            r = pipe.write_all(data) => r.map_err(|e| {
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    SessionError::Io(format!("session {id} closed its stdin (broken pipe)"))
-                } else {
-                    SessionError::Io(format!("writing to the stdin of session {id} failed: {e}"))
-                }
-            }),
-            () = session.ended() => Err(exited(&session).unwrap_or_else(|| SessionError::Io("session ended".into()))),
-            () = tokio::time::sleep(Duration::from_secs(30)) => Err(SessionError::Io(format!(
-                "session {id} did not read its stdin for 30 s; nothing more was written"
-            ))),
-        };
-        if result.is_err() {
-            guard.take();
-            if let Some(e) = exited(&session) {
-                return Err(e);
-            }
+        let result = session::write_stdin(
+            &session,
+            data,
+            Self::STDIN_QUEUE_MAX_BYTES,
+            &self.inner.handle,
+        );
+        match (result, exited(&session)) {
+            (Err(_), Some(e)) => Err(e),
+            (result, _) => result,
         }
-        result
     }
 
-    /// Closes the stdin pipe (the process reads end-of-file). Closing twice is fine.
+    /// Closes the stdin pipe (the process reads end-of-file) once the bytes queued by
+    /// [`Sessions::write_stdin`] are written; returns at once. Closing twice is fine.
     ///
     /// Errors: [`SessionError::UnknownSession`]; [`SessionError::SessionExited`];
     /// [`SessionError::InvalidRequest`] if stdin was never open.
@@ -1410,7 +1430,7 @@ impl Sessions {
                 "stdin of session {id} is not open (it was started with stdin closed or bytes)"
             )));
         }
-        session.stdin.lock().await.take();
+        session::close_stdin(&session);
         Ok(())
     }
 

@@ -23,6 +23,64 @@ use crate::sandbox::Confinement;
 /// `TMPDIR` is replaced by the session's private temp dir for started sessions.
 pub const ENV_ALLOWLIST: &[&str] = &["PATH", "HOME", "LANG", "TZ", "USER", "LOGNAME", "TMPDIR"];
 
+/// Set for every command so that nothing waits on an interactive program it cannot
+/// see (stdin is closed or a pipe; there is no terminal): `(name, value, why)`.
+/// They come before the operator's and the request's pairs, which can override
+/// them. The same set agent shells use (Codex CLI, Claude Code).
+pub const NON_INTERACTIVE_ENV: &[(&str, &str, &str)] = &[
+    (
+        "GIT_EDITOR",
+        "false",
+        "`git commit` without -m, `--amend`, `rebase -i`, `merge` without --no-edit fail at once with git's own message instead of opening an editor (overrides core.editor)",
+    ),
+    (
+        "GIT_SEQUENCE_EDITOR",
+        "false",
+        "`rebase -i` fails at once too (overrides sequence.editor, which GIT_EDITOR does not)",
+    ),
+    (
+        "EDITOR",
+        "false",
+        "other programs that open $EDITOR fail at once",
+    ),
+    (
+        "VISUAL",
+        "false",
+        "the same, for programs that prefer $VISUAL",
+    ),
+    (
+        "GIT_PAGER",
+        "cat",
+        "git log, diff and show print everything instead of waiting in a pager (overrides core.pager)",
+    ),
+    (
+        "PAGER",
+        "cat",
+        "man, systemctl and others print instead of paging",
+    ),
+    (
+        "GIT_TERMINAL_PROMPT",
+        "0",
+        "git fails instead of prompting for a username or password",
+    ),
+    (
+        "GCM_INTERACTIVE",
+        "never",
+        "Git Credential Manager never opens a prompt",
+    ),
+    (
+        "DEBIAN_FRONTEND",
+        "noninteractive",
+        "apt and dpkg take defaults instead of asking",
+    ),
+    ("PIP_NO_INPUT", "1", "pip fails instead of prompting"),
+    (
+        "PYTHONUNBUFFERED",
+        "1",
+        "Python writes stdout at once, so its output and its errors keep terminal order",
+    ),
+];
+
 /// `PATH` given to the child when the host has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -45,8 +103,9 @@ pub(crate) fn validate_env_pair(name: &str, value: &str) -> Result<(), SessionEr
 }
 
 /// The environment a child gets: the allowlisted host variables, `TERM=dumb`,
-/// `TMPDIR=tmpdir` (the session's private temp dir, instead of the host's), then `extra`
-/// (operator pairs) and `request` pairs, later pairs overriding earlier ones.
+/// [`NON_INTERACTIVE_ENV`], `TMPDIR=tmpdir` (the session's private temp dir, instead of
+/// the host's), then `extra` (operator pairs) and `request` pairs, later pairs
+/// overriding earlier ones.
 pub(crate) fn build_env(
     tmpdir: &Path,
     extra: &[(String, String)],
@@ -65,11 +124,35 @@ pub(crate) fn build_env(
         env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
     env.push(("TERM".into(), "dumb".into()));
+    for (name, value, _) in NON_INTERACTIVE_ENV {
+        env.push((name.into(), value.into()));
+    }
     env.push(("TMPDIR".into(), tmpdir.into()));
     for (k, v) in extra.iter().chain(request) {
         env.push((k.into(), v.into()));
     }
-    env
+    // One entry per name, the last one given (C's getenv would see the first).
+    let mut seen = std::collections::HashSet::new();
+    let mut unique: Vec<(OsString, OsString)> = env
+        .into_iter()
+        .rev()
+        .filter(|(k, _)| seen.insert(k.clone()))
+        .collect();
+    unique.reverse();
+    unique
+}
+
+/// Where the built-in `bash` tool looks for bash, in order (the plugin tries them
+/// through `start`; `toolhost tools` reports the same choice with [`find_bash`]).
+pub const BASH_CANDIDATES: [&str; 3] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
+
+/// The shell the built-in `bash` tool runs commands with: the first of
+/// [`BASH_CANDIDATES`] that `resolve_shell` accepts, else `/bin/sh`.
+pub fn find_bash() -> PathBuf {
+    BASH_CANDIDATES
+        .iter()
+        .find_map(|c| resolve_shell(Some(c)).ok())
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
 }
 
 /// Resolves the shell: `None` is `/bin/sh`; otherwise an absolute path to an
@@ -177,6 +260,15 @@ pub(crate) enum StdinSetup {
     Piped,
 }
 
+/// Commands up to this many bytes are passed as `SHELL -c COMMAND`; a longer one
+/// goes through a sealed memfd at [`SCRIPT_FD`], run as `SHELL -c '. /proc/self/fd/63'`
+/// (64 KiB: Linux refuses any single argument over 128 KiB, `MAX_ARG_STRLEN`).
+pub const INLINE_COMMAND_MAX: usize = 64 * 1024;
+
+/// The descriptor a long command's script is at in the child (see
+/// [`INLINE_COMMAND_MAX`]); high, so it stays clear of the 3-9 scripts use.
+pub const SCRIPT_FD: i32 = 63;
+
 /// Everything the spawner thread needs to start one session's shell: built by
 /// [`Launch::new`] in the caller, consumed by [`Spawner::spawn`].
 pub(crate) struct Launch {
@@ -186,6 +278,18 @@ pub(crate) struct Launch {
     confinement: Confinement,
     /// The soft `RLIMIT_NOFILE` the command gets (0: the host's own).
     nofile: u64,
+    /// One pipe for stdout and stderr.
+    merge_stderr: bool,
+    /// A long command's text ([`INLINE_COMMAND_MAX`]), for [`SCRIPT_FD`].
+    script: Option<OwnedFd>,
+}
+
+/// How a child's descriptors are set up besides its stdin and cwd.
+pub(crate) struct ChildStreams {
+    /// The soft `RLIMIT_NOFILE` it starts with (0: the host's own).
+    pub(crate) nofile: u64,
+    /// One pipe for stdout and stderr.
+    pub(crate) merge_stderr: bool,
 }
 
 impl Launch {
@@ -201,21 +305,56 @@ impl Launch {
         cwd: OwnedFd,
         stdin: StdinSetup,
         confinement: Confinement,
-        nofile: u64,
+        streams: ChildStreams,
     ) -> io::Result<Launch> {
+        let ChildStreams {
+            nofile,
+            merge_stderr,
+        } = streams;
+        let (inline, script) = if command.len() <= INLINE_COMMAND_MAX {
+            (command.to_owned(), None)
+        } else {
+            (
+                format!(". /proc/self/fd/{SCRIPT_FD}"),
+                Some(command_memfd(command)?),
+            )
+        };
         let argv = [
             shell.as_os_str(),
             std::ffi::OsStr::new("-c"),
-            std::ffi::OsStr::new(command),
+            std::ffi::OsStr::new(&inline),
         ];
         Ok(Launch {
             program: crate::spawn::Program::new(shell.as_os_str(), &argv, &env)?,
+            script,
             stdin,
             cwd,
             confinement,
             nofile,
+            merge_stderr,
         })
     }
+}
+
+/// A sealed, read-only memfd holding `command` (see [`INLINE_COMMAND_MAX`]).
+fn command_memfd(command: &str) -> io::Result<OwnedFd> {
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    use std::io::Write;
+    let errno = |e: Errno| io::Error::from_raw_os_error(e as i32);
+    let fd = memfd_create(
+        c"toolhost-command",
+        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+    )
+    .map_err(errno)?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(command.as_bytes())?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    nix::fcntl::fcntl(
+        &file,
+        FcntlArg::F_ADD_SEALS(nix::fcntl::SealFlag::from_bits_truncate(seals)),
+    )
+    .map_err(errno)?;
+    Ok(OwnedFd::from(file))
 }
 
 /// A started shell: its pid, a waiter, and the host ends of its pipes (plain fds:
@@ -225,7 +364,8 @@ pub(crate) struct Started {
     pub(crate) pidfd: OwnedFd,
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
-    pub(crate) stderr: OwnedFd,
+    /// `None` when stderr shares the stdout pipe ([`OutputStreams::Merged`](super::OutputStreams::Merged)).
+    pub(crate) stderr: Option<OwnedFd>,
 }
 
 /// Runs in the child between `clone` and `exec`: async-signal-safe, no allocation.
@@ -270,7 +410,13 @@ fn start(launch: Launch) -> io::Result<Started> {
         unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| io::Error::from_raw_os_error(e as i32))
     };
     let (stdout_r, stdout_w) = pipe()?;
-    let (stderr_r, stderr_w) = pipe()?;
+    // Merged: fds 1 and 2 are the same pipe, so the bytes arrive in exactly the
+    // order the command wrote them, as on a terminal.
+    let stderr = if launch.merge_stderr {
+        None
+    } else {
+        Some(pipe()?)
+    };
     let (stdin_host, stdin_child) = match launch.stdin {
         StdinSetup::Null => (None, OwnedFd::from(std::fs::File::open("/dev/null")?)),
         StdinSetup::Piped => {
@@ -282,14 +428,20 @@ fn start(launch: Launch) -> io::Result<Started> {
         fds: [
             stdin_child.as_raw_fd(),
             stdout_w.as_raw_fd(),
-            stderr_w.as_raw_fd(),
+            stderr
+                .as_ref()
+                .map_or(stdout_w.as_raw_fd(), |(_, w)| w.as_raw_fd()),
         ],
+        extra: launch.script.as_ref().map(|fd| (fd.as_raw_fd(), SCRIPT_FD)),
     };
     let parent = Pid::this();
     let setup = || child_setup(&launch.cwd, parent, launch.nofile, &launch.confinement);
     let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup)?;
     raise_pipe_size(&stdout_r);
-    raise_pipe_size(&stderr_r);
+    let stderr_r = stderr.map(|(r, _)| r);
+    if let Some(r) = &stderr_r {
+        raise_pipe_size(r);
+    }
     Ok(Started {
         pid: spawned.pid,
         pidfd: spawned.pidfd,
@@ -642,3 +794,29 @@ pub(crate) fn signal_processes(
 /// Polling interval while waiting for a signalled group to go away (only during a
 /// kill's grace period).
 pub(crate) const SURVIVOR_POLL: Duration = Duration::from_millis(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_appears_once_with_the_last_value_given() {
+        let env = build_env(
+            Path::new("/tmp/t"),
+            &[("PAGER".into(), "less".into())],
+            &[("GIT_EDITOR".into(), "vi".into()), ("X".into(), "1".into())],
+        );
+        let get = |name: &str| -> Vec<&OsString> {
+            env.iter()
+                .filter(|(k, _)| k == name)
+                .map(|(_, v)| v)
+                .collect()
+        };
+        assert_eq!(get("GIT_EDITOR"), [&OsString::from("vi")]);
+        assert_eq!(get("PAGER"), [&OsString::from("less")]);
+        assert_eq!(get("GIT_TERMINAL_PROMPT"), [&OsString::from("0")]);
+        assert_eq!(get("TMPDIR"), [&OsString::from("/tmp/t")]);
+        assert_eq!(get("TERM"), [&OsString::from("dumb")]);
+        assert_eq!(get("X"), [&OsString::from("1")]);
+    }
+}

@@ -1,7 +1,7 @@
 //! One session: its shared state, the task that captures its output and waits for its
 //! exit, and the terminate (TERM, grace, KILL) sequence.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
@@ -36,7 +36,8 @@ pub(crate) struct Session {
     pub(crate) group: bool,
     /// Started with an open stdin pipe.
     pub(crate) stdin_open: bool,
-    pub(crate) stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
+    /// The open stdin pipe and the bytes queued for it ([`write_stdin`]).
+    pub(crate) stdin: Mutex<StdinQueue>,
     pub(crate) read_cursor: tokio::sync::Mutex<u64>,
     /// The sandbox the process runs under (`None`: adopted, not confined by the host).
     pub(crate) effective: Option<Arc<EffectiveSandbox>>,
@@ -105,7 +106,7 @@ impl Session {
             pid: init.pid,
             group: init.group,
             stdin_open: init.stdin_open,
-            stdin: tokio::sync::Mutex::new(init.stdin),
+            stdin: Mutex::new(StdinQueue::new(init.stdin)),
             read_cursor: tokio::sync::Mutex::new(0),
             effective: init.sandbox,
             sandbox,
@@ -377,9 +378,8 @@ pub(crate) async fn run(
         session.finished.send_replace(true);
         exit
     };
-    if let Ok(mut stdin) = session.stdin.try_lock() {
-        stdin.take();
-    }
+    // A kill, a timeout or the exit drops what is still queued for stdin.
+    session.stdin_queue().end();
     tracing::debug!(session = %session.id, ?exit, "session ended");
 }
 
@@ -484,4 +484,232 @@ fn is_terminating(sig: Signal) -> bool {
             | Signal::SIGURG
             | Signal::SIGWINCH
     )
+}
+
+// ---- stdin ---------------------------------------------------------------------
+
+use super::SessionError;
+
+/// A session's open stdin: the pipe and the bytes accepted for it but not yet written
+/// ([`write_stdin`]). One writer task at a time drains the queue into the pipe, in
+/// order, while the process reads; the caller never waits for the process.
+pub(crate) struct StdinQueue {
+    /// The pipe, while it is open and no writer task holds it.
+    pipe: Option<pipe::Sender>,
+    /// Accepted bytes not yet written, oldest first.
+    chunks: VecDeque<Bytes>,
+    /// Bytes in `chunks`.
+    queued: usize,
+    /// Bytes written to the pipe so far.
+    written: u64,
+    /// A writer task holds the pipe and drains `chunks`.
+    writer: bool,
+    /// `close_stdin` was called: no more bytes are accepted, and the pipe is closed
+    /// once `chunks` is empty.
+    closing: bool,
+    /// The pipe is gone for good: why (`None` while it is open).
+    closed: Option<StdinClosed>,
+}
+
+/// Why a session's stdin pipe is closed.
+enum StdinClosed {
+    /// Started with stdin closed or bytes.
+    NeverOpen,
+    /// By `close_stdin`.
+    Requested,
+    /// The session ended.
+    Ended,
+    /// Writing failed (the text says how, and what was dropped).
+    Failed(String),
+}
+
+impl StdinQueue {
+    pub(crate) fn new(pipe: Option<pipe::Sender>) -> StdinQueue {
+        StdinQueue {
+            closed: pipe.is_none().then_some(StdinClosed::NeverOpen),
+            pipe,
+            chunks: VecDeque::new(),
+            queued: 0,
+            written: 0,
+            writer: false,
+            closing: false,
+        }
+    }
+
+    /// Closes the pipe for good and drops what is queued.
+    fn shut(&mut self, why: StdinClosed) {
+        self.pipe = None;
+        self.chunks.clear();
+        self.queued = 0;
+        self.closed.get_or_insert(why);
+    }
+
+    /// The session ended: what is still queued is never delivered.
+    pub(crate) fn end(&mut self) {
+        self.shut(StdinClosed::Ended);
+    }
+
+    /// Why writing failed: the pipe is closed and the queue dropped.
+    fn fail(&mut self, id: &SessionId, e: &std::io::Error) -> String {
+        let dropped = self.queued;
+        let why = if e.kind() == std::io::ErrorKind::BrokenPipe {
+            format!("session {id} closed its stdin (broken pipe)")
+        } else {
+            format!("writing to the stdin of session {id} failed: {e}")
+        };
+        let why = format!(
+            "{why} after {} byte(s) were written; {dropped} queued byte(s) were dropped",
+            self.written
+        );
+        self.shut(StdinClosed::Failed(why.clone()));
+        why
+    }
+}
+
+impl Session {
+    pub(crate) fn stdin_queue(&self) -> MutexGuard<'_, StdinQueue> {
+        self.stdin.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Accepts `data` for the session's stdin and returns at once: what the pipe takes
+/// now is written, the rest is queued (at most `limit` bytes waiting) and written in
+/// order by a writer task spawned on `handle` while the process reads. A write that
+/// would take the queue past `limit` is refused whole.
+///
+/// Errors: [`SessionError::InvalidRequest`] when stdin is closed or closing;
+/// [`SessionError::ResourceLimit`] past `limit`; [`SessionError::Io`] when the process
+/// closed its end (the queue is dropped then).
+pub(crate) fn write_stdin(
+    session: &Arc<Session>,
+    data: &[u8],
+    limit: usize,
+    handle: &tokio::runtime::Handle,
+) -> Result<(), SessionError> {
+    let id = &session.id;
+    let mut q = session.stdin_queue();
+    if let Some(closed) = &q.closed {
+        let closed = match closed {
+            StdinClosed::Failed(why) => return Err(SessionError::Io(why.clone())),
+            StdinClosed::NeverOpen => "it was never open",
+            StdinClosed::Requested => "it was already closed",
+            StdinClosed::Ended => "the session ended",
+        };
+        return Err(SessionError::InvalidRequest(format!(
+            "stdin of session {id} is closed: {closed}"
+        )));
+    }
+    if q.closing {
+        return Err(SessionError::InvalidRequest(format!(
+            "stdin of session {id} was already closed (it closes once the {} queued byte(s) are written)",
+            q.queued
+        )));
+    }
+    if q.queued + data.len() > limit {
+        return Err(SessionError::ResourceLimit(format!(
+            "the stdin queue of session {id} holds at most {limit} bytes ({} MiB) that the \
+             process has not read yet; {} byte(s) are queued now, so these {} byte(s) were \
+             refused whole (none of them was queued); wait until the program reads its input",
+            limit >> 20,
+            q.queued,
+            data.len()
+        )));
+    }
+    let mut rest = data;
+    if !q.writer
+        && let Some(pipe) = &q.pipe
+    {
+        match pipe.try_write(rest) {
+            Ok(n) => {
+                q.written += n as u64;
+                rest = &rest[n..];
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(SessionError::Io(q.fail(id, &e))),
+        }
+    }
+    if rest.is_empty() {
+        return Ok(());
+    }
+    q.chunks.push_back(Bytes::copy_from_slice(rest));
+    q.queued += rest.len();
+    if !q.writer
+        && let Some(pipe) = q.pipe.take()
+    {
+        q.writer = true;
+        handle.spawn(drain_stdin(session.clone(), pipe));
+    }
+    Ok(())
+}
+
+/// Closes the session's stdin: at once when nothing is queued, otherwise once the
+/// writer task has written the queue. Closing twice is fine.
+pub(crate) fn close_stdin(session: &Session) {
+    let mut q = session.stdin_queue();
+    q.closing = true;
+    if !q.writer {
+        q.shut(StdinClosed::Requested);
+    }
+}
+
+/// The writer task: writes the queued chunks in order, waiting while the pipe is
+/// full, until the queue is empty (then it hands the pipe back, or closes it after
+/// `close_stdin`), the pipe fails, or the session ends (a kill, a timeout or the
+/// exit; the rest of the queue is dropped).
+async fn drain_stdin(session: Arc<Session>, mut pipe: pipe::Sender) {
+    use bytes::Buf;
+    use tokio::io::AsyncWriteExt;
+    loop {
+        let chunk = {
+            let mut q = session.stdin_queue();
+            if q.closed.is_some() {
+                q.writer = false;
+                return;
+            }
+            match q.chunks.front() {
+                Some(chunk) => chunk.clone(),
+                None => {
+                    q.writer = false;
+                    if q.closing {
+                        q.shut(StdinClosed::Requested);
+                    } else {
+                        q.pipe = Some(pipe);
+                    }
+                    return;
+                }
+            }
+        };
+        let result = tokio::select! {
+            r = pipe.write(&chunk) => r,
+            () = session.ended() => {
+                let mut q = session.stdin_queue();
+                q.writer = false;
+                q.end();
+                return;
+            }
+        };
+        let mut q = session.stdin_queue();
+        let result = match result {
+            Ok(0) => Err(std::io::ErrorKind::WriteZero.into()),
+            other => other,
+        };
+        match result {
+            Ok(n) if q.closed.is_none() => {
+                q.written += n as u64;
+                q.queued -= n;
+                if let Some(front) = q.chunks.front_mut() {
+                    front.advance(n);
+                    if front.is_empty() {
+                        q.chunks.pop_front();
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                q.writer = false;
+                q.fail(&session.id, &e);
+                return;
+            }
+        }
+    }
 }

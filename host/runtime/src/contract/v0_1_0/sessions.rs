@@ -266,6 +266,10 @@ fn start_request(r: wit::StartRequest) -> Result<process::StartRequest, wit::Ses
         timeout,
         shell: r.shell,
         tool_call_id: r.tool_call_id,
+        // v0.1.0 cannot ask for separate streams: its plugins get the terminal's
+        // order, every chunk reported as `stdout` (ARCHITECTURE.md, "Contract
+        // versions").
+        streams: process::OutputStreams::Merged,
     })
 }
 
