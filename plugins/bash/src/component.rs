@@ -183,44 +183,6 @@ fn session_result(
 
 // ---- reading output and waiting ------------------------------------------------
 
-/// Reads the output no earlier read returned (up to the total at the first
-/// read), advancing the session's read cursor. A character split across reads
-/// is stitched back together; a trailing incomplete one is left for the next
-/// read while the session may still write.
-fn read_new(id: &str) -> Result<Capture, s::SessionError> {
-    let mut capture = Capture::new();
-    let first = s::read_new_output(id, READ_CHUNK)?;
-    let lead = text::leading_continuation_len(&first.data);
-    if lead > 0 && first.offset > 0 {
-        let back = first.offset.min(3);
-        if let Ok(prev) = s::read_output(id, first.offset - back, back as u32) {
-            let k = text::incomplete_suffix_len(&prev.data);
-            capture.push(&prev.data[prev.data.len() - k..]);
-        }
-    }
-    capture.push(&first.data);
-    let end = first.total_bytes;
-    let mut pos = first.offset + first.data.len() as u64;
-    let mut eof = first.eof;
-    // Everything goes through `read-new-output`, a flood included (the capture
-    // keeps only its head and tail), so the read cursor ends exactly past the
-    // last byte and a later `bash_output` never serves the middle again.
-    while pos < end && !eof {
-        let next = s::read_new_output(id, READ_CHUNK)?;
-        if next.data.is_empty() {
-            eof = next.eof;
-            break;
-        }
-        pos = next.offset + next.data.len() as u64;
-        eof = next.eof;
-        capture.push(&next.data);
-    }
-    if !eof {
-        capture.hold_back_incomplete_end();
-    }
-    Ok(capture)
-}
-
 /// How a wait ended.
 enum Waited {
     /// The session ended (with its exit status when known).
@@ -357,7 +319,7 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
         Ok(snap) => snap,
         Err(e) => return error_output("check the command", Some(&id), e),
     };
-    let capture = match read_new(&id) {
+    let capture = match read_within(&id, u64::MAX).map(|r| r.capture) {
         Ok(c) => c,
         Err(e) => return error_output("read the command's output", Some(&id), e),
     };
@@ -457,6 +419,13 @@ struct Unread {
 /// across reads is stitched back together; a trailing incomplete one is left for
 /// the next read while the session may still write.
 fn read_unread(id: &str) -> Result<Unread, s::SessionError> {
+    read_within(id, READ_BUDGET)
+}
+
+/// As [`read_unread`], reading at most `budget` bytes (`u64::MAX`: all there was
+/// at the first read, as a finished foreground run's result does; the capture
+/// keeps only its head and tail).
+fn read_within(id: &str, budget: u64) -> Result<Unread, s::SessionError> {
     let mut capture = Capture::new();
     let first = s::read_new_output(id, READ_CHUNK)?;
     let lead = text::leading_continuation_len(&first.data);
@@ -469,7 +438,7 @@ fn read_unread(id: &str) -> Result<Unread, s::SessionError> {
     }
     capture.push(&first.data);
     let end = first.total_bytes;
-    let stop = end.min(first.offset.saturating_add(READ_BUDGET));
+    let stop = end.min(first.offset.saturating_add(budget));
     let mut pos = first.offset + first.data.len() as u64;
     let mut eof = first.eof;
     while pos < stop && !eof {

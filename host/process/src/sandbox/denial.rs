@@ -6,7 +6,7 @@
 //! Python, curl, git...) and, when a sandbox is active, names the rule and the escalation to
 //! ask for. The command's own error text is left untouched; the hint is extra.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::{EffectiveSandbox, SandboxMode};
 
@@ -237,7 +237,7 @@ impl<'a> Causes<'a> {
             joined.symlink_metadata().ok()?;
             joined
         };
-        let real = real_path(&lexical(&path), 0);
+        let real = real_path(&super::lexically_normal(&path), 0);
         let binds: Vec<&PathBuf> = self.effective.protected.iter().chain(&self.git).collect();
         let writable = self.effective.writable.iter().any(|root| {
             real.starts_with(root)
@@ -313,21 +313,6 @@ fn last_quoted(text: &str) -> Option<&str> {
         .map(|start| &inner[start + open.len_utf8()..])
 }
 
-/// `.` dropped and `..` popped, without touching the filesystem.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// `path` with the symlinks of its existing part resolved (a dangling symlink followed to
 /// its target); the missing tail is kept as is.
 fn real_path(path: &Path, depth: u8) -> PathBuf {
@@ -341,7 +326,7 @@ fn real_path(path: &Path, depth: u8) -> PathBuf {
             Some(dir) => dir.join(target),
             None => target,
         };
-        return real_path(&lexical(&next), depth + 1);
+        return real_path(&super::lexically_normal(&next), depth + 1);
     }
     match (path.parent(), path.file_name()) {
         (Some(dir), Some(name)) if depth < 40 => real_path(dir, depth + 1).join(name),

@@ -715,3 +715,19 @@ fn linked_dir(file: &Path, prefix: &str) -> Option<PathBuf> {
     let dir = file.parent()?.join(named).canonicalize().ok()?;
     dir.is_dir().then_some(dir)
 }
+
+/// Lexical normalisation (`.` dropped, `..` pops), without touching the filesystem:
+/// for wording errors about paths that cannot be opened and for judging denials.
+pub(crate) fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}

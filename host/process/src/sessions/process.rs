@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -180,22 +180,6 @@ pub(crate) fn resolve_shell(shell: Option<&str>) -> Result<PathBuf, SessionError
     Ok(path)
 }
 
-/// Lexical normalisation (`.` dropped, `..` pops) used to word errors for paths that
-/// cannot be opened without revealing whether something outside the workspace exists.
-fn lexically_normal(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// Opens the working directory: `cwd` relative to `workspace` (canonical) or absolute.
 /// The opened directory's real path (all symlinks resolved, read back from
 /// `/proc/self/fd`) must lie inside `workspace`. The child `fchdir`s to this very fd,
@@ -227,7 +211,9 @@ pub(crate) fn open_cwd(
         Mode::empty(),
     ) {
         Ok(fd) => fd,
-        Err(_) if !lexically_normal(&path).starts_with(workspace) => return Err(outside()),
+        Err(_) if !crate::sandbox::lexically_normal(&path).starts_with(workspace) => {
+            return Err(outside());
+        }
         Err(Errno::ENOENT) => {
             return Err(SessionError::InvalidRequest(format!(
                 "cwd `{given}` does not exist in the workspace `{}`",
