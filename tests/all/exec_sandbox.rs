@@ -646,6 +646,20 @@ fn dev_shm_is_private_to_each_command() {
         &[],
     );
     assert_eq!(out.stdout, b"gone\n", "{}", describe(&out));
+    // Bounded: a command cannot fill the host's memory through /dev/shm.
+    let out = bash(
+        ws.path(),
+        state.path(),
+        "head -c 300M /dev/zero > /dev/shm/big; echo status $?; rm -f /dev/shm/big",
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("No space left on device"),
+        "{}",
+        describe(&out)
+    );
+    assert!(text.contains("status 1"), "{}", describe(&out));
 }
 
 #[test]

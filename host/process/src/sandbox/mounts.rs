@@ -18,7 +18,7 @@
 //!    `mount(MS_REMOUNT | MS_BIND | MS_RDONLY | <current flags from statvfs>)` (not recursive);
 //! 4. re-binds writable, on top, any writable root that lies beneath a read-only path (e.g. a
 //!    private temp dir inside a protected state dir that is itself inside the workspace);
-//! 5. mounts a fresh `tmpfs` on `/dev/shm` (`MS_NOSUID | MS_NODEV`, mode 1777), so POSIX shared
+//! 5. mounts a fresh `tmpfs` on `/dev/shm` (`MS_NOSUID | MS_NODEV`, mode 1777, at most 256 MiB), so POSIX shared
 //!    memory and semaphores work without reaching the host's shared `/dev/shm` or another
 //!    session's: it is private to this namespace and freed with it;
 //! 6. mounts a new `devpts` instance on `/dev/pts` (`newinstance,ptmxmode=0666,mode=0620`),
@@ -120,7 +120,9 @@ pub(crate) fn mount_private_shm() -> io::Result<()> {
             c"/dev/shm".as_ptr(),
             c"tmpfs".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV,
-            c"mode=1777".as_ptr().cast(),
+            // Bounded (256 MiB, a whole-RAM tmpfs is the kernel default), so a
+            // command cannot fill the host's memory through shared memory.
+            c"mode=1777,size=256m".as_ptr().cast(),
         )
     };
     check(rc.into())
