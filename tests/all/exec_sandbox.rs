@@ -735,6 +735,36 @@ fn a_git_file_stays_read_only_and_commands_start() {
 }
 
 #[test]
+fn a_git_dir_named_by_a_git_file_cannot_be_swapped_through_its_parent() {
+    let (ws, state) = dirs();
+    std::fs::create_dir_all(ws.path().join("sub/realgit/hooks")).unwrap();
+    std::fs::write(ws.path().join(".git"), "gitdir: sub/realgit\n").unwrap();
+    // Renaming the parent away and planting a git dir (with a hook) in its place.
+    let out = bash(
+        ws.path(),
+        state.path(),
+        "mv sub sub2 && mkdir -p sub/realgit/hooks && echo evil > sub/realgit/hooks/pre-commit",
+        &[],
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(!ws.path().join("sub2").exists());
+    assert!(!ws.path().join("sub/realgit/hooks/pre-commit").exists());
+}
+
+#[test]
+fn a_git_that_cannot_be_protected_is_not_reported_read_only() {
+    for link in [".", "gitdir"] {
+        let (ws, state) = dirs();
+        std::fs::create_dir(ws.path().join("gitdir")).unwrap();
+        std::os::unix::fs::symlink(link, ws.path().join(".git")).unwrap();
+        let v = bash_json(ws.path(), state.path(), "echo hi", &[]);
+        let sandbox = v["structured"]["sandbox"].as_str().unwrap();
+        assert!(sandbox.starts_with("workspace-write"), "{v}");
+        assert!(!sandbox.contains(".git read-only"), "{link}: {v}");
+    }
+}
+
+#[test]
 fn a_git_symlink_to_a_directory_protects_the_target() {
     let (ws, state) = dirs();
     std::fs::create_dir(ws.path().join("gitdir")).unwrap();

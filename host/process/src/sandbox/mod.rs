@@ -261,11 +261,47 @@ impl SandboxPolicy {
         } else {
             Vec::new()
         };
-        let git_binds: Vec<PathBuf> = git_targets
-            .iter()
-            .filter(|p| strictly_beneath_any(p, &writable_roots))
-            .cloned()
-            .collect();
+        // A target beneath a writable root is bound read-only from the entry right
+        // beneath that root (`sub` for a `gitdir: sub/realgit`), so no command can rename
+        // a parent away and put a git dir of its own in its place. A target that IS a
+        // writable root (`.git -> .`) cannot be protected.
+        let mut git_binds: Vec<PathBuf> = Vec::new();
+        let mut git_unprotectable = false;
+        for p in &git_targets {
+            match writable_roots.iter().find(|r| p.starts_with(r)) {
+                Some(root) if p == root => git_unprotectable = true,
+                Some(root) => {
+                    let top = p
+                        .strip_prefix(root)
+                        .ok()
+                        .and_then(|rest| rest.components().next())
+                        .map(|first| root.join(first))
+                        .unwrap_or_else(|| p.clone());
+                    if !git_binds.contains(&top) {
+                        git_binds.push(top);
+                    }
+                }
+                None => {}
+            }
+        }
+        // A `.git` symlink is an entry of the (writable) workspace root: its target is
+        // protected, but the link itself can be replaced, so `.git` is not reported as
+        // read-only.
+        let git_link = workspace
+            .join(".git")
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink());
+        if wants_git_ro && !git_targets.is_empty() && (git_link || git_unprotectable) {
+            warnings.push(if git_unprotectable {
+                "`.git` resolves to the workspace itself, which stays writable: `.git` cannot be \
+                 kept read-only"
+                    .to_string()
+            } else {
+                "`.git` is a symlink: what it points to is read-only, but a command can replace \
+                 the link itself"
+                    .to_string()
+            });
+        }
         read_only_binds.extend(git_binds.iter().cloned());
         let mut protected = Vec::new();
         for p in &paths.protected {
@@ -331,8 +367,10 @@ impl SandboxPolicy {
             writable.push(PathBuf::from(mounts::DEV_PTMX));
             writable.push(PathBuf::from(mounts::DEV_PTS));
         }
-        let git_read_only =
-            !git_targets.is_empty() && (git_binds.is_empty() || mount_plan.is_some());
+        let git_read_only = !git_targets.is_empty()
+            && !git_unprotectable
+            && !git_link
+            && (git_binds.is_empty() || mount_plan.is_some());
         if !read_only_binds.is_empty() && mount_plan.is_none() {
             warnings.push(format!(
                 "cannot create a private mount namespace ({}); {} stay(s) WRITABLE",
@@ -655,11 +693,6 @@ fn join_paths(paths: &[PathBuf]) -> String {
 
 fn absolute_lexical(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-/// `true` if `p` lies beneath one of `roots` without being that root itself.
-fn strictly_beneath_any(p: &Path, roots: &[PathBuf]) -> bool {
-    roots.iter().any(|r| p != r.as_path() && p.starts_with(r))
 }
 
 /// What keeping the workspace's `.git` read-only protects, as existing canonical paths,
