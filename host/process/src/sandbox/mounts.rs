@@ -111,33 +111,44 @@ impl MountPlan {
     }
 }
 
-/// A fresh `tmpfs` on `/dev/shm` (in the child's private mount namespace).
+/// A fresh `tmpfs` on `/dev/shm` (in the child's private mount namespace). Bounded
+/// (256 MiB; a tmpfs of half the RAM is the kernel default), so a command cannot fill
+/// the host's memory through shared memory.
 pub(crate) fn mount_private_shm() -> io::Result<()> {
-    // SAFETY: static NUL-terminated strings.
-    let rc = unsafe {
-        libc::mount(
-            c"tmpfs".as_ptr(),
-            c"/dev/shm".as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            // Bounded (256 MiB, a whole-RAM tmpfs is the kernel default), so a
-            // command cannot fill the host's memory through shared memory.
-            c"mode=1777,size=256m".as_ptr().cast(),
-        )
-    };
-    check(rc.into())
+    mount_fresh(
+        c"tmpfs",
+        c"/dev/shm",
+        libc::MS_NOSUID | libc::MS_NODEV,
+        c"mode=1777,size=256m",
+    )
 }
 
 /// A new `devpts` instance on `/dev/pts` (in the child's private mount namespace).
 pub(crate) fn mount_private_pts() -> io::Result<()> {
-    // SAFETY: static NUL-terminated strings.
+    mount_fresh(
+        c"devpts",
+        c"/dev/pts",
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        c"newinstance,ptmxmode=0666,mode=0620",
+    )
+}
+
+/// Mounts a new instance of file system `fstype` on `target` with `flags` and `data`.
+/// Async-signal-safe (runs in the child between `clone` and `exec`).
+fn mount_fresh(
+    fstype: &std::ffi::CStr,
+    target: &std::ffi::CStr,
+    flags: libc::c_ulong,
+    data: &std::ffi::CStr,
+) -> io::Result<()> {
+    // SAFETY: NUL-terminated strings that outlive the call.
     let rc = unsafe {
         libc::mount(
-            c"devpts".as_ptr(),
-            c"/dev/pts".as_ptr(),
-            c"devpts".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NOEXEC,
-            c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+            fstype.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            flags,
+            data.as_ptr().cast(),
         )
     };
     check(rc.into())
