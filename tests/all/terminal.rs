@@ -198,3 +198,25 @@ async fn commands_up_to_1_mib_are_checked_and_longer_ones_refused_with_the_limit
     assert!(text.contains("at most 1048576 bytes (1 MiB)"), "{text}");
     mcp.cancel().await.unwrap();
 }
+
+#[test]
+fn commands_get_the_open_file_limit_toolhost_was_started_with() {
+    let (ws, state) = dirs();
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid out-pointer for getrlimit.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
+    // toolhost raises its own soft limit to the hard one; the command gets ours back.
+    let (result, out) = bash(ws.path(), state.path(), json!({"command": "ulimit -Sn"}));
+    assert_eq!(
+        text(&result),
+        limit.rlim_cur.to_string(),
+        "{}",
+        describe(&out)
+    );
+}

@@ -183,9 +183,6 @@ enum Command {
     },
 }
 
-/// The soft open-file limit the host was started with, set once in `main`.
-static CHILD_NOFILE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -198,12 +195,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Commands get the limit the host was started with back (see
     // `SessionsConfig::child_nofile`): some programs loop up to it.
-    match toolhost_process::raise_fd_limit() {
-        Ok(limit) => {
-            let _ = CHILD_NOFILE.set(limit.inherited);
+    let child_nofile = match toolhost_process::raise_fd_limit() {
+        Ok(limit) => Some(limit.inherited),
+        Err(e) => {
+            tracing::warn!("cannot raise the open-file limit: {e}");
+            None
         }
-        Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
-    }
+    };
     let runtime = match toolhost_runtime::tokio_runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -211,10 +209,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(run(cli))
+    runtime.block_on(run(cli, child_nofile))
 }
 
-async fn run(cli: Cli) -> ExitCode {
+/// Runs one command. `child_nofile`: the soft open-file limit commands start with
+/// (the one `toolhost` was started with; see `SessionsConfig::child_nofile`).
+async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
     match cli.command {
         Command::Call {
             tool,
@@ -226,7 +226,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(v) => v,
                 Err(e) => return usage_error(format!("ARGUMENTS is not valid JSON: {e}")),
             };
-            let host = match start_host_with(host, None, ONE_CALL_INSTANCES).await {
+            let host = match start_host_with(host, None, ONE_CALL_INSTANCES, child_nofile).await {
                 Ok(h) => h,
                 Err(code) => return code,
             };
@@ -276,7 +276,7 @@ async fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Serve { host_session, host } => serve(host, host_session).await,
+        Command::Serve { host_session, host } => serve(host, host_session, child_nofile).await,
         Command::Attach {
             session,
             from,
@@ -285,7 +285,7 @@ async fn run(cli: Cli) -> ExitCode {
         } => attach(state.dir(), session, from, once).await,
         Command::HostSessions { json, state } => host_sessions(state.dir(), json).await,
         Command::Tools { json, host } => {
-            let host = match start_host(host).await {
+            let host = match start_host(host, child_nofile).await {
                 Ok(h) => h,
                 Err(code) => return code,
             };
@@ -341,7 +341,11 @@ async fn run(cli: Cli) -> ExitCode {
     }
 }
 
-async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
+async fn serve(
+    args: HostArgs,
+    host_session: Option<String>,
+    child_nofile: Option<u64>,
+) -> ExitCode {
     let state_dir = args
         .state_dir
         .clone()
@@ -361,6 +365,7 @@ async fn serve(args: HostArgs, host_session: Option<String>) -> ExitCode {
         args,
         Some(log.clone()),
         HostConfig::new("", "").max_instances,
+        child_nofile,
     )
     .await
     {
@@ -591,14 +596,21 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
 /// spare); a smaller pool is quicker to set up and tear down (benchmark P6).
 const ONE_CALL_INSTANCES: u32 = 8;
 
-async fn start_host(args: HostArgs) -> Result<Host, ExitCode> {
-    start_host_with(args, None, HostConfig::new("", "").max_instances).await
+async fn start_host(args: HostArgs, child_nofile: Option<u64>) -> Result<Host, ExitCode> {
+    start_host_with(
+        args,
+        None,
+        HostConfig::new("", "").max_instances,
+        child_nofile,
+    )
+    .await
 }
 
 async fn start_host_with(
     args: HostArgs,
     events: Option<Arc<HostSessionLog>>,
     max_instances: u32,
+    child_nofile: Option<u64>,
 ) -> Result<Host, ExitCode> {
     let workspace = match args.workspace {
         Some(w) => w,
@@ -625,7 +637,7 @@ async fn start_host_with(
     config.max_sessions = args.max_sessions as usize;
     config.max_instances = max_instances;
     config.plugins_dir = args.plugins_dir;
-    config.child_nofile = CHILD_NOFILE.get().copied();
+    config.child_nofile = child_nofile;
     Host::new(config)
         .await
         .map_err(|e| usage_error(e.to_string()))
