@@ -201,22 +201,36 @@ async fn commands_up_to_1_mib_are_checked_and_longer_ones_refused_with_the_limit
 
 #[test]
 fn commands_get_the_open_file_limit_toolhost_was_started_with() {
+    use std::os::unix::process::CommandExt;
     let (ws, state) = dirs();
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid out-pointer for getrlimit.
-    assert_eq!(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
-        0
-    );
-    // toolhost raises its own soft limit to the hard one; the command gets ours back.
-    let (result, out) = bash(ws.path(), state.path(), json!({"command": "ulimit -Sn"}));
-    assert_eq!(
-        text(&result),
-        limit.rlim_cur.to_string(),
-        "{}",
-        describe(&out)
-    );
+    let policy = allow_all_policy(state.path());
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.args([
+        "call",
+        "bash",
+        r#"{"command":"ulimit -Sn"}"#,
+        "--policy",
+        &policy,
+    ])
+    .arg("--workspace")
+    .arg(ws.path())
+    .arg("--state-dir")
+    .arg(state.path());
+    // toolhost starts with a soft limit of 1000, raises its own to the hard limit,
+    // and gives its commands the 1000 back.
+    // SAFETY: only setrlimit, which is async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            limit.rlim_cur = 1000.min(limit.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(stdout(&out), "1000\n", "{}", describe(&out));
 }
