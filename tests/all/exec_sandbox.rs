@@ -346,7 +346,8 @@ fn network_is_blocked_unless_allowed() {
 
 #[test]
 fn the_state_dir_is_not_writable_from_a_command() {
-    // State dir outside the workspace: Landlock grants it nothing.
+    // State dir outside the workspace: hidden (an empty read-only tmpfs over it), and
+    // Landlock grants it nothing.
     let (ws, state) = dirs();
     let first = bash(ws.path(), state.path(), "echo first", &[]);
     assert_eq!(stdout(&first), "first\n");
@@ -372,13 +373,17 @@ fn the_state_dir_is_not_writable_from_a_command() {
         "first\n"
     );
     assert!(!state.path().join("compiled/evil").exists());
-    assert!(stdout(&out).contains("is host state"), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains("No such file or directory"),
+        "{}",
+        describe(&out)
+    );
 }
 
 #[test]
 fn a_state_dir_inside_the_workspace_stays_read_only() {
-    // State dir inside the workspace: bind-mounted read-only, the session's own
-    // temp dir re-bound writable on top.
+    // State dir inside the workspace: hidden under an empty read-only tmpfs, the
+    // session's own temp dir bound back in, writable.
     let ws = tempfile::tempdir().unwrap();
     let state = ws.path().join(".toolhost-state");
     let first = bash(ws.path(), &state, "echo first", &[]);
@@ -395,7 +400,11 @@ fn a_state_dir_inside_the_workspace_stays_read_only() {
         &[],
     );
     let text = stdout(&out);
-    assert!(text.contains("Read-only file system"), "{}", describe(&out));
+    assert!(
+        text.contains("No such file or directory"),
+        "{}",
+        describe(&out)
+    );
     // stdout and stderr chunks interleave in arrival order: check lines.
     assert!(text.lines().any(|l| l == "t"), "{}", describe(&out));
     assert!(text.lines().any(|l| l == "ws-ok"), "{}", describe(&out));
@@ -540,6 +549,7 @@ async fn a_per_call_policy_only_tightens() {
     let full = SandboxPolicy {
         mode: SandboxMode::FullAccess,
         network: true,
+        unix_sockets: true,
         git_writable: true,
     };
     let snap = run(full, "touch /toolhost-never-written").await;

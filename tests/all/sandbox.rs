@@ -61,6 +61,7 @@ impl Fx {
             workspace: self.ws.clone(),
             private_tmp: self.tmp.clone(),
             protected: vec![self.state_outside.clone(), self.state_inside.clone()],
+            hidden: Vec::new(),
         }
     }
 
@@ -147,6 +148,7 @@ fn mode_parse_display_default() {
         SandboxPolicy {
             mode: SandboxMode::WorkspaceWrite,
             network: false,
+            unix_sockets: false,
             git_writable: false
         }
     );
@@ -158,6 +160,7 @@ fn stricter_table() {
     let p = |mode, network, git_writable| SandboxPolicy {
         mode,
         network,
+        unix_sockets: network,
         git_writable,
     };
     let table = [
@@ -210,6 +213,7 @@ fn eff(mode: SandboxMode) -> EffectiveSandbox {
     EffectiveSandbox {
         mode,
         network_blocked: confined,
+        unix_sockets_blocked: confined,
         landlock_abi: confined.then_some(7),
         git_read_only: mode == SandboxMode::WorkspaceWrite,
         writable: match mode {
@@ -276,8 +280,26 @@ fn denial_hint_table() {
             Some(1),
             "PermissionError: [Errno 1] Operation not permitted\n  File \"<string>\", line 1, in <module>\n    import socket; socket.create_connection",
             Some(
-                "network is blocked by the sandbox (sockets other than AF_UNIX are refused); needs --allow-network",
+                "network is blocked by the sandbox (every socket(2) is refused; a UNIX socket needs --allow-unix-sockets); needs --allow-network",
             ),
+        ),
+        (
+            WorkspaceWrite,
+            Some(1),
+            "Cannot connect to the Docker daemon: dial unix /var/run/docker.sock: socket: operation not permitted",
+            Some("UNIX sockets are blocked by the sandbox"),
+        ),
+        (
+            WorkspaceWrite,
+            Some(2),
+            "Error connecting to agent: Operation not permitted",
+            Some("needs --allow-unix-sockets"),
+        ),
+        (
+            WorkspaceWrite,
+            Some(1),
+            "    s.connect('/run/user/0/app.sock')\nPermissionError: [Errno 1] Operation not permitted",
+            Some("needs --allow-unix-sockets"),
         ),
         (
             WorkspaceWrite,
@@ -317,6 +339,20 @@ fn denial_hint_table() {
         ),
         None
     );
+    // With the network granted, a refused socket can only be a UNIX one, and with UNIX
+    // sockets granted only a network one.
+    let py = "  File \"/usr/lib/python3.11/socket.py\", line 232, in __init__\n    \
+              _socket.socket.__init__(self, family, type, proto, fileno)\n\
+              PermissionError: [Errno 1] Operation not permitted";
+    let hint = denial_hint(&granted, Some(1), py).unwrap();
+    assert!(hint.contains("needs --allow-unix-sockets"), "{hint}");
+    let mut unix_granted = eff(WorkspaceWrite);
+    unix_granted.unix_sockets_blocked = false;
+    let hint = denial_hint(&unix_granted, Some(1), py).unwrap();
+    assert!(
+        hint.contains("(sockets other than AF_UNIX are refused); needs --allow-network"),
+        "{hint}"
+    );
 }
 
 // ---------------------------------------------------------------- kernel and report
@@ -341,7 +377,7 @@ fn kernel_probe_and_effective_report() {
     if k.landlock_abi >= Some(7) && k.seccomp && k.mount_namespace {
         assert_eq!(
             e.to_string(),
-            "workspace-write (landlock abi 7, network blocked, .git read-only)"
+            "workspace-write (landlock abi 7, network blocked, .git read-only, unix sockets blocked)"
         );
         assert!(e.warnings.is_empty(), "{:?}", e.warnings);
     } else {
@@ -696,6 +732,7 @@ fn python_loopback_connect_needs_the_network_grant() {
         let granted = SandboxPolicy {
             mode,
             network: true,
+            unix_sockets: false,
             git_writable: false,
         };
         let (o, accepted) = python_connect(&fx, &granted);
@@ -762,17 +799,22 @@ fn curl_loopback_needs_the_network_grant() {
 }
 
 #[test]
-fn unix_sockets_still_work_without_the_network_grant() {
+fn unix_sockets_work_with_their_grant_without_the_network_grant() {
     let fx = Fx::new();
     let sock = fx.tmp.join("s.sock");
-    let o = fx.sh(
-        &ww(),
-        &format!(
-            "python3 -c 'import socket; a, b = socket.socketpair(); a.sendall(b\"x\"); assert b.recv(1) == b\"x\"; \
-             s = socket.socket(socket.AF_UNIX); s.bind(\"{}\"); s.listen(1)'",
-            sock.display()
-        ),
+    let script = format!(
+        "python3 -c 'import socket; a, b = socket.socketpair(); a.sendall(b\"x\"); assert b.recv(1) == b\"x\"; \
+         s = socket.socket(socket.AF_UNIX); s.bind(\"{}\"); s.listen(1)'",
+        sock.display()
     );
+    // Without the grant a connected socketpair still works, a socket of its own does not
+    // (tests/all/unix_sockets.rs has the rest).
+    assert_refused(&fx.sh(&ww(), &script), "Operation not permitted");
+    let granted = SandboxPolicy {
+        unix_sockets: true,
+        ..ww()
+    };
+    let o = fx.sh(&granted, &script);
     assert_ok(&o);
     let o = fx.sh(
         &ww(),

@@ -20,8 +20,10 @@
 //! Matching is three-valued: a command word that holds an expansion the caller
 //! cannot resolve statically (`$X`, `$(…)`, an unquoted glob) may or may not
 //! match, so the matcher says [`Match::Maybe`] and the caller treats it as
-//! "not allowed, and possibly denied". Matching is linear in the words for
-//! patterns without `**`, and at most quadratic with them.
+//! "not allowed, and possibly denied". Matching takes time linear in the
+//! command: O(pattern words × command words) word steps, whatever the number of
+//! `*`/`**` (no backtracking), plus O(pattern word × command word) bytes per glob
+//! comparison ([`glob_match`]).
 
 #![no_std]
 extern crate alloc;
@@ -196,49 +198,59 @@ impl fmt::Display for Pattern {
     }
 }
 
+/// The three-valued match of `pat` against `args`, by dynamic programming over
+/// (pattern position, argument position) instead of backtracking: one row of
+/// `pat.len() + 1` values per argument, so the time is O(`pat.len()` ×
+/// `args.len()`) word steps even for patterns with many `**`, and memory
+/// O(`pat.len()`).
+///
+/// `best[i][j]` = match of `pat[i..]` against `args[j..]`:
+/// - `i == pat.len()`: `Yes` if `j == args.len()`, `Maybe` if every argument left
+///   is unresolved (it might expand to nothing), else `No`;
+/// - `Rest`: the best over every split, i.e. `max(best[i+1][j], best[i][j+1])`
+///   (only `best[i+1][j]` at the end of the arguments);
+/// - `Glob`: `No` without an argument left, `Maybe` for an unresolved one (it could
+///   be any word, several words or none), else `best[i+1][j+1]` when the glob
+///   matches the word and `No` otherwise.
 fn match_from(pat: &[PatWord], args: &[Arg]) -> Match {
-    let Some((first, rest)) = pat.split_first() else {
-        // Pattern exhausted: extra resolved words make it fail; extra
-        // unresolved words might expand to nothing.
-        return if args.is_empty() {
+    let m = pat.len();
+    let n = args.len();
+    // `next` is row j + 1, `cur` row j; both indexed by pattern position.
+    let mut next: Vec<Match> = alloc::vec![Match::No; m + 1];
+    let mut cur: Vec<Match> = alloc::vec![Match::No; m + 1];
+    let mut all_unresolved = true;
+    for j in (0..=n).rev() {
+        if j < n {
+            all_unresolved &= !args[j].resolved;
+        }
+        cur[m] = if j == n {
             Match::Yes
-        } else if args.iter().all(|a| !a.resolved) {
+        } else if all_unresolved {
             Match::Maybe
         } else {
             Match::No
         };
-    };
-    match first {
-        PatWord::Rest => {
-            // Any number of words: the best over every split.
-            let mut best = Match::No;
-            for k in 0..=args.len() {
-                best = best.max(match_from(rest, &args[k..]));
-                if best == Match::Yes {
-                    break;
+        for i in (0..m).rev() {
+            cur[i] = match &pat[i] {
+                PatWord::Rest if j == n => cur[i + 1],
+                PatWord::Rest => cur[i + 1].max(next[i]),
+                PatWord::Glob(_) if j == n => Match::No,
+                PatWord::Glob(_) if !args[j].resolved => Match::Maybe,
+                PatWord::Glob(g) if glob_match(g.as_bytes(), args[j].text.as_bytes()) => {
+                    next[i + 1]
                 }
-            }
-            best
-        }
-        PatWord::Glob(g) => {
-            let Some((arg, more)) = args.split_first() else {
-                return Match::No;
+                PatWord::Glob(_) => Match::No,
             };
-            if !arg.resolved {
-                // Could be any word, several words or none at all.
-                return Match::Maybe;
-            }
-            if glob_match(g.as_bytes(), arg.text.as_bytes()) {
-                match_from(rest, more)
-            } else {
-                Match::No
-            }
         }
+        core::mem::swap(&mut cur, &mut next);
     }
+    next[0]
 }
 
 /// Matches `text` against `pat`, where `*` matches any run of bytes
-/// (including none) and every other byte matches itself.
+/// (including none) and every other byte matches itself. Greedy with one
+/// backtrack point (the last `*`), so at most O(`pat.len()` × `text.len()`)
+/// steps: linear in the text for a given pattern.
 pub fn glob_match(pat: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
@@ -335,6 +347,46 @@ mod tests {
             Pattern::parse("git   status").unwrap().as_str(),
             "git status"
         );
+    }
+
+    /// Many `**` against a long command that does not match: the backtracking
+    /// matcher took time exponential in the number of `**`; the table is linear.
+    #[test]
+    fn many_double_stars_match_in_linear_time() {
+        let p = Pattern::parse("git ** a ** a ** a ** a ** a ** a ** zzz").unwrap();
+        let mut cmd: Vec<&str> = alloc::vec!["git"];
+        cmd.extend(core::iter::repeat_n("a", 20_000));
+        let start = std::time::Instant::now();
+        assert!(!p.matches_words(&cmd));
+        cmd.push("zzz");
+        assert!(p.matches_words(&cmd));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// The table agrees with the definition on every split of small cases,
+    /// unresolved words included.
+    #[test]
+    fn double_stars_and_unresolved_words() {
+        use Match::*;
+        let cases: &[(&str, &str, Match)] = &[
+            ("a ** b ** c", "a b c", Yes),
+            ("a ** b ** c", "a x b y c", Yes),
+            ("a ** b ** c", "a x c b", No),
+            ("a ** b", "a ?$X", Maybe),
+            ("a ** b", "a ?$X b", Yes),
+            ("a **", "a", Yes),
+            ("a ** *", "a x y", Yes),
+            ("a * ** b", "a b", No),
+            ("a * ** b", "a x b", Yes),
+        ];
+        for (pat, cmd, want) in cases {
+            let p = Pattern::parse(pat).unwrap();
+            assert_eq!(p.matches(&words(cmd)), *want, "pattern `{pat}` vs `{cmd}`");
+        }
     }
 
     #[test]

@@ -49,7 +49,7 @@ impl CallInfo {
             plugin: &self.plugin,
             tool: &self.tool,
             tool_call_id: &self.tool_call_id,
-            exec: &self.manifest.exec,
+            manifest: &self.manifest,
         }
     }
 }

@@ -15,15 +15,21 @@
 //!   table and stack slots reserved once, so a call's fresh instance costs a
 //!   few microseconds; if the pool cannot be reserved (e.g. a low `ulimit -v`
 //!   or strict overcommit) the engine falls back to on-demand allocation
-//!   with a warning.
+//!   with a warning;
+//! - call admission ([`Runtime::admit`]): the pool is split into shares (the
+//!   policy, the built-in `bash`, third-party plugins; [`PoolShares`]) so no
+//!   class of calls can take the pool from another and no call ever fails to
+//!   find an instance: built-in calls wait for a slot of their share, a
+//!   third-party call past its quota is refused at once, naming it.
 //!
 //! Compiled components are cached on disk, keyed by the engine's precompile
 //! compatibility hash and the component's sha256 (see [`Runtime::compile`]).
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -61,6 +67,34 @@ pub struct EngineOptions {
     /// The largest memory any loaded plugin may grow to (the largest manifest
     /// `memory`); capped at [`MAX_POOL_MEMORY`]. Default: 64 MiB.
     pub max_memory_bytes: u64,
+    /// Most calls one third-party plugin may have in flight at once; past it a call
+    /// is refused at once, naming this quota ([`Runtime::admit`]). The built-in plugins
+    /// are exempt. Default: 16.
+    pub max_calls_per_plugin: u32,
+}
+
+/// How [`EngineOptions::max_instances`] is split between the classes of calls
+/// ([`EngineOptions::shares`]). The three shares add up to at most
+/// `max_instances`, so the pool itself is never exhausted: a call that is
+/// admitted always finds its instance.
+///
+/// - `policy`: decisions of the policy plugin (`max_instances / 8`, at least 1;
+///   16 of 128). A tool call holds its own instance while the policy decides on
+///   a process it starts, so the policy has a share of its own, and waits for it.
+/// - `builtin`: calls of the built-in `bash` plugin (`3 × max_instances / 8`, at
+///   least 1; 48 of 128). They wait for a slot rather than fail: a burst of an
+///   agent's shell calls queues, whatever third-party plugins hold.
+/// - `third_party`: calls of all third-party plugins together (the rest, at least
+///   1; 64 of 128), each plugin at most [`EngineOptions::max_calls_per_plugin`].
+///   Past either quota a call is refused at once, naming it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolShares {
+    /// Policy decisions in flight at most.
+    pub policy: u32,
+    /// Built-in `bash` calls in flight at most.
+    pub builtin: u32,
+    /// Third-party calls in flight at most, all plugins together.
+    pub third_party: u32,
 }
 
 impl Default for EngineOptions {
@@ -69,6 +103,64 @@ impl Default for EngineOptions {
             pooling: true,
             max_instances: 128,
             max_memory_bytes: 64 << 20,
+            max_calls_per_plugin: 16,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// The split of the pool between policy decisions, built-in calls and
+    /// third-party calls (see [`PoolShares`]).
+    pub fn shares(&self) -> PoolShares {
+        let n = self.max_instances.max(3);
+        let policy = (n / 8).max(1);
+        let builtin = (n * 3 / 8).max(1);
+        PoolShares {
+            policy,
+            builtin,
+            third_party: (n - policy - builtin).max(1),
+        }
+    }
+}
+
+/// Calls in flight: per third-party plugin and for all of them together (see
+/// [`EngineOptions::max_calls_per_plugin`], [`PoolShares`]), and the slots the
+/// built-in plugins wait for.
+struct Admission {
+    per_plugin: u32,
+    third_party: u32,
+    state: Mutex<AdmissionState>,
+    /// Slots of the built-in `bash` plugin's share.
+    builtin: Arc<tokio::sync::Semaphore>,
+    /// Slots of the policy plugin's share.
+    policy: Arc<tokio::sync::Semaphore>,
+}
+
+#[derive(Default)]
+struct AdmissionState {
+    total: u32,
+    by_plugin: HashMap<Arc<str>, u32>,
+}
+
+/// A call admitted by [`Runtime::admit`]; it counts against the quotas until dropped.
+pub struct CallPermit {
+    /// `None` for a built-in plugin (not counted).
+    counted: Option<(Arc<Admission>, Arc<str>)>,
+    /// The slot of a built-in plugin's share, freed on drop.
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Drop for CallPermit {
+    fn drop(&mut self) {
+        if let Some((admission, plugin)) = self.counted.take() {
+            let mut st = admission.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.total = st.total.saturating_sub(1);
+            if let Some(n) = st.by_plugin.get_mut(&plugin) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    st.by_plugin.remove(&plugin);
+                }
+            }
         }
     }
 }
@@ -95,6 +187,7 @@ struct RuntimeInner {
     cache_dir: Option<PathBuf>,
     allocation: Allocation,
     stop: Arc<AtomicBool>,
+    admission: Arc<Admission>,
 }
 
 impl Drop for RuntimeInner {
@@ -159,7 +252,71 @@ impl Runtime {
                 cache_dir,
                 allocation,
                 stop,
+                admission: {
+                    let shares = options.shares();
+                    Arc::new(Admission {
+                        per_plugin: options.max_calls_per_plugin.max(1),
+                        third_party: shares.third_party,
+                        state: Mutex::default(),
+                        builtin: Arc::new(tokio::sync::Semaphore::new(shares.builtin as usize)),
+                        policy: Arc::new(tokio::sync::Semaphore::new(shares.policy as usize)),
+                    })
+                },
             }),
+        })
+    }
+
+    /// Admits one call of `plugin`, for as long as the returned permit lives
+    /// ([`PoolShares`]). A built-in plugin's call (`bash`, `policy`) waits for a
+    /// slot of its share; a third-party call is refused at once when the plugin
+    /// already has [`EngineOptions::max_calls_per_plugin`] calls in flight, or
+    /// third-party plugins together have their share.
+    ///
+    /// Errors: the refusal, naming the quota and its default, e.g. ``resource-limit:
+    /// plugin `x` has 16 calls in flight, its quota (max_calls_per_plugin = 16, default
+    /// 16); wait for one to end``.
+    pub async fn admit(&self, plugin: &str) -> std::result::Result<CallPermit, String> {
+        let admission = &self.inner.admission;
+        let share = if plugin == crate::builtin::BASH_ID {
+            Some(&admission.builtin)
+        } else if plugin == crate::builtin::POLICY_ID {
+            Some(&admission.policy)
+        } else {
+            None
+        };
+        if let Some(share) = share {
+            // The semaphores are never closed, so this only waits.
+            let slot = share.clone().acquire_owned().await.map_err(|_| {
+                format!("resource-limit: the instance pool of `{plugin}` is closed")
+            })?;
+            return Ok(CallPermit {
+                counted: None,
+                _slot: Some(slot),
+            });
+        }
+        let mut st = admission.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = st.by_plugin.get(plugin).copied().unwrap_or(0);
+        if mine >= admission.per_plugin {
+            return Err(format!(
+                "resource-limit: plugin `{plugin}` has {mine} calls in flight, its quota \
+                 (max_calls_per_plugin = {}, default 16); wait for one to end",
+                admission.per_plugin
+            ));
+        }
+        if st.total >= admission.third_party {
+            return Err(format!(
+                "resource-limit: third-party plugins have {} calls in flight, their share of \
+                 the instance pool (max_instances - max_instances / 8 - 3 × max_instances / 8 = \
+                 {}, default 64); wait for one to end",
+                st.total, admission.third_party
+            ));
+        }
+        let plugin: Arc<str> = plugin.into();
+        st.total += 1;
+        *st.by_plugin.entry(plugin.clone()).or_default() += 1;
+        Ok(CallPermit {
+            counted: Some((admission.clone(), plugin)),
+            _slot: None,
         })
     }
 
@@ -186,10 +343,7 @@ impl Runtime {
             let component = Component::new(engine, bytes)?;
             return Ok((component, CompileSource::Compiled));
         };
-        let digest = crate::builtin::known_sha256(bytes)
-            .map(str::to_owned)
-            .unwrap_or_else(|| sha256_hex(bytes));
-        let path = dir.join(format!("{digest}-{:016x}.cwasm", self.engine_hash()));
+        let path = self.cache_file(dir, bytes);
         if path.exists() {
             // SAFETY: the file was written by `Component::serialize` of an
             // engine with the same compatibility hash, into a directory only
@@ -206,6 +360,24 @@ impl Runtime {
             tracing::warn!(path = %path.display(), "could not write the compiled cache: {e:#}");
         }
         Ok((component, CompileSource::Compiled))
+    }
+
+    /// Whether [`Runtime::compile`] would load `bytes` from the on-disk cache
+    /// (an entry for this component and engine exists) instead of compiling:
+    /// front doors say which before a compile that can take half a minute.
+    pub fn is_cached(&self, bytes: &[u8]) -> bool {
+        self.inner
+            .cache_dir
+            .as_ref()
+            .is_some_and(|dir| self.cache_file(dir, bytes).exists())
+    }
+
+    /// The cache entry of `bytes` in `dir`: `<sha256>-<engine hash>.cwasm`.
+    fn cache_file(&self, dir: &Path, bytes: &[u8]) -> PathBuf {
+        let digest = crate::builtin::known_sha256(bytes)
+            .map(str::to_owned)
+            .unwrap_or_else(|| sha256_hex(bytes));
+        dir.join(format!("{digest}-{:016x}.cwasm", self.engine_hash()))
     }
 
     fn engine_hash(&self) -> u64 {

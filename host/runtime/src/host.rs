@@ -2,7 +2,7 @@
 //! permission pipeline, behind one "call this tool" API that every front door
 //! (CLI, MCP, control socket) uses.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,7 @@ use crate::host_session::{self, HostEventKind, HostSessionLog, LogObserver};
 use crate::manifest::{Manifest, ManifestError};
 use crate::permissions::Permissions;
 use crate::plugin::{
-    CallError, LoadError, PolicyPlugin, ToolError, ToolOutput, ToolPlugin, ToolSpec,
+    CallError, LoadError, PolicyPlugin, RefusedTool, ToolError, ToolOutput, ToolPlugin, ToolSpec,
 };
 
 /// How to set up a [`Host`].
@@ -40,7 +40,10 @@ pub struct HostConfig {
     /// its manifest beside it (`name.toml` next to `name.wasm`). Default: none.
     pub plugins: Vec<PathBuf>,
     /// A directory whose `*.wasm` files are loaded like [`HostConfig::plugins`]
-    /// (`--plugins-dir DIR`), in name order. Default: none.
+    /// (`--plugins-dir DIR`), in name order, except that one that fails to load
+    /// (invalid manifest, duplicate id, not a component, `describe` trapped or
+    /// hit a limit, ...) is skipped with the error ([`Host::skipped_plugins`])
+    /// and the others load. Default: none.
     pub plugins_dir: Option<PathBuf>,
     /// The host session's event log (ARCHITECTURE.md, "Host sessions"). `None`: an in-memory log
     /// (the one-shot CLI); `toolhost serve` opens a persisted one with
@@ -84,6 +87,16 @@ impl HostConfig {
     /// Errors: [`HostError::Config`] if the directory cannot be read.
     pub fn plugin_files(&self) -> Result<Vec<PathBuf>, HostError> {
         let mut files = self.plugins.clone();
+        files.extend(self.dir_plugin_files()?);
+        Ok(files)
+    }
+
+    /// The `*.wasm` files of [`HostConfig::plugins_dir`] sorted by name (none
+    /// without one).
+    ///
+    /// Errors: [`HostError::Config`] if the directory cannot be read.
+    fn dir_plugin_files(&self) -> Result<Vec<PathBuf>, HostError> {
+        let mut files = Vec::new();
         if let Some(dir) = &self.plugins_dir {
             let entries = std::fs::read_dir(dir).map_err(|e| {
                 HostError::Config(format!("cannot read plugins dir {}: {e}", dir.display()))
@@ -194,10 +207,25 @@ pub struct ToolEntry {
     pub spec: ToolSpec,
 }
 
+/// A plugin file of [`HostConfig::plugins_dir`] that was not loaded, and
+/// why (ARCHITECTURE.md, "Plugins").
+#[derive(Debug, Clone)]
+pub struct SkippedPlugin {
+    /// The component file.
+    pub file: PathBuf,
+    /// Why it was skipped: the manifest or load error, naming the plugin and
+    /// the rule or limit. It can hold plugin text (a trap message): escape it
+    /// before showing it ([`crate::display`]).
+    pub error: String,
+}
+
 /// The host: plugins, sessions and permissions.
 pub struct Host {
     config: HostConfig,
     services: Arc<Services>,
+    plugins: Vec<Arc<ToolPlugin>>,
+    skipped: Vec<SkippedPlugin>,
+    refused: Vec<RefusedTool>,
     tools: Vec<ToolEntry>,
     tools_version: tokio::sync::watch::Sender<u64>,
     next_call: AtomicU64,
@@ -209,12 +237,21 @@ impl Host {
     /// Sets up the host: checks the workspace, creates the state dir, reads
     /// and validates every third-party plugin's manifest (before any plugin
     /// code runs), loads the built-in policy and bash plugins and the
-    /// third-party ones, and validates the policy rules.
+    /// third-party ones (their `describe` calls run concurrently, with no
+    /// session services), and validates the policy rules. Tools are then
+    /// named by `merge_tools` (built-in names never change).
+    ///
+    /// A plugin of [`HostConfig::plugins_dir`] that fails any step is skipped
+    /// and logged ([`Host::skipped_plugins`]); tools refused by
+    /// [`crate::plugin::check_tools`] or by naming are logged and listed by
+    /// [`Host::refused_tools`].
     ///
     /// Errors: [`HostError::Config`] for a bad workspace, state dir, policy
     /// file, plugin file or a duplicate plugin id; [`HostError::Manifest`]
     /// for an invalid manifest; [`HostError::Load`] if a plugin does not
-    /// load (wrong world, sha256 mismatch, `describe` failed).
+    /// load (wrong world, sha256 mismatch, `describe` failed, too many tools).
+    /// Plugin errors are errors only for the built-in plugins and explicit
+    /// [`HostConfig::plugins`] files.
     pub async fn new(config: HostConfig) -> Result<Host, HostError> {
         let workspace = canonical_dir(&config.workspace, "workspace")?;
         std::fs::create_dir_all(&config.state_dir).map_err(|e| {
@@ -230,29 +267,35 @@ impl Host {
             ..config
         };
 
-        // Manifests first: nothing runs until every grant is valid.
+        // Manifests first: nothing runs until every grant is valid. An explicit
+        // `--plugin` that fails is an error; a `--plugins-dir` one is skipped.
         let mut third_party = Vec::new();
-        let mut ids = vec![builtin::BASH_ID.to_string(), builtin::POLICY_ID.to_string()];
-        for file in config.plugin_files()? {
-            let manifest = manifest_for(&file)?;
-            if ids.contains(&manifest.id) {
-                return Err(HostError::Config(format!(
-                    "plugin {}: id `{}` is already taken (ids must be unique; `bash` and \
-                     `policy` are built in)",
-                    file.display(),
-                    manifest.id
-                )));
+        let mut skipped = Vec::new();
+        let mut ids: HashSet<String> = [builtin::BASH_ID, builtin::POLICY_ID]
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        let explicit = config.plugins.iter().map(|f| (f.clone(), true));
+        let from_dir = config.dir_plugin_files()?.into_iter().map(|f| (f, false));
+        for (file, is_explicit) in explicit.chain(from_dir).collect::<Vec<_>>() {
+            match read_plugin(&file, &ids) {
+                Ok((manifest, bytes)) => {
+                    ids.insert(manifest.id.clone());
+                    third_party.push(Pending {
+                        file,
+                        explicit: is_explicit,
+                        manifest,
+                        bytes,
+                    });
+                }
+                Err(e) if is_explicit => return Err(e),
+                Err(e) => skip(&mut skipped, file, e.to_string()),
             }
-            ids.push(manifest.id.clone());
-            let bytes = std::fs::read(&file).map_err(|e| {
-                HostError::Config(format!("cannot read plugin {}: {e}", file.display()))
-            })?;
-            third_party.push((manifest, bytes));
         }
         let bash_manifest = Manifest::builtin_bash();
         let max_memory = third_party
             .iter()
-            .map(|(m, _)| m.limits.memory_bytes)
+            .map(|p| p.manifest.limits.memory_bytes)
             .chain([
                 bash_manifest.limits.memory_bytes,
                 builtin::policy_limits().memory_bytes,
@@ -294,6 +337,9 @@ impl Host {
         sessions_config.sandbox = config.sandbox.clone();
         sessions_config.observer = Some(observer.clone());
         sessions_config.max_sessions = config.max_sessions;
+        // The built-in bash is exempt from the per-plugin session quotas and may use
+        // the slots kept for the host (`SessionsConfig::reserved_sessions`).
+        sessions_config.builtin_plugins = vec![builtin::BASH_ID.into()];
         sessions_config.child_nofile = config.child_nofile;
         let sessions =
             Sessions::new(sessions_config).map_err(|e| HostError::Config(e.to_string()))?;
@@ -313,20 +359,52 @@ impl Host {
             )
             .await?,
         );
+        // Each load on its own task, so one plugin's slow `describe` (up to
+        // `DESCRIBE_WALL_LIMIT`) does not add to the others'; results in order.
+        let loading: Vec<_> = third_party
+            .into_iter()
+            .map(|p| {
+                let runtime = runtime.clone();
+                let services = services.clone();
+                let handle = tokio::spawn(async move {
+                    ToolPlugin::load(&runtime, p.manifest, &p.bytes, Some(services)).await
+                });
+                (p.file, p.explicit, handle)
+            })
+            .collect();
         let mut plugins = vec![bash];
-        for (manifest, bytes) in third_party {
-            let plugin =
-                ToolPlugin::load(&runtime, manifest, &bytes, Some(services.clone())).await?;
-            tracing::info!(plugin = plugin.id(), source = ?plugin.source, tools = plugin.tools().len(), "loaded plugin");
-            plugins.push(Arc::new(plugin));
+        for (file, is_explicit, handle) in loading {
+            let loaded = handle.await.unwrap_or_else(|e| {
+                Err(LoadError::Describe {
+                    plugin: file.display().to_string(),
+                    message: format!("loading failed: {e}"),
+                })
+            });
+            match loaded {
+                Ok(plugin) => {
+                    tracing::info!(plugin = plugin.id(), source = ?plugin.source, tools = plugin.tools().len(), "loaded plugin");
+                    plugins.push(Arc::new(plugin));
+                }
+                Err(e) if is_explicit => return Err(e.into()),
+                Err(e) => skip(&mut skipped, file, e.to_string()),
+            }
         }
-        let tools = merge_tools(&plugins);
+        let (tools, mut refused) = merge_tools(&plugins);
+        let mut all_refused: Vec<RefusedTool> = plugins
+            .iter()
+            .flat_map(|p| p.refused_tools().iter().cloned())
+            .collect();
+        all_refused.append(&mut refused);
         Ok(Host {
             config,
             services,
+            plugins,
+            skipped,
+            refused: all_refused,
             tools,
             tools_version: tokio::sync::watch::channel(0).0,
-            next_call: AtomicU64::new(1),
+            // Ids never repeat within one log: a resumed one continues above its highest.
+            next_call: AtomicU64::new(events.recovery().last_tool_call + 1),
             events,
             calls: Mutex::new(HashMap::new()),
         })
@@ -384,15 +462,24 @@ impl Host {
     }
 
     /// Every loaded tool plugin: the built-in bash plugin first, then the
-    /// third-party ones in load order.
+    /// third-party ones in load order (also those all of whose tools were
+    /// refused).
     pub fn plugins(&self) -> Vec<Arc<ToolPlugin>> {
-        let mut out: Vec<Arc<ToolPlugin>> = Vec::new();
-        for t in &self.tools {
-            if !out.iter().any(|p| Arc::ptr_eq(p, &t.plugin)) {
-                out.push(t.plugin.clone());
-            }
-        }
-        out
+        self.plugins.clone()
+    }
+
+    /// The `--plugins-dir` plugins that were not loaded, in file order, each
+    /// with its error.
+    pub fn skipped_plugins(&self) -> &[SkippedPlugin] {
+        &self.skipped
+    }
+
+    /// The tools the loaded plugins described but the host does not offer,
+    /// each with its reason: those [`crate::plugin::check_tools`] refused (bad
+    /// names, duplicates, sizes over their limits, schemas that are not JSON
+    /// objects), then those whose name was already taken when tools were named.
+    pub fn refused_tools(&self) -> &[RefusedTool] {
+        &self.refused
     }
 
     /// The tools of all loaded plugins.
@@ -560,22 +647,51 @@ fn map_outcome(
     }
 }
 
-/// Names every tool; a name offered by more than one plugin is prefixed with
-/// its plugin id (`plugin__name`) for all of them.
-fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> Vec<ToolEntry> {
-    let mut entries = Vec::new();
+/// Names every tool, in linear time: a built-in tool keeps its name; a
+/// third-party tool keeps its own unless a built-in tool or another
+/// third-party plugin has it, in which case it is `plugin__name` (for every
+/// third-party plugin offering it). A name still taken after that (a plugin's
+/// own tool literally named `other__tool`) refuses the later tool.
+fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> (Vec<ToolEntry>, Vec<RefusedTool>) {
+    let is_builtin = |p: &ToolPlugin| p.id() == builtin::BASH_ID;
+    let mut builtin_names: HashSet<&str> = HashSet::new();
+    let mut offered_by: HashMap<&str, usize> = HashMap::new();
     for plugin in plugins {
         for spec in plugin.tools() {
-            let clashes = plugins
-                .iter()
-                .filter(|p| p.tools().iter().any(|t| t.name == spec.name))
-                .count()
-                > 1;
+            if is_builtin(plugin) {
+                builtin_names.insert(&spec.name);
+            } else {
+                *offered_by.entry(&spec.name).or_default() += 1;
+            }
+        }
+    }
+    // Built-in plugins first, so their names are taken before anyone else's.
+    let order = plugins
+        .iter()
+        .filter(|p| is_builtin(p))
+        .chain(plugins.iter().filter(|p| !is_builtin(p)));
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut entries = Vec::new();
+    let mut refused = Vec::new();
+    for plugin in order {
+        for spec in plugin.tools() {
+            let clashes = !is_builtin(plugin)
+                && (builtin_names.contains(spec.name.as_str())
+                    || offered_by.get(spec.name.as_str()).copied().unwrap_or(0) > 1);
             let name = if clashes {
                 format!("{}__{}", plugin.id(), spec.name)
             } else {
                 spec.name.clone()
             };
+            if !taken.insert(name.clone()) {
+                refused.push(RefusedTool::new(
+                    plugin.id(),
+                    &spec.name,
+                    format!("the name `{name}` is already taken by another tool"),
+                ));
+                tracing::warn!(plugin = plugin.id(), tool = %name, "tool refused: the name is already taken");
+                continue;
+            }
             entries.push(ToolEntry {
                 name,
                 plugin_tool: spec.name.clone(),
@@ -584,7 +700,48 @@ fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> Vec<ToolEntry> {
             });
         }
     }
-    entries
+    (entries, refused)
+}
+
+/// A third-party plugin whose manifest is valid and whose bytes are read,
+/// waiting to be loaded.
+struct Pending {
+    file: PathBuf,
+    /// Named by `--plugin` (its failure is an error) rather than found in
+    /// `--plugins-dir` (its failure skips it).
+    explicit: bool,
+    manifest: Manifest,
+    bytes: Vec<u8>,
+}
+
+/// Reads the manifest (see [`manifest_for`]) and the bytes of the plugin at
+/// `file`, refusing an id in `ids`.
+///
+/// Errors: [`HostError::Manifest`], [`HostError::Config`] (id taken,
+/// unreadable file).
+fn read_plugin(file: &Path, ids: &HashSet<String>) -> Result<(Manifest, Vec<u8>), HostError> {
+    let manifest = manifest_for(file)?;
+    if ids.contains(&manifest.id) {
+        return Err(HostError::Config(format!(
+            "plugin {}: id `{}` is already taken (ids must be unique; `bash` and `policy` are \
+             built in)",
+            file.display(),
+            manifest.id
+        )));
+    }
+    let bytes = std::fs::read(file)
+        .map_err(|e| HostError::Config(format!("cannot read plugin {}: {e}", file.display())))?;
+    Ok((manifest, bytes))
+}
+
+/// Records and logs that the `--plugins-dir` plugin at `file` is skipped.
+fn skip(skipped: &mut Vec<SkippedPlugin>, file: PathBuf, error: String) {
+    tracing::error!(
+        file = %file.display(),
+        "skipping plugin: {}",
+        crate::display::escape(&error)
+    );
+    skipped.push(SkippedPlugin { file, error });
 }
 
 /// The manifest of the plugin component at `wasm`: `name.toml` beside

@@ -2,14 +2,16 @@
 //!
 //! - [`engine`] narrows wasmtime: the one place that configures
 //!   `wasmtime::Config` (epochs, pooling, the compiled-code cache);
-//! - [`plugin`]: the one load pipeline for every plugin kind (pin, compile,
-//!   world check, link, `InstancePre`) and a fresh, limited store per call;
+//! - [`plugin`]: the one load pipeline for every plugin kind (pin, world
+//!   check from the bytes, compile, link, `InstancePre`) and a fresh, limited
+//!   store per call;
 //! - [`contract`]: the WIT bindings, one module per contract version;
 //! - [`manifest`]: a plugin's grants (exec patterns in the shared
 //!   [`toolhost_pattern`] language, preopens, env, limits);
 //! - [`permissions`]: the pipeline every process start passes
 //!   (request resolved → exec grant → policy → approver → spawn);
 //! - [`host_session`]: the event log of one host session;
+//! - [`display`]: escaping plugin-provided text before a person reads it;
 //! - [`Host`]: loads the plugins and runs tool calls for every front door.
 //!
 //! Processes themselves live in `toolhost-process`, which this crate drives and
@@ -19,6 +21,7 @@ pub mod builtin;
 mod call;
 pub mod contract;
 mod contract_version;
+pub mod display;
 pub mod engine;
 mod host;
 pub mod host_session;
@@ -29,7 +32,9 @@ pub mod permissions;
 pub mod plugin;
 
 pub use call::{CallInfo, Services};
-pub use host::{Host, HostConfig, HostError, RunningCall, ToolEntry, ToolResult, manifest_for};
+pub use host::{
+    Host, HostConfig, HostError, RunningCall, SkippedPlugin, ToolEntry, ToolResult, manifest_for,
+};
 pub use limits::{LimitExceeded, Limits};
 
 /// Most threads the tokio blocking pool of [`tokio_runtime`] may start: file reads
@@ -41,10 +46,37 @@ pub const MAX_BLOCKING_THREADS: usize = 4;
 /// core), IO and time drivers on, at most [`MAX_BLOCKING_THREADS`] blocking threads.
 /// Embedders and the benchmarks use the same so measured figures match the binary.
 ///
+/// The blocking threads are started here and never retire: tokio panics when
+/// `spawn_blocking` finds no blocking thread and cannot start one, which is what
+/// happens when commands have used up a process limit the host shares with them
+/// (`RLIMIT_NPROC`, a cgroup's `pids.max`). With the threads already there, such a
+/// task waits for a free one instead (README, "Process tracking").
+///
 /// Errors: the OS refused the threads or the IO driver.
 pub fn tokio_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(MAX_BLOCKING_THREADS)
-        .build()
+        .thread_keep_alive(std::time::Duration::from_secs(100 * 365 * 24 * 3600))
+        .build()?;
+    prestart_blocking_threads(&runtime);
+    Ok(runtime)
+}
+
+/// Starts all [`MAX_BLOCKING_THREADS`] blocking threads: each task holds its
+/// thread until all have started (or 1 s passed, should the OS refuse one).
+fn prestart_blocking_threads(runtime: &tokio::runtime::Runtime) {
+    use std::sync::{Arc, Condvar, Mutex};
+    let started = Arc::new((Mutex::new(0usize), Condvar::new()));
+    for _ in 0..MAX_BLOCKING_THREADS {
+        let started = started.clone();
+        runtime.spawn_blocking(move || {
+            let (count, all) = &*started;
+            let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+            *n += 1;
+            all.notify_all();
+            let wait = std::time::Duration::from_secs(1);
+            let _ = all.wait_timeout_while(n, wait, |n| *n < MAX_BLOCKING_THREADS);
+        });
+    }
 }

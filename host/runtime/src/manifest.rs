@@ -11,11 +11,14 @@
 //! contract = "0.1.0"           # required: the WIT contract version it targets
 //! sha256 = "9f86d0…"           # optional pin of the .wasm file's digest
 //! exec = ["git status", "git log *", "cargo test *"]  # or false / absent: none
+//! exec_env = ["NOTES_MODE", "NOTES_*"]  # env names its commands may get (see below)
+//! exec_shells = ["/bin/bash"]  # shells beyond /bin/sh its commands may run under
 //! memory = "128MiB"            # linear memory per call (default 64MiB, max 4GiB)
 //! cpu = "2s"                   # guest CPU per call (default 1s)
 //! wall = "60s"                 # wall time per call, host calls included (default 30s)
 //! sandbox = "read-only"        # for commands it starts (stored for the exec sandbox)
 //! network = false              # for commands it starts (stored for the exec sandbox)
+//! unix_sockets = false         # for commands it starts: AF_UNIX sockets (ssh-agent, docker...)
 //!
 //! [env]
 //! LANG = true                  # copy the host's value (absent if the host has none)
@@ -33,6 +36,38 @@
 //! it, `**` any number of words. [`exec_pattern_matches`] is a pure function
 //! with a table test; only the pattern `**` on its own accepts a command with
 //! shell metacharacters.
+//!
+//! # A grant judges the whole request
+//!
+//! A process start is more than its command text: the environment, the shell
+//! and stdin can each make `sleep 1` run anything (`BASH_ENV`, `BASH_FUNC_sleep%%`,
+//! `LD_PRELOAD`, `PATH` into the workspace, `shell = /usr/bin/python3`, `sh` fed
+//! a script on stdin). [`Manifest::check_exec`] therefore checks, for every
+//! grant other than `exec = ["**"]` (which keeps any env, shell and stdin: the
+//! policy plugin and approvers judge those requests):
+//!
+//! - **the command** against `exec` ([`ExecGrant::check`]);
+//! - **the shell**: `/bin/sh` ([`DEFAULT_EXEC_SHELL`], the contract's default)
+//!   or a path listed in `exec_shells` (absolute paths, compared as written;
+//!   [`exec_shell_granted`]). A granted bash reads no startup file: bash acts
+//!   on `BASH_ENV`, `BASH_FUNC_*`, `SHELLOPTS`... only from the environment,
+//!   which the next rule covers;
+//! - **every environment name** the request sets: one of [`SAFE_EXEC_ENV`]
+//!   (`LANG`, `LANGUAGE`, `LC_*`, `TZ`, `NO_COLOR`, `FORCE_COLOR`, `CLICOLOR`,
+//!   `COLUMNS`, `LINES`, `CI`: names no program runs code or loads a library
+//!   from) or one `exec_env` grants, exactly (`NOTES_MODE`) or by prefix
+//!   (`NOTES_*`; [`exec_env_granted`]). Nothing else, so no `PATH`, `LD_*`,
+//!   `BASH_*`, `ENV`, `IFS`, `PS4`, `PAGER`, `EDITOR` or `GIT_*` unless the
+//!   manifest names it;
+//! - **stdin**: bytes or an open pipe fed to a program that runs what it reads
+//!   as code (a shell, an interpreter, `xargs`, `env`, or a `/dev/stdin` path
+//!   word; [`stdin_runs_code`]) are refused: the grant and the policy see the
+//!   command text, never the stdin bytes. This is a list of known programs, not
+//!   a proof: a pattern grant for a program that executes its input covers
+//!   what it reads too.
+//!
+//! Each refusal names the variable, shell or program and the manifest key
+//! that would grant it.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -42,7 +77,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use toolhost_pattern::{Pattern, PatternError};
-use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+use toolhost_process::sandbox::{HeldDir, SandboxMode, SandboxPolicy};
 
 use crate::limits::Limits;
 
@@ -101,6 +136,14 @@ pub struct Manifest {
     pub sha256: Option<String>,
     /// Which commands it may ask the host to start. Default: none.
     pub exec: ExecGrant,
+    /// Environment names (exact, or a prefix ending in `*`) its commands may
+    /// get beyond [`SAFE_EXEC_ENV`] (manifest key `exec_env`). Ignored under
+    /// `exec = ["**"]`, which keeps any env. Default: none.
+    pub exec_env: Vec<String>,
+    /// Shells (absolute paths) its commands may run under beyond
+    /// [`DEFAULT_EXEC_SHELL`] (manifest key `exec_shells`). Ignored under
+    /// `exec = ["**"]`, which allows any shell. Default: none.
+    pub exec_shells: Vec<String>,
     /// Directories its WASI context preopens. Default: none.
     pub preopens: Vec<Preopen>,
     /// Environment variables its WASI context sees, values resolved at load.
@@ -114,13 +157,24 @@ pub struct Manifest {
     /// Whether the commands it starts may use the network; they get it only
     /// when the operator allows it too (`--allow-network`). Default: false.
     pub network: bool,
+    /// Whether the commands it starts may create UNIX sockets (connect to an
+    /// ssh-agent, a Docker daemon, D-Bus, or bind their own); they get it only
+    /// when the operator allows it too (`--allow-unix-sockets`). Default: false.
+    pub unix_sockets: bool,
 }
 
 /// A directory granted to a plugin's WASI context.
+///
+/// Granted by handle, not by path (ARCHITECTURE.md, "Sandbox"): `dir` is opened once
+/// at load, and every call gets that directory again, never whatever sits at `host`
+/// later; a call is refused when `host` no longer leads to it (`plugin/store.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Preopen {
-    /// The host directory (canonical, checked to exist at load).
+    /// The host directory (canonical: the real path of `dir` when it was opened).
     pub host: PathBuf,
+    /// The directory itself, opened once at load (`O_PATH`), held for the life of
+    /// the manifest.
+    pub dir: HeldDir,
     /// Where the guest sees it (e.g. `/data`).
     pub guest: String,
     /// Whether the guest may write.
@@ -150,14 +204,14 @@ pub enum ExecGrant {
 }
 
 impl ExecGrant {
-    /// Whether the grant lets `command` run under `shell` (`None`: `/bin/sh`).
-    /// `Err` carries the reason for a denial, naming the grant.
+    /// Whether the grant covers `command` (the text run as `SHELL -c
+    /// COMMAND`). `Err` carries the reason for a denial, naming the grant.
     ///
-    /// A grant of `**` allows anything. Any other pattern allows only a
-    /// single simple command run by a POSIX shell (`/bin/sh`, `/bin/bash`,
-    /// `/bin/dash` or their `/usr/bin` twins): another interpreter could
-    /// read the words differently.
-    pub fn check(&self, command: &str, shell: Option<&str>) -> Result<(), String> {
+    /// A grant of `**` allows any command. Any other pattern allows only a
+    /// single simple command of literal words ([`exec_pattern_matches`]). The
+    /// rest of the request (shell, environment, stdin) is judged by
+    /// [`Manifest::check_exec`].
+    pub fn check(&self, command: &str) -> Result<(), String> {
         let patterns = match self {
             ExecGrant::None => {
                 return Err(
@@ -168,18 +222,7 @@ impl ExecGrant {
             }
             ExecGrant::Patterns(p) => p,
         };
-        if patterns.iter().any(|p| p.trim() == "**") {
-            return Ok(());
-        }
-        if let Some(shell) = shell
-            && !POSIX_SHELLS.contains(&shell)
-        {
-            return Err(format!(
-                "the plugin's exec grant allows only POSIX shells, not `{shell}` (grant `**` to \
-                 allow any shell)"
-            ));
-        }
-        if patterns.iter().any(|p| exec_pattern_matches(p, command)) {
+        if self.grants_everything() || patterns.iter().any(|p| exec_pattern_matches(p, command)) {
             Ok(())
         } else {
             Err(format!(
@@ -193,16 +236,154 @@ impl ExecGrant {
             ))
         }
     }
+
+    /// `true` for a grant holding the pattern `**` on its own: every command,
+    /// under any shell, with any environment and stdin (the built-in bash
+    /// plugin's grant; the policy plugin and approvers judge each request).
+    pub fn grants_everything(&self) -> bool {
+        match self {
+            ExecGrant::None => false,
+            ExecGrant::Patterns(p) => p.iter().any(|p| words(p) == ["**"]),
+        }
+    }
 }
 
-const POSIX_SHELLS: &[&str] = &[
-    "/bin/sh",
-    "/bin/bash",
-    "/bin/dash",
-    "/usr/bin/sh",
-    "/usr/bin/bash",
-    "/usr/bin/dash",
+/// One process start as [`Manifest::check_exec`] judges it: the request after
+/// the host's hard rules resolved it.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecRequest<'a> {
+    /// The command text, run as `SHELL -c COMMAND`.
+    pub command: &'a str,
+    /// The resolved shell (an absolute path, as the request wrote it, or
+    /// `/bin/sh` when it named none).
+    pub shell: &'a str,
+    /// The environment pairs the request sets (only the names are judged).
+    pub env: &'a [(String, String)],
+    /// Whether the process gets input on stdin (`bytes` or an `open` pipe),
+    /// rather than `/dev/null`.
+    pub feeds_stdin: bool,
+}
+
+/// The shell a pattern grant runs commands under unless the manifest's
+/// `exec_shells` grants more: the contract's default, `/bin/sh`.
+pub const DEFAULT_EXEC_SHELL: &str = "/bin/sh";
+
+/// Environment names any plugin with an exec grant may set on the commands it
+/// starts, without an `exec_env` grant: locale, time zone, colour and
+/// terminal-size hints. No program runs code, loads a library or finds a
+/// program through them. A trailing `*` is a prefix (`LC_*`).
+pub const SAFE_EXEC_ENV: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "COLUMNS",
+    "LINES",
+    "CI",
 ];
+
+/// Does the name pattern `pattern` (an exact name, or a prefix ending in `*`)
+/// cover the environment name `name`? Case-sensitive.
+fn env_pattern_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// May a plugin whose manifest grants `exec_env = granted` set the
+/// environment variable `name` on a command it starts (under a pattern grant
+/// other than `**`)? Yes for [`SAFE_EXEC_ENV`] and for the names `granted`
+/// covers, exactly or by a `PREFIX_*`. Pure; case-sensitive.
+pub fn exec_env_granted(name: &str, granted: &[String]) -> bool {
+    SAFE_EXEC_ENV
+        .iter()
+        .copied()
+        .chain(granted.iter().map(String::as_str))
+        .any(|p| env_pattern_matches(p, name))
+}
+
+/// May a plugin whose manifest grants `exec_shells = granted` run a command
+/// under `shell` (under a pattern grant other than `**`)? Yes for
+/// [`DEFAULT_EXEC_SHELL`] and for a path `granted` lists, compared as written
+/// (`/usr/bin/bash` is not `/bin/bash`). Pure.
+pub fn exec_shell_granted(shell: &str, granted: &[String]) -> bool {
+    shell == DEFAULT_EXEC_SHELL || granted.iter().any(|g| g == shell)
+}
+
+/// Programs that run what they read on stdin as code when started without a
+/// script (shells, interpreters, debuggers and database shells with a `!`/
+/// `.system` escape), or that turn stdin into a command line (`xargs`).
+/// Wrappers (`env`, `timeout`, `nice`...) need no entry: the program they run
+/// is another word of the command.
+/// Matched on a word's basename, with a version suffix removed (`python3.12`).
+const STDIN_RUNNERS: &[&str] = &[
+    "sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "yash", "fish", "csh", "tcsh", "busybox",
+    "toybox", "xargs", "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun",
+    "php", "lua", "luajit", "tclsh", "wish", "expect", "R", "Rscript", "julia", "gdb", "lldb",
+    "sqlite", "mysql", "psql", "ed", "ex", "vi", "vim", "nvim", "dc",
+];
+
+/// Programs that read their program from stdin only with `-f -`.
+const STDIN_SCRIPT_FLAG: &[&str] = &["awk", "gawk", "mawk", "nawk", "sed", "gsed"];
+
+/// Would feeding stdin to `command` run it as code? `Some(word)` names the
+/// word that makes it so: a program of [`STDIN_RUNNERS`] anywhere in the
+/// command (so wrappers such as `timeout 5 sh` count), `awk`/`sed` with
+/// `-f -`, or a path word reading stdin (`/dev/stdin`, `/dev/fd/0`,
+/// `/proc/self/fd/0`). A list of known programs, not a proof. Pure.
+pub fn stdin_runs_code(command: &str) -> Option<&str> {
+    let words = words(command);
+    let base = |w: &str| -> String {
+        let b = w.rsplit('/').next().unwrap_or(w);
+        b.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+            .to_string()
+    };
+    let script_flag = words.windows(2).any(|w| w == ["-f", "-"]);
+    words.iter().copied().find(|w| {
+        let b = base(w);
+        STDIN_RUNNERS.contains(&b.as_str())
+            || (script_flag && STDIN_SCRIPT_FLAG.contains(&b.as_str()))
+            || matches!(*w, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+    })
+}
+
+/// Checks an `exec_env` entry: an environment name of `[A-Za-z_][A-Za-z0-9_]*`,
+/// optionally ending in `*` (a prefix). `*` alone is refused (that is
+/// `exec = ["**"]`'s authority).
+pub fn validate_exec_env(pattern: &str) -> Result<(), String> {
+    let name = pattern.strip_suffix('*').unwrap_or(pattern);
+    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{pattern}` is not an environment name or prefix: use letters, digits and `_` \
+             (not starting with a digit), optionally ending in `*` (e.g. \"NOTES_MODE\", \
+             \"NOTES_*\")"
+        ))
+    }
+}
+
+/// Checks an `exec_shells` entry: an absolute path without `.`/`..`
+/// components, NUL or control characters. Whether it exists is checked per
+/// request by the host's hard rules.
+pub fn validate_exec_shell(shell: &str) -> Result<(), String> {
+    let ok = shell.starts_with('/')
+        && !shell.chars().any(char::is_control)
+        && !shell.split('/').any(|c| c == "." || c == "..");
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{shell}` is not an absolute shell path without `.`/`..` (e.g. \"/bin/bash\")"
+        ))
+    }
+}
 
 /// Characters that make a command more than one simple command with literal
 /// words: separators, pipes, substitutions, redirections, grouping, quotes
@@ -285,6 +466,8 @@ struct Raw {
     contract: String,
     sha256: Option<String>,
     exec: Option<RawExec>,
+    exec_env: Option<Vec<String>>,
+    exec_shells: Option<Vec<String>>,
     #[serde(default)]
     preopen: Vec<RawPreopen>,
     #[serde(default)]
@@ -295,6 +478,8 @@ struct Raw {
     sandbox: Option<SandboxMode>,
     #[serde(default)]
     network: bool,
+    #[serde(default)]
+    unix_sockets: bool,
 }
 
 #[derive(Deserialize)]
@@ -392,19 +577,40 @@ impl Manifest {
                 ExecGrant::Patterns(patterns)
             }
         };
+        for (key, list) in [
+            ("exec_env", &raw.exec_env),
+            ("exec_shells", &raw.exec_shells),
+        ] {
+            if list.is_some() && exec == ExecGrant::None {
+                return Err(invalid(
+                    key,
+                    "grants nothing without an `exec` grant; add `exec = [\"PATTERN\"]`".into(),
+                ));
+            }
+        }
+        let exec_env = raw.exec_env.unwrap_or_default();
+        for name in &exec_env {
+            validate_exec_env(name).map_err(|m| invalid("exec_env", m))?;
+        }
+        let exec_shells = raw.exec_shells.unwrap_or_default();
+        for shell in &exec_shells {
+            validate_exec_shell(shell).map_err(|m| invalid("exec_shells", m))?;
+        }
         let mut preopens = Vec::new();
         for (i, p) in raw.preopen.into_iter().enumerate() {
             let field = format!("preopen[{i}]");
             let host = base.join(&p.host);
-            let canonical = host.canonicalize().map_err(|e| {
-                invalid(&format!("{field}.host"), format!("{}: {e}", host.display()))
+            // One open: what is validated here is what every call is granted.
+            let dir = HeldDir::open(&host).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotADirectory {
+                    invalid(
+                        &format!("{field}.host"),
+                        format!("{} is not a directory", host.display()),
+                    )
+                } else {
+                    invalid(&format!("{field}.host"), format!("{}: {e}", host.display()))
+                }
             })?;
-            if !canonical.is_dir() {
-                return Err(invalid(
-                    &format!("{field}.host"),
-                    format!("{} is not a directory", host.display()),
-                ));
-            }
             if !p.guest.starts_with('/') || p.guest.contains('\0') {
                 return Err(invalid(
                     &format!("{field}.guest"),
@@ -412,7 +618,8 @@ impl Manifest {
                 ));
             }
             preopens.push(Preopen {
-                host: canonical,
+                host: dir.path().to_path_buf(),
+                dir,
                 guest: p.guest,
                 mode: p.mode,
             });
@@ -474,11 +681,14 @@ impl Manifest {
             contract: raw.contract,
             sha256,
             exec,
+            exec_env,
+            exec_shells,
             preopens,
             env,
             limits,
             sandbox: raw.sandbox,
             network: raw.network,
+            unix_sockets: raw.unix_sockets,
         })
     }
 
@@ -490,23 +700,27 @@ impl Manifest {
             contract: crate::contract_version::LATEST.to_string(),
             sha256: None,
             exec: ExecGrant::None,
+            exec_env: Vec::new(),
+            exec_shells: Vec::new(),
             preopens: Vec::new(),
             env: Vec::new(),
             limits: Limits::default(),
             sandbox: None,
             network: false,
+            unix_sockets: false,
         }
     }
 
     /// The built-in bash plugin's manifest: exec `**` (the policy plugin and
     /// approvers decide each command), no files or env, default memory, CPU
     /// 60 s, wall time 11 minutes (its longest foreground timeout is 10), and
-    /// no sandbox restriction of its own (`--sandbox`/`--allow-network`
-    /// decide).
+    /// no sandbox restriction of its own (`--sandbox`/`--allow-network`/
+    /// `--allow-unix-sockets` decide).
     pub fn builtin_bash() -> Manifest {
         Manifest {
             exec: ExecGrant::Patterns(vec!["**".into()]),
             network: true,
+            unix_sockets: true,
             limits: Limits {
                 wall: Duration::from_secs(11 * 60),
                 // It drains output events while a command floods: real work
@@ -518,10 +732,63 @@ impl Manifest {
         }
     }
 
+    /// The manifest's exec step of the permission pipeline: may this plugin
+    /// start `request` (already resolved by the host's hard rules)? `Err`
+    /// carries the reason, naming the command, shell, variable or program and
+    /// the manifest key that would grant it.
+    ///
+    /// No exec grant: denied. `exec = ["**"]`: any command, shell, environment
+    /// and stdin. Any other grant: the command must match a pattern
+    /// ([`ExecGrant::check`]), the shell must be [`DEFAULT_EXEC_SHELL`] or in
+    /// `exec_shells` ([`exec_shell_granted`]), every environment name must be
+    /// in [`SAFE_EXEC_ENV`] or `exec_env` ([`exec_env_granted`]), and stdin must
+    /// not be fed to a program that runs it as code ([`stdin_runs_code`]).
+    /// See the module docs, "A grant judges the whole request".
+    pub fn check_exec(&self, request: &ExecRequest<'_>) -> Result<(), String> {
+        self.exec.check(request.command)?;
+        if self.exec.grants_everything() {
+            return Ok(());
+        }
+        if !exec_shell_granted(request.shell, &self.exec_shells) {
+            return Err(format!(
+                "the plugin's manifest does not grant the shell `{}`: a pattern grant runs \
+                 commands with {DEFAULT_EXEC_SHELL} (grant it with `exec_shells = [\"{}\"]`)",
+                request.shell, request.shell
+            ));
+        }
+        for (name, _) in request.env {
+            if exec_env_granted(name, &self.exec_env) {
+                continue;
+            }
+            let how = if validate_exec_env(name).is_ok() {
+                format!("grant it with `exec_env = [\"{name}\"]`")
+            } else {
+                "no `exec_env` entry can name it; only `exec = [\"**\"]` keeps any environment"
+                    .to_string()
+            };
+            return Err(format!(
+                "the plugin's manifest does not let its commands get the environment variable \
+                 `{name}`: without a grant only {} are allowed ({how})",
+                SAFE_EXEC_ENV.join(", ")
+            ));
+        }
+        if request.feeds_stdin
+            && let Some(word) = stdin_runs_code(request.command)
+        {
+            return Err(format!(
+                "the command feeds stdin to `{word}`, which runs what it reads as code; a \
+                 pattern grant covers the command text, never stdin (start it with stdin \
+                 closed, or grant `exec = [\"**\"]` so the policy and approvers judge it)"
+            ));
+        }
+        Ok(())
+    }
+
     /// The manifest as JSON (for `plugin inspect --json`): `id`, `contract`,
-    /// `sha256`, `exec` (`null` or a list of patterns), `preopens`
+    /// `sha256`, `exec` (`null` or a list of patterns), `exec_env` and
+    /// `exec_shells` (lists), `preopens`
     /// (`host`, `guest`, `mode`), `env` (names only: values may be secrets),
-    /// `memory_bytes`, `cpu_ms`, `wall_ms`, `sandbox`, `network`.
+    /// `memory_bytes`, `cpu_ms`, `wall_ms`, `sandbox`, `network`, `unix_sockets`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "id": self.id,
@@ -531,6 +798,8 @@ impl Manifest {
                 ExecGrant::None => serde_json::Value::Null,
                 ExecGrant::Patterns(p) => serde_json::json!(p),
             },
+            "exec_env": self.exec_env,
+            "exec_shells": self.exec_shells,
             "preopens": self.preopens.iter().map(|p| serde_json::json!({
                 "host": p.host.display().to_string(),
                 "guest": p.guest,
@@ -542,18 +811,21 @@ impl Manifest {
             "wall_ms": self.limits.wall.as_millis() as u64,
             "sandbox": self.sandbox.map(|s| s.as_str()),
             "network": self.network,
+            "unix_sockets": self.unix_sockets,
         })
     }
 
     /// The sandbox policy this manifest asks for the commands its plugin
     /// starts: its `sandbox` mode (absent: no restriction beyond the
-    /// operator's) and `network` (default off). The session engine combines it
-    /// with the operator's `--sandbox`/`--allow-network` using
+    /// operator's), `network` and `unix_sockets` (default off). The session
+    /// engine combines it with the operator's `--sandbox`/`--allow-network`/
+    /// `--allow-unix-sockets` using
     /// [`SandboxPolicy::stricter`], so a manifest can only tighten.
     pub fn sandbox_policy(&self) -> SandboxPolicy {
         SandboxPolicy {
             mode: self.sandbox.unwrap_or(SandboxMode::FullAccess),
             network: self.network,
+            unix_sockets: self.unix_sockets,
             git_writable: false,
         }
     }
@@ -738,18 +1010,257 @@ mod tests {
     #[test]
     fn exec_grant_check() {
         let none = ExecGrant::None;
+        assert!(none.check("ls").unwrap_err().contains("grants no exec"));
+        assert!(!none.grants_everything());
+        let some = ExecGrant::Patterns(vec!["git status".into()]);
+        assert!(some.check("git status").is_ok());
+        assert!(some.check("ls").unwrap_err().contains("`git status`"));
+        assert!(!some.grants_everything());
+        let all = ExecGrant::Patterns(vec!["git status".into(), " ** ".into()]);
+        assert!(all.check("a; b").is_ok());
+        assert!(all.grants_everything());
+    }
+
+    /// (name, exec_env grant, allowed)
+    const ENV_CASES: &[(&str, &[&str], bool)] = &[
+        // the safe default set
+        ("LANG", &[], true),
+        ("LANGUAGE", &[], true),
+        ("LC_ALL", &[], true),
+        ("LC_CTYPE", &[], true),
+        ("TZ", &[], true),
+        ("NO_COLOR", &[], true),
+        ("COLUMNS", &[], true),
+        ("LINES", &[], true),
+        ("CI", &[], true),
+        // names that make bash, ld.so or common programs run code
+        ("BASH_ENV", &[], false),
+        ("ENV", &[], false),
+        ("BASH_FUNC_sleep%%", &[], false),
+        ("BASH_FUNC_sleep()", &[], false),
+        ("LD_PRELOAD", &[], false),
+        ("LD_LIBRARY_PATH", &[], false),
+        ("LD_AUDIT", &[], false),
+        ("PATH", &[], false),
+        ("IFS", &[], false),
+        ("PS4", &[], false),
+        ("SHELLOPTS", &[], false),
+        ("BASHOPTS", &[], false),
+        ("PROMPT_COMMAND", &[], false),
+        ("GLOBIGNORE", &[], false),
+        ("CDPATH", &[], false),
+        ("HOME", &[], false),
+        ("PAGER", &[], false),
+        ("EDITOR", &[], false),
+        ("GIT_SSH_COMMAND", &[], false),
+        ("GCONV_PATH", &[], false),
+        ("GLIBC_TUNABLES", &[], false),
+        ("PYTHONPATH", &[], false),
+        ("NODE_OPTIONS", &[], false),
+        ("TERM", &[], false),
+        // case matters
+        ("lang", &[], false),
+        ("Lang", &[], false),
+        ("LC", &[], false),
+        // granted names: exact, or by prefix
+        ("NOTES_MODE", &["NOTES_MODE"], true),
+        ("NOTES_MODEX", &["NOTES_MODE"], false),
+        ("NOTES_MOD", &["NOTES_MODE"], false),
+        ("NOTES_X", &["NOTES_*"], true),
+        ("NOTES_", &["NOTES_*"], true),
+        ("NOTESX", &["NOTES_*"], false),
+        ("BASH_ENV", &["NOTES_*"], false),
+        ("LD_PRELOAD", &["LD_PRELOAD"], true),
+    ];
+
+    #[test]
+    fn exec_env_table() {
+        for (name, granted, expected) in ENV_CASES {
+            let granted: Vec<String> = granted.iter().map(|g| g.to_string()).collect();
+            assert_eq!(
+                exec_env_granted(name, &granted),
+                *expected,
+                "{name:?} under exec_env = {granted:?}"
+            );
+        }
+        for ok in ["A", "_X", "NOTES_MODE", "NOTES_*", "a1_*"] {
+            assert!(validate_exec_env(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "*",
+            "1X",
+            "A-B",
+            "A=B",
+            "BASH_FUNC_f%%",
+            "A*B",
+            "A **",
+            "A\0",
+        ] {
+            assert!(validate_exec_env(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// (shell, exec_shells grant, allowed)
+    const SHELL_CASES: &[(&str, &[&str], bool)] = &[
+        ("/bin/sh", &[], true),
+        ("/bin/bash", &[], false),
+        ("/usr/bin/sh", &[], false),
+        ("/bin/dash", &[], false),
+        ("/usr/bin/python3", &[], false),
+        ("/bin/bash", &["/bin/bash"], true),
+        ("/usr/bin/bash", &["/bin/bash"], false),
+        ("/bin/zsh", &["/bin/bash"], false),
+        ("/bin/sh", &["/bin/bash"], true),
+    ];
+
+    #[test]
+    fn exec_shell_table() {
+        for (shell, granted, expected) in SHELL_CASES {
+            let granted: Vec<String> = granted.iter().map(|g| g.to_string()).collect();
+            assert_eq!(
+                exec_shell_granted(shell, &granted),
+                *expected,
+                "{shell:?} under exec_shells = {granted:?}"
+            );
+        }
+        assert!(validate_exec_shell("/bin/bash").is_ok());
+        for bad in ["bash", "", "/bin/../tmp/x", "/bin/./bash", "/bin/ba\nsh"] {
+            assert!(validate_exec_shell(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// (command, the word that runs stdin as code)
+    const STDIN_CASES: &[(&str, Option<&str>)] = &[
+        ("sh", Some("sh")),
+        ("bash -s", Some("bash")),
+        ("/bin/bash", Some("/bin/bash")),
+        ("python3", Some("python3")),
+        ("python3.12 -", Some("python3.12")),
+        ("timeout 5 sh", Some("sh")),
+        ("nice -n 5 perl", Some("perl")),
+        ("xargs echo", Some("xargs")),
+        ("cat /dev/stdin", Some("/dev/stdin")),
+        ("awk -f -", Some("awk")),
+        ("sqlite3 db", Some("sqlite3")),
+        ("cat", None),
+        ("sed s/a/b/", None),
+        ("awk {print}", None),
+        ("grep -c x", None),
+        ("wc -l", None),
+        ("sleep 1", None),
+    ];
+
+    #[test]
+    fn stdin_runs_code_table() {
+        for (command, expected) in STDIN_CASES {
+            assert_eq!(stdin_runs_code(command), *expected, "{command:?}");
+        }
+    }
+
+    fn exec_manifest(exec: &[&str], env: &[&str], shells: &[&str]) -> Manifest {
+        Manifest {
+            exec: ExecGrant::Patterns(exec.iter().map(|p| p.to_string()).collect()),
+            exec_env: env.iter().map(|p| p.to_string()).collect(),
+            exec_shells: shells.iter().map(|p| p.to_string()).collect(),
+            ..Manifest::deny_all("p")
+        }
+    }
+
+    fn request<'a>(
+        command: &'a str,
+        shell: &'a str,
+        env: &'a [(String, String)],
+        feeds_stdin: bool,
+    ) -> ExecRequest<'a> {
+        ExecRequest {
+            command,
+            shell,
+            env,
+            feeds_stdin,
+        }
+    }
+
+    #[test]
+    fn check_exec_judges_the_whole_request() {
+        let pair = |k: &str| vec![(k.to_string(), "v".to_string())];
+        let sleep = exec_manifest(&["sleep *", "sh", "cat"], &["NOTES_*"], &[]);
+        assert_eq!(
+            sleep.check_exec(&request("sleep 1", "/bin/sh", &[], false)),
+            Ok(())
+        );
+        assert_eq!(
+            sleep.check_exec(&request("sleep 1", "/bin/sh", &pair("LANG"), false)),
+            Ok(())
+        );
+        assert_eq!(
+            sleep.check_exec(&request("sleep 1", "/bin/sh", &pair("NOTES_MODE"), false)),
+            Ok(())
+        );
+        let e = sleep
+            .check_exec(&request("sleep 1", "/bin/sh", &pair("BASH_ENV"), false))
+            .unwrap_err();
         assert!(
-            none.check("ls", None)
+            e.contains("`BASH_ENV`") && e.contains("exec_env = [\"BASH_ENV\"]"),
+            "{e}"
+        );
+        let e = sleep
+            .check_exec(&request(
+                "sleep 1",
+                "/bin/sh",
+                &pair("BASH_FUNC_sleep%%"),
+                false,
+            ))
+            .unwrap_err();
+        assert!(
+            e.contains("`BASH_FUNC_sleep%%`") && e.contains("only `exec = [\"**\"]`"),
+            "{e}"
+        );
+        let e = sleep
+            .check_exec(&request("sleep 1", "/bin/bash", &[], false))
+            .unwrap_err();
+        assert!(
+            e.contains("`/bin/bash`") && e.contains("exec_shells = [\"/bin/bash\"]"),
+            "{e}"
+        );
+        let e = sleep
+            .check_exec(&request("sh", "/bin/sh", &[], true))
+            .unwrap_err();
+        assert!(e.contains("feeds stdin to `sh`"), "{e}");
+        assert_eq!(
+            sleep.check_exec(&request("sh", "/bin/sh", &[], false)),
+            Ok(())
+        );
+        assert_eq!(
+            sleep.check_exec(&request("cat", "/bin/sh", &[], true)),
+            Ok(())
+        );
+        // The command is judged first.
+        let e = sleep
+            .check_exec(&request("ls", "/bin/bash", &pair("BASH_ENV"), true))
+            .unwrap_err();
+        assert!(e.contains("does not match"), "{e}");
+        let bash = exec_manifest(&["sleep *"], &[], &["/bin/bash"]);
+        assert_eq!(
+            bash.check_exec(&request("sleep 1", "/bin/bash", &[], false)),
+            Ok(())
+        );
+        assert!(
+            bash.check_exec(&request("sleep 1", "/bin/bash", &pair("BASH_ENV"), false))
+                .is_err()
+        );
+        // `**` keeps any shell, env and stdin.
+        let all = exec_manifest(&["**"], &[], &[]);
+        assert_eq!(
+            all.check_exec(&request("sh", "/usr/bin/python3", &pair("BASH_ENV"), true)),
+            Ok(())
+        );
+        let none = Manifest::deny_all("p");
+        assert!(
+            none.check_exec(&request("sleep 1", "/bin/sh", &[], false))
                 .unwrap_err()
                 .contains("grants no exec")
         );
-        let some = ExecGrant::Patterns(vec!["git status".into()]);
-        assert!(some.check("git status", None).is_ok());
-        assert!(some.check("git status", Some("/bin/bash")).is_ok());
-        assert!(some.check("git status", Some("/usr/bin/python3")).is_err());
-        assert!(some.check("ls", None).unwrap_err().contains("`git status`"));
-        let all = ExecGrant::Patterns(vec!["**".into()]);
-        assert!(all.check("a; b", Some("/usr/bin/python3")).is_ok());
     }
 
     #[test]
@@ -812,6 +1323,8 @@ id = "p"
 contract = "0.1.0"
 sha256 = "AB00000000000000000000000000000000000000000000000000000000000000"
 exec = ["git status", "cargo test **"]
+exec_env = ["NOTES_MODE", "NOTES_*"]
+exec_shells = ["/bin/bash"]
 memory = "128MiB"
 cpu = "500ms"
 wall = "2s"
@@ -833,6 +1346,8 @@ mode = "read-write"
             m.exec,
             ExecGrant::Patterns(vec!["git status".into(), "cargo test **".into()])
         );
+        assert_eq!(m.exec_env, ["NOTES_MODE", "NOTES_*"]);
+        assert_eq!(m.exec_shells, ["/bin/bash"]);
         assert_eq!(m.limits.memory_bytes, 128 << 20);
         assert_eq!(m.limits.cpu, Duration::from_millis(500));
         assert_eq!(m.limits.wall, Duration::from_secs(2));
@@ -891,5 +1406,15 @@ mode = "read-write"
         );
         assert!(e.contains("preopen[0].guest"), "{e}");
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\n[env]\nX = false\n").contains("env.X"));
+        let e = err("id = \"p\"\ncontract = \"0.1.0\"\nexec_env = [\"A\"]\n");
+        assert!(
+            e.contains("`exec_env`") && e.contains("without an `exec` grant"),
+            "{e}"
+        );
+        let e = err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"ls\"]\nexec_env = [\"*\"]\n");
+        assert!(e.contains("`exec_env`"), "{e}");
+        let e =
+            err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"ls\"]\nexec_shells = [\"bash\"]\n");
+        assert!(e.contains("`exec_shells`") && e.contains("absolute"), "{e}");
     }
 }

@@ -8,7 +8,9 @@
 //!    timeout): the session engine resolves the request
 //!    (`toolhost_process::Sessions::resolve`), so every later step, and a
 //!    person asked to approve, sees the resolved cwd and shell;
-//! 2. the plugin's manifest exec grant ([`crate::manifest::ExecGrant::check`]);
+//! 2. the plugin's manifest exec grants ([`crate::manifest::Manifest::check_exec`]):
+//!    the command, and for grants other than `**` also the shell, every
+//!    environment name and stdin;
 //! 3. the [`Policy`] (the policy plugin's `decide`);
 //! 4. for `ask`, the first [`Approver`] that can answer (an attached control
 //!    client, MCP elicitation, a TTY prompt); with none, deny with a reason
@@ -21,7 +23,9 @@
 //!
 //! Outcomes use the Agent Client Protocol vocabulary (`allow_once`,
 //! `allow_always`, `reject_once`, `reject_always`, `cancelled`);
-//! `allow_always` / `reject_always` are remembered for the host session.
+//! `allow_always` / `reject_always` are remembered for the host session, for
+//! the same whole request (command, shell, environment names, stdin), never
+//! for the command text alone.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -29,12 +33,12 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use toolhost_process::ResolvedStart;
+use toolhost_process::{ResolvedStart, StdinMode};
 
-use crate::manifest::ExecGrant;
+use crate::manifest::{ExecRequest, Manifest};
 
 /// Who asks to start a process: the plugin, the tool call, and the plugin's
-/// exec grant.
+/// manifest (its exec grants).
 #[derive(Debug, Clone, Copy)]
 pub struct Requester<'a> {
     /// The plugin id.
@@ -43,8 +47,8 @@ pub struct Requester<'a> {
     pub tool: &'a str,
     /// The tool call it runs (empty outside a tool call).
     pub tool_call_id: &'a str,
-    /// Its manifest's exec grant (step 2).
-    pub exec: &'a ExecGrant,
+    /// Its manifest, whose exec grants are step 2 ([`Manifest::check_exec`]).
+    pub manifest: &'a Manifest,
 }
 
 /// What a [`Policy`] decides on (the WIT `permission-request` with a
@@ -221,7 +225,8 @@ pub struct Permissions {
     policy: Arc<dyn Policy>,
     workspace: PathBuf,
     approvers: Mutex<Vec<Arc<dyn Approver>>>,
-    /// Commands answered `allow_always` / `reject_always` in this host session.
+    /// Requests answered `allow_always` / `reject_always` in this host session,
+    /// by [`remember_key`].
     remembered: Mutex<Vec<(String, ApprovalOutcome)>>,
     observer: Mutex<Option<Arc<dyn PermissionObserver>>>,
     next_request: AtomicU64,
@@ -257,18 +262,27 @@ impl Permissions {
     /// (already resolved by the session engine: step 1). `Err(reason)` means
     /// denied; the reason says which step refused and how to allow it.
     ///
-    /// Step 2 is the calling plugin's manifest exec grant
-    /// ([`ExecGrant::check`]): a plugin without one is denied before the policy
-    /// is asked.
+    /// Step 2 is the calling plugin's manifest exec grants
+    /// ([`Manifest::check_exec`]: command, shell, environment names, stdin): a
+    /// plugin without a grant is denied before the policy is asked. The policy
+    /// then sees the command, cwd, shell and environment names (never values
+    /// or stdin bytes).
     pub async fn check_start(
         &self,
         who: &Requester<'_>,
         request: &ResolvedStart,
     ) -> Result<(), String> {
         let command = &request.request.command;
-        who.exec
-            .check(command, Some(&request.shell.to_string_lossy()))
+        let shell = request.shell.to_string_lossy();
+        who.manifest
+            .check_exec(&ExecRequest {
+                command,
+                shell: &shell,
+                env: &request.request.env,
+                feeds_stdin: !matches!(request.request.stdin, StdinMode::Closed),
+            })
             .map_err(|reason| format!("denied by manifest: {reason}"))?;
+        let key = remember_key(request);
         let cwd = request.cwd.display().to_string();
         let req = PermissionRequest {
             plugin: who.plugin.to_string(),
@@ -312,7 +326,7 @@ impl Permissions {
             request: &approval,
             resolved: false,
         };
-        if let Some(outcome) = self.remembered(command) {
+        if let Some(outcome) = self.remembered(&key) {
             guard.resolve(outcome, "remembered");
             return decide_outcome(outcome, "remembered for this host session");
         }
@@ -330,7 +344,7 @@ impl Permissions {
                     self.remembered
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .push((command.clone(), outcome));
+                        .push((key.clone(), outcome));
                 }
                 guard.resolve(outcome, approver.name());
                 return decide_outcome(outcome, approver.name());
@@ -350,14 +364,40 @@ impl Permissions {
         ))
     }
 
-    fn remembered(&self, command: &str) -> Option<ApprovalOutcome> {
+    fn remembered(&self, key: &str) -> Option<ApprovalOutcome> {
         let remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
         remembered
             .iter()
             .rev()
-            .find(|(c, _)| c == command)
+            .find(|(k, _)| k == key)
             .map(|(_, o)| *o)
     }
+}
+
+/// What an `allow_always` / `reject_always` answer covers: the whole request
+/// the approver was shown (command, shell, the sorted environment names,
+/// whether stdin is fed), so an answer for `sleep 1` never covers `sleep 1`
+/// with `BASH_ENV` set or under another shell.
+fn remember_key(request: &ResolvedStart) -> String {
+    let mut names: Vec<&str> = request
+        .request
+        .env
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let stdin = match request.request.stdin {
+        StdinMode::Closed => "closed",
+        StdinMode::Open => "open",
+        _ => "bytes",
+    };
+    format!(
+        "{}\0{}\0{}\0{stdin}",
+        request.request.command,
+        request.shell.display(),
+        names.join("\0"),
+    )
 }
 
 fn decide_outcome(outcome: ApprovalOutcome, by: &str) -> Result<(), String> {
@@ -374,6 +414,7 @@ mod tests {
     //! recording observer, over requests the real session engine resolved.
 
     use super::*;
+    use crate::manifest::ExecGrant;
     use std::sync::atomic::AtomicUsize;
     use toolhost_process::sandbox::SandboxPolicy;
     use toolhost_process::{Sessions, SessionsConfig, StartRequest};
@@ -473,23 +514,34 @@ mod tests {
     }
 
     fn resolve(s: &Setup, command: &str) -> ResolvedStart {
+        resolve_with(s, command, &[])
+    }
+
+    fn resolve_with(s: &Setup, command: &str, env: &[(&str, &str)]) -> ResolvedStart {
         let mut request = StartRequest::new(command);
         request.cwd = Some("sub".into());
+        request.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         s.sessions
             .resolve(request, &SandboxPolicy::default())
             .unwrap()
     }
 
-    fn grant(patterns: &[&str]) -> ExecGrant {
-        ExecGrant::Patterns(patterns.iter().map(|p| p.to_string()).collect())
+    fn grant(patterns: &[&str]) -> Manifest {
+        Manifest {
+            exec: ExecGrant::Patterns(patterns.iter().map(|p| p.to_string()).collect()),
+            ..Manifest::deny_all("p")
+        }
     }
 
-    fn who(exec: &ExecGrant) -> Requester<'_> {
+    fn who(manifest: &Manifest) -> Requester<'_> {
         Requester {
             plugin: "p",
             tool: "t",
             tool_call_id: "tc_1",
-            exec,
+            manifest,
         }
     }
 
@@ -501,7 +553,7 @@ mod tests {
         let request = resolve(&s, "ls");
         for (exec, want) in [
             (
-                ExecGrant::None,
+                Manifest::deny_all("p"),
                 "denied by manifest: the plugin's manifest grants no exec",
             ),
             (
@@ -617,5 +669,51 @@ mod tests {
                 .await,
             Err("rejected by scripted (reject_once)".to_string())
         );
+    }
+
+    #[tokio::test]
+    async fn the_manifest_judges_env_names_before_the_policy_and_the_policy_sees_them() {
+        let s = setup();
+        let policy = TablePolicy::new(Ok(Decision::Allow));
+        let pipeline = Permissions::new(policy.clone(), s.ws.path().to_path_buf());
+        let exec = grant(&["sleep *"]);
+        let err = pipeline
+            .check_start(
+                &who(&exec),
+                &resolve_with(&s, "sleep 1", &[("BASH_ENV", "/x")]),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.starts_with("denied by manifest: ") && err.contains("`BASH_ENV`"),
+            "{err}"
+        );
+        assert_eq!(policy.calls.load(Ordering::SeqCst), 0);
+        let request = resolve_with(&s, "sleep 1", &[("LANG", "C"), ("TZ", "UTC")]);
+        assert_eq!(pipeline.check_start(&who(&exec), &request).await, Ok(()));
+        let seen = policy.seen.lock().unwrap();
+        assert_eq!(seen[0].env_keys, ["LANG", "TZ"]);
+        assert_eq!(seen[0].shell, "/bin/sh");
+    }
+
+    #[tokio::test]
+    async fn an_always_answer_covers_the_whole_request_not_the_command_text() {
+        let s = setup();
+        let exec = grant(&["**"]);
+        let pipeline = Permissions::new(
+            TablePolicy::new(Ok(Decision::Ask("?".into()))),
+            s.ws.path().to_path_buf(),
+        );
+        let person = scripted(Some(ApprovalOutcome::AllowAlways));
+        pipeline.add_approver(person.clone());
+        let plain = resolve(&s, "make");
+        assert_eq!(pipeline.check_start(&who(&exec), &plain).await, Ok(()));
+        assert_eq!(pipeline.check_start(&who(&exec), &plain).await, Ok(()));
+        assert_eq!(person.asked.lock().unwrap().len(), 1);
+        // The same text with an environment name the approver never saw is
+        // asked again.
+        let with_env = resolve_with(&s, "make", &[("LD_PRELOAD", "/x.so")]);
+        assert_eq!(pipeline.check_start(&who(&exec), &with_env).await, Ok(()));
+        assert_eq!(person.asked.lock().unwrap().len(), 2);
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::control::{ControlClient, ControlError, HEARTBEAT_INTERVAL};
+use toolhost_runtime::display::{escape, escape_line};
 use toolhost_runtime::host_session::{HostEvent, HostEventKind, Replay};
 
 /// Why a batch was refused.
@@ -185,7 +186,10 @@ impl Follower {
     }
 }
 
-/// One line for a human about an event.
+/// One line for a human about an event. Plugin text in it (tool names,
+/// arguments, results, commands, output, prompts) has its control characters
+/// escaped (`toolhost_runtime::display`): commands and prompts on one line,
+/// output and results keeping their newlines and tabs.
 pub fn describe(event: &HostEvent) -> String {
     let body = match &event.kind {
         HostEventKind::Lifecycle { state, message, .. } => format!(
@@ -204,7 +208,11 @@ pub fn describe(event: &HostEvent) -> String {
             tool,
             arguments,
             source,
-        } => format!("{tool_call_id} {tool} {arguments} (via {source})"),
+        } => format!(
+            "{tool_call_id} {} {} (via {source})",
+            escape_line(tool),
+            escape_line(&arguments.to_string())
+        ),
         HostEventKind::ToolCallSettled {
             tool_call_id,
             is_error,
@@ -213,7 +221,7 @@ pub fn describe(event: &HostEvent) -> String {
         } => format!(
             "{tool_call_id} {}: {}",
             if *is_error { "failed" } else { "done" },
-            text.lines().last().unwrap_or_default()
+            escape_line(text.lines().last().unwrap_or_default())
         ),
         HostEventKind::ToolCallFailed {
             tool_call_id,
@@ -228,7 +236,7 @@ pub fn describe(event: &HostEvent) -> String {
             command,
             pid,
             ..
-        } => format!("{session_id} started (pid {pid}): {command}"),
+        } => format!("{session_id} started (pid {pid}): {}", escape_line(command)),
         HostEventKind::ProcessOutput {
             session_id, text, ..
         } => format!("{session_id} | {}", text.trim_end_matches('\n')),
@@ -252,14 +260,39 @@ pub fn describe(event: &HostEvent) -> String {
             command,
             prompt,
             ..
-        } => format!("{request_id} permission asked for `{command}`: {prompt}"),
+        } => format!(
+            "{request_id} permission asked for `{}`: {}",
+            escape_line(command),
+            escape_line(prompt)
+        ),
         HostEventKind::PermissionResolved {
             request_id,
             outcome,
             by,
         } => format!("{request_id} {outcome} (by {by})"),
+        HostEventKind::Omitted {
+            what,
+            offset,
+            len,
+            session_id,
+            reason,
+            ..
+        } => {
+            let who = session_id.as_deref().unwrap_or("host");
+            // Each kind says where the bytes went (host_session.rs, `Omitted`).
+            let range = match (offset, len) {
+                (Some(o), Some(l)) => format!(" bytes {o}..{}", o.saturating_add(*l)),
+                _ => String::new(),
+            };
+            match what.as_str() {
+                "session" => format!("{who} evicted from memory (output.log kept): {reason}"),
+                "output" => format!("{who} output{range} omitted past the cap: {reason}"),
+                "event_line" => format!("{who} torn event line{range} cut on resume: {reason}"),
+                _ => format!("{who} {what}{range} omitted: {reason}"),
+            }
+        }
     };
-    format!("[{}] {body}", event.seq)
+    format!("[{}] {}", event.seq, escape(&body))
 }
 
 /// How `toolhost attach` runs.
@@ -418,7 +451,8 @@ where
                 {
                     say(&mut out, format!(
                         "permission {}: {} wants to run `{}` in {} ({}). Answer a / A / r / R",
-                        p.request_id, p.tool_call_id, p.command, p.cwd, p.prompt
+                        escape_line(&p.request_id), escape_line(&p.tool_call_id),
+                        escape_line(&p.command), escape_line(&p.cwd), escape_line(&p.prompt)
                     )).await;
                 }
             }
@@ -523,8 +557,10 @@ async fn handle_batch<O: AsyncWrite + Unpin>(
     }
 }
 
+/// Writes `line` and a newline to `out`, with control characters escaped
+/// (newlines and tabs kept): every line attach prints can hold plugin text.
 async fn say<O: AsyncWrite + Unpin>(out: &mut O, line: String) {
-    let line = format!("{line}\n");
+    let line = format!("{}\n", escape(&line));
     let _ = out.write_all(line.as_bytes()).await;
     let _ = out.flush().await;
 }
@@ -714,5 +750,28 @@ mod tests {
         f.apply(&[life(3, Lifecycle::Stopped)]).unwrap();
         assert!(f.host_stopped());
         assert!(f.next_prompt().is_none());
+    }
+    /// Issue 18 item 11 (issue 17 item 8): a command or prompt holding escape
+    /// sequences, newlines or bidi overrides is shown escaped, on one line.
+    #[test]
+    fn event_lines_escape_plugin_text() {
+        let mut e = asked(1, "perm_1");
+        if let HostEventKind::PermissionRequested {
+            command, prompt, ..
+        } = &mut e.kind
+        {
+            *command = "rm -rf ~\u{1b}[2K\u{1b}]0;x\u{7}\nls \u{202e}fdp".into();
+            *prompt = "run it?\u{9b}31m".into();
+        }
+        let line = describe(&e);
+        assert!(!line.contains('\u{1b}'), "{line:?}");
+        assert!(!line.contains('\n'), "{line:?}");
+        assert!(!line.contains('\u{202e}'), "{line:?}");
+        assert!(!line.contains('\u{9b}'), "{line:?}");
+        assert!(
+            line.contains("rm -rf ~\\x1b[2K\\x1b]0;x\\x07\\nls \\u{202e}fdp"),
+            "{line:?}"
+        );
+        assert!(line.contains("run it?\\u{9b}31m"), "{line:?}");
     }
 }

@@ -6,6 +6,7 @@ use std::pin::Pin;
 
 use tokio::sync::Mutex;
 
+use toolhost_runtime::display::escape_line;
 use toolhost_runtime::permissions::{ApprovalOutcome, ApprovalRequest, Approver};
 
 /// Prompts on stderr and reads the answer from stdin. Only used when stdin is
@@ -24,6 +25,20 @@ impl TtyApprover {
             lock: Mutex::new(()),
         })
     }
+}
+
+/// The prompt shown for `request`. The command and cwd are plugin text, and
+/// the policy's prompt quotes the command: each is shown on one line with
+/// every control character (newlines included) escaped
+/// (`toolhost_runtime::display::escape_line`), so no line can pose as another
+/// and what the person reads is what would run.
+pub fn prompt_text(request: &ApprovalRequest) -> String {
+    format!(
+        "\n{}\n  command: {}\n  cwd:     {}\n  [1] allow once  [2] allow always  [3] reject once (default)  [4] reject always\n> ",
+        escape_line(&request.prompt),
+        escape_line(&request.command),
+        escape_line(&request.cwd)
+    )
 }
 
 /// Parses one answer line (see [`TtyApprover`]); `None` for an unknown answer.
@@ -48,10 +63,7 @@ impl Approver for TtyApprover {
     ) -> Pin<Box<dyn std::future::Future<Output = Option<ApprovalOutcome>> + Send + 'a>> {
         Box::pin(async move {
             let _one_at_a_time = self.lock.lock().await;
-            let prompt = format!(
-                "\n{}\n  command: {}\n  cwd:     {}\n  [1] allow once  [2] allow always  [3] reject once (default)  [4] reject always\n> ",
-                request.prompt, request.command, request.cwd
-            );
+            let prompt = prompt_text(request);
             let outcome = tokio::task::spawn_blocking(move || {
                 let mut stderr = std::io::stderr();
                 let stdin = std::io::stdin();

@@ -1,8 +1,9 @@
-//! Read-only carve-outs inside writable roots, and a private `/dev/shm` and `/dev/pts`, via a
-//! private mount namespace.
+//! Read-only carve-outs inside writable roots, the host's state dir hidden, and a private
+//! `/dev/shm` and `/dev/pts`, via a private mount namespace.
 //!
 //! Landlock cannot subtract: write on the workspace implies write on `.git` and on any
-//! protected host dir beneath it. And commands need a writable `/dev/shm` and ptys, which
+//! protected host dir beneath it, and read on `/` implies read on the host's state dir
+//! (other sessions' logs). And commands need a writable `/dev/shm` and ptys, which
 //! must not be the host's shared ones. So, whenever the kernel allows it, the child:
 //!
 //! 1. enters a new mount namespace: `unshare(CLONE_NEWNS)` when it has `CAP_SYS_ADMIN`
@@ -11,17 +12,27 @@
 //!    (its own ids, like `unshare -r` but without becoming root: files keep their owners and
 //!    exec drops the namespace capabilities because the uid is not 0);
 //! 2. makes `/` `MS_REC | MS_PRIVATE`, so nothing it mounts propagates to the host;
-//! 3. bind-mounts each read-only path onto itself (`MS_BIND | MS_REC`) and sets
+//! 3. *pins* each ancestor of a hidden directory that lies beneath a writable root: binds
+//!    it onto itself (`MS_BIND | MS_REC`, still writable). A mount point cannot be renamed
+//!    or removed in the namespace it is mounted in (`EBUSY`), so no command can move the
+//!    state dir away and have the host write into a directory of its own making;
+//! 4. *hides* each hidden directory (the host's state dir): opens each of its *holes*
+//!    (the session's private temp dir, and the workspace if it lies inside) with `O_PATH`,
+//!    mounts an empty `tmpfs` on the directory (`MS_NOSUID | MS_NODEV | MS_NOEXEC`, 64 KiB),
+//!    creates the holes' mount points inside it, makes it read-only, and binds each hole
+//!    back from `/proc/self/fd/N` at its own path. Every spelling of the path reaches the
+//!    cover (mounts are on the directory, not on a name), so only the holes are left of it;
+//! 5. bind-mounts each read-only path onto itself (`MS_BIND | MS_REC`) and sets
 //!    `MOUNT_ATTR_RDONLY` on the whole bind tree with `mount_setattr(2)` + `AT_RECURSIVE`
 //!    (Linux ≥ 5.12; it changes only that flag, so flags locked by a user namespace such as
 //!    `nosuid`/`nodev` are preserved). On `ENOSYS` it falls back to
 //!    `mount(MS_REMOUNT | MS_BIND | MS_RDONLY | <current flags from statvfs>)` (not recursive);
-//! 4. re-binds writable, on top, any writable root that lies beneath a read-only path (e.g. a
+//! 6. re-binds writable, on top, any writable root that lies beneath a read-only path (e.g. a
 //!    private temp dir inside a protected state dir that is itself inside the workspace);
-//! 5. mounts a fresh `tmpfs` on `/dev/shm` (`MS_NOSUID | MS_NODEV`, mode 1777, at most 256 MiB), so POSIX shared
+//! 7. mounts a fresh `tmpfs` on `/dev/shm` (`MS_NOSUID | MS_NODEV`, mode 1777, at most 256 MiB), so POSIX shared
 //!    memory and semaphores work without reaching the host's shared `/dev/shm` or another
 //!    session's: it is private to this namespace and freed with it;
-//! 6. mounts a new `devpts` instance on `/dev/pts` (`newinstance,ptmxmode=0666,mode=0620`),
+//! 8. mounts a new `devpts` instance on `/dev/pts` (`newinstance,ptmxmode=0666,mode=0620`),
 //!    so `/dev/ptmx` (which opens the `devpts` at `/dev/pts` next to it) hands out ptys of
 //!    this instance only: the host's and other sessions' terminals are not reachable by path.
 //!
@@ -31,8 +42,8 @@
 //!
 //! Writes there fail with `EROFS` ("Read-only file system"). The Landlock domain applied
 //! afterwards forbids any further mount operation, so the binds cannot be undone.
-//! Everything here runs in the child and is async-signal-safe: paths are pre-built `CString`s
-//! and id maps are formatted into stack buffers.
+//! Everything here runs in the child and is async-signal-safe: paths are pre-built `CString`s,
+//! and id maps and `/proc/self/fd/N` paths are formatted into stack buffers.
 
 use std::ffi::CString;
 use std::io;
@@ -48,9 +59,24 @@ pub const DEV_PTS: &str = "/dev/pts";
 /// The pty multiplexer next to [`DEV_PTS`]; it opens ptys of the `devpts` mounted there.
 pub const DEV_PTMX: &str = "/dev/ptmx";
 
+/// Most holes one hidden directory may have (the private temp dir and the workspace).
+pub(crate) const MAX_HOLES: usize = 2;
+
+/// A directory to hide (see [`MountPlan::new`]), pre-built for the child.
+#[derive(Debug)]
+struct Hide {
+    dir: CString,
+    /// Each hole: its path, and the directories to create inside the tmpfs down to it
+    /// (outermost first, the hole itself last).
+    holes: Vec<(CString, Vec<CString>)>,
+}
+
 /// Pre-built mount operations for the child.
 #[derive(Debug)]
 pub struct MountPlan {
+    /// Directories bound onto themselves (writable), so no command can rename them.
+    pins: Vec<CString>,
+    hides: Vec<Hide>,
     /// Read-only binds, each with whether it is optional (`.git`: skipped if it vanished).
     read_only: Vec<(CString, bool)>,
     writable: Vec<CString>,
@@ -58,26 +84,76 @@ pub struct MountPlan {
     pts: bool,
 }
 
+/// What [`MountPlan::new`] builds, by path (all canonical).
+pub(crate) struct MountSpec<'a> {
+    /// Directories bound onto themselves, writable: mount points cannot be renamed or
+    /// removed, so an ancestor of a hidden directory inside a writable root stays put.
+    pub pins: &'a [PathBuf],
+    /// Directories covered by an empty read-only `tmpfs`, each with the directories
+    /// beneath it (at most [`MAX_HOLES`]) bound back in at their own paths.
+    pub hidden: &'a [(PathBuf, Vec<PathBuf>)],
+    /// Read-only binds; those also in `optional` may vanish before the child runs.
+    pub read_only: &'a [PathBuf],
+    /// See `read_only`.
+    pub optional: &'a [PathBuf],
+    /// Writable re-binds on top of the read-only ones.
+    pub writable: &'a [PathBuf],
+    /// A private `/dev/shm`.
+    pub shm: bool,
+    /// A private `/dev/pts`.
+    pub pts: bool,
+}
+
 impl MountPlan {
-    /// `read_only` binds (those in `optional` may vanish before the child runs), `writable`
-    /// re-binds on top, then a private `/dev/shm` and/or `/dev/pts` when asked for.
-    pub(crate) fn new(
-        read_only: &[PathBuf],
-        optional: &[PathBuf],
-        writable: &[PathBuf],
-        (shm, pts): (bool, bool),
-    ) -> Result<Self, SandboxError> {
+    /// In this order in the child: `pins`, `hidden` (with their holes), `read_only`
+    /// binds, `writable` re-binds on top, then a private `/dev/shm` and/or `/dev/pts`
+    /// when asked for.
+    ///
+    /// Errors: [`SandboxError::NulInPath`]; [`SandboxError::Io`] for a hidden dir with
+    /// more than [`MAX_HOLES`] holes or a hole not beneath it.
+    pub(crate) fn new(spec: MountSpec<'_>) -> Result<Self, SandboxError> {
         let c = |p: &PathBuf| {
             CString::new(p.as_os_str().as_bytes()).map_err(|_| SandboxError::NulInPath(p.clone()))
         };
+        let mut hides = Vec::new();
+        for (dir, holes) in spec.hidden {
+            let bad = |what| SandboxError::Io {
+                what,
+                path: dir.clone(),
+                source: io::Error::from(io::ErrorKind::InvalidInput),
+            };
+            if holes.len() > MAX_HOLES {
+                return Err(bad("hiding (too many directories to keep inside)"));
+            }
+            let mut built = Vec::new();
+            for hole in holes {
+                let rest = hole
+                    .strip_prefix(dir)
+                    .map_err(|_| bad("hiding (a kept directory is not beneath it)"))?;
+                let mut chain = Vec::new();
+                let mut at = dir.clone();
+                for part in rest.components() {
+                    at.push(part);
+                    chain.push(c(&at)?);
+                }
+                built.push((c(hole)?, chain));
+            }
+            hides.push(Hide {
+                dir: c(dir)?,
+                holes: built,
+            });
+        }
         Ok(MountPlan {
-            read_only: read_only
+            pins: spec.pins.iter().map(c).collect::<Result<_, _>>()?,
+            hides,
+            read_only: spec
+                .read_only
                 .iter()
-                .map(|p| Ok((c(p)?, optional.contains(p))))
+                .map(|p| Ok((c(p)?, spec.optional.contains(p))))
                 .collect::<Result<_, SandboxError>>()?,
-            writable: writable.iter().map(c).collect::<Result<_, _>>()?,
-            shm,
-            pts,
+            writable: spec.writable.iter().map(c).collect::<Result<_, _>>()?,
+            shm: spec.shm,
+            pts: spec.pts,
         })
     }
 
@@ -85,6 +161,12 @@ impl MountPlan {
     pub(crate) fn apply_in_child(&self) -> io::Result<()> {
         enter_namespace()?;
         make_root_private()?;
+        for p in &self.pins {
+            bind_self(p)?;
+        }
+        for h in &self.hides {
+            hide(h)?;
+        }
         for (p, optional) in &self.read_only {
             match bind_self(p) {
                 Err(e)
@@ -109,6 +191,101 @@ impl MountPlan {
         }
         Ok(())
     }
+}
+
+/// Covers `h.dir` with an empty `tmpfs` (read-only once the holes' mount points are
+/// made) and binds each hole back in at its own path. Each hole is opened before the
+/// cover goes on (the fd names the real directory, in this namespace) and bound from
+/// `/proc/self/fd/N`. Async-signal-safe: fds in a stack array, paths pre-built.
+fn hide(h: &Hide) -> io::Result<()> {
+    let mut fds: [libc::c_int; MAX_HOLES] = [-1; MAX_HOLES];
+    let result = hide_with(h, &mut fds);
+    for fd in fds {
+        if fd >= 0 {
+            // SAFETY: fds this function opened.
+            unsafe { libc::close(fd) };
+        }
+    }
+    result
+}
+
+fn hide_with(h: &Hide, fds: &mut [libc::c_int; MAX_HOLES]) -> io::Result<()> {
+    for (i, (hole, _)) in h.holes.iter().enumerate() {
+        // SAFETY: a valid NUL-terminated path.
+        let fd = unsafe {
+            libc::open(
+                hole.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        fds[i] = fd;
+    }
+    // SAFETY: NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::mount(
+            c"tmpfs".as_ptr(),
+            h.dir.as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"mode=0755,size=64k,nr_inodes=1024".as_ptr().cast(),
+        )
+    };
+    check(rc.into())?;
+    for (_, chain) in &h.holes {
+        for dir in chain {
+            // SAFETY: a valid NUL-terminated path.
+            if unsafe { libc::mkdir(dir.as_ptr(), 0o755) } != 0 {
+                let err = io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(err);
+                }
+            }
+        }
+    }
+    set_read_only(&h.dir, true)?;
+    for (i, (hole, _)) in h.holes.iter().enumerate() {
+        let mut buf = [0u8; 32];
+        let source = format_fd_path(&mut buf, fds[i]);
+        // SAFETY: NUL-terminated source (stack buffer) and target.
+        let rc = unsafe {
+            libc::mount(
+                source.as_ptr(),
+                hole.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        };
+        check(rc.into())?;
+    }
+    Ok(())
+}
+
+/// Formats `/proc/self/fd/<fd>` (NUL-terminated) into `buf` without allocating.
+fn format_fd_path(buf: &mut [u8; 32], fd: libc::c_int) -> &std::ffi::CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = 0;
+    let mut v = fd.max(0) as u32;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut len = PREFIX.len();
+    for i in (0..n).rev() {
+        buf[len] = digits[i];
+        len += 1;
+    }
+    buf[len] = 0;
+    std::ffi::CStr::from_bytes_with_nul(&buf[..=len]).unwrap_or(c"/proc/self/fd/-1")
 }
 
 /// A fresh `tmpfs` on `/dev/shm` (in the child's private mount namespace). Bounded
@@ -348,5 +525,15 @@ mod tests {
         assert_eq!(&buf[..n], b"4294967295 4294967295 1\n");
         let n = super::format_id_map(&mut buf, 1000);
         assert_eq!(&buf[..n], b"1000 1000 1\n");
+    }
+
+    #[test]
+    fn fd_path_format() {
+        let mut buf = [0u8; 32];
+        assert_eq!(super::format_fd_path(&mut buf, 7), c"/proc/self/fd/7");
+        assert_eq!(
+            super::format_fd_path(&mut buf, 2_147_483_647),
+            c"/proc/self/fd/2147483647"
+        );
     }
 }

@@ -1,9 +1,10 @@
 //! Plugins: the one load pipeline for every plugin kind, and each call in a
 //! fresh, limited store.
 //!
-//! Loading (`prepare`): the manifest's sha256 pin, compile (or the on-disk
-//! cache), a check of the component's exports and imports against its world
-//! *before* linking (so the error names what is wrong), link, `InstancePre`.
+//! Loading (`prepare`): the manifest's sha256 pin, a check of the component's
+//! exports and imports against its world, read from the bytes *before*
+//! compiling (so the error names what is wrong, in milliseconds), compile (or
+//! the on-disk cache), link, `InstancePre`.
 //! Tool and policy plugins differ only in their [`PluginKind`].
 //!
 //! Every call gets a new [`Store`] instantiated from the plugin's cached
@@ -16,13 +17,14 @@
 mod guest_log;
 mod store;
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use wasmtime::Store;
-use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, InstancePre, Linker};
+use wasmtime::component::{InstancePre, Linker};
 use wasmtime::error::Context as _;
 
 pub use guest_log::GuestLog;
@@ -39,6 +41,34 @@ use crate::permissions::{Decision, PermissionRequest, Policy};
 /// Most bytes of text (plus structured JSON) one tool call may return
 /// (16 MiB); more is [`CallError::OutputTooLarge`].
 pub const MAX_OUTPUT_BYTES: usize = 16 << 20;
+
+/// Most tools one plugin may describe (256). A plugin that describes more is
+/// not loaded ([`LoadError::TooManyTools`]): the host never works through an
+/// unbounded list a guest hands it.
+pub const MAX_TOOLS_PER_PLUGIN: usize = 256;
+
+/// Longest tool name, in bytes (64): `tool.wit` (`tool-spec.name`) allows
+/// 1-64 characters of `[A-Za-z0-9_-]`, which MCP tool names also accept. A
+/// tool with another name is refused ([`RefusedTool`]).
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Most bytes of one tool's description (16 KiB); a longer one refuses the
+/// tool ([`RefusedTool`]).
+pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+
+/// Most bytes of one tool's input schema (64 KiB of JSON text); a longer one
+/// refuses the tool ([`RefusedTool`]).
+pub const MAX_INPUT_SCHEMA_BYTES: usize = 64 << 10;
+
+/// Most wall time `describe` may take (10 s), whatever the manifest's `wall`:
+/// it only lists tools, and a plugin that hangs there must not hold up the
+/// host's start for long. The manifest's CPU and memory limits apply as to
+/// any call.
+pub const DESCRIBE_WALL_LIMIT: Duration = Duration::from_secs(10);
+
+/// How many bytes of a refused tool's name [`RefusedTool::name`] keeps (the
+/// rest is cut, so a hostile name cannot fill the log).
+const REFUSED_NAME_KEEP: usize = 80;
 
 /// Interface prefixes the host links for every plugin (`package/`). The
 /// sockets interfaces are linked so Rust-std guests load, but the WASI
@@ -126,6 +156,135 @@ pub enum LoadError {
         /// Why.
         message: String,
     },
+    /// `describe` returned more than [`MAX_TOOLS_PER_PLUGIN`] tools.
+    #[error(
+        "plugin `{plugin}` describes {count} tools, more than the limit of {limit} tools per \
+         plugin (MAX_TOOLS_PER_PLUGIN)"
+    )]
+    TooManyTools {
+        /// The plugin id.
+        plugin: String,
+        /// How many it described.
+        count: usize,
+        /// The limit ([`MAX_TOOLS_PER_PLUGIN`]).
+        limit: usize,
+    },
+}
+
+/// A tool a plugin described that the host does not offer, and why (a name
+/// outside `tool.wit`'s rules, a duplicate, a description or schema over its
+/// limit, a schema that is not a JSON object, or a name already taken by
+/// another tool). The plugin's other tools are offered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedTool {
+    /// The plugin id.
+    pub plugin: String,
+    /// The name as the plugin gave it, cut to its first 80 bytes. Raw
+    /// plugin text: escape it before showing it ([`crate::display`]).
+    pub name: String,
+    /// Why it was refused, naming the rule or limit.
+    pub reason: String,
+}
+
+impl RefusedTool {
+    /// A refusal of `name` (cut to its first 80 bytes) for `reason`.
+    pub fn new(plugin: &str, name: &str, reason: String) -> RefusedTool {
+        let cut = toolhost_process::floor_char_boundary(
+            name.as_bytes(),
+            REFUSED_NAME_KEEP.min(name.len()),
+        );
+        let mut kept = name[..cut].to_string();
+        if cut < name.len() {
+            kept.push('…');
+        }
+        RefusedTool {
+            plugin: plugin.to_string(),
+            name: kept,
+            reason,
+        }
+    }
+}
+
+/// Why `name` is not a tool name under `tool.wit` (1-64 characters of
+/// `[A-Za-z0-9_-]`), or `None` when it is one.
+pub fn tool_name_error(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("the name is empty (tool names are 1-64 characters of [A-Za-z0-9_-])".into());
+    }
+    if name.len() > MAX_TOOL_NAME_LEN {
+        return Some(format!(
+            "the name is {} bytes long, more than the limit of {MAX_TOOL_NAME_LEN} \
+             (MAX_TOOL_NAME_LEN; tool names are 1-64 characters of [A-Za-z0-9_-])",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Some(format!(
+            "the name contains {}, outside [A-Za-z0-9_-] (tool names are 1-64 characters of \
+             [A-Za-z0-9_-])",
+            describe_char(c)
+        ));
+    }
+    None
+}
+
+/// `c` for an error message: printable ASCII quoted, anything else as U+XXXX.
+fn describe_char(c: char) -> String {
+    if c.is_ascii_graphic() {
+        format!("`{c}`")
+    } else if c == ' ' {
+        "a space".to_string()
+    } else {
+        format!("U+{:04X}", c as u32)
+    }
+}
+
+/// Checks what `describe` returned against `tool.wit` and the limits above, in
+/// one pass: the tools the host offers (in the plugin's order) and the ones it
+/// refuses, each with its reason. Names are checked first, then uniqueness
+/// within the plugin (the first of a name wins), then the description and
+/// schema sizes, then that the schema is a JSON object.
+pub fn check_tools(plugin: &str, specs: Vec<ToolSpec>) -> (Vec<ToolSpec>, Vec<RefusedTool>) {
+    let mut seen: HashSet<String> = HashSet::with_capacity(specs.len());
+    let mut tools = Vec::with_capacity(specs.len());
+    let mut refused = Vec::new();
+    for spec in specs {
+        let reason = if let Some(e) = tool_name_error(&spec.name) {
+            Some(e)
+        } else if !seen.insert(spec.name.clone()) {
+            Some(
+                "the plugin describes another tool of the same name first (names must be \
+                  unique within a plugin)"
+                    .to_string(),
+            )
+        } else if spec.description.len() > MAX_DESCRIPTION_BYTES {
+            Some(format!(
+                "its description is {} bytes, more than the limit of {MAX_DESCRIPTION_BYTES} \
+                 (MAX_DESCRIPTION_BYTES)",
+                spec.description.len()
+            ))
+        } else if spec.input_schema.len() > MAX_INPUT_SCHEMA_BYTES {
+            Some(format!(
+                "its input schema is {} bytes, more than the limit of \
+                 {MAX_INPUT_SCHEMA_BYTES} (MAX_INPUT_SCHEMA_BYTES)",
+                spec.input_schema.len()
+            ))
+        } else {
+            match serde_json::from_str::<serde_json::Value>(&spec.input_schema) {
+                Ok(serde_json::Value::Object(_)) => None,
+                Ok(_) => Some("its input schema is not a JSON object".to_string()),
+                Err(e) => Some(format!("its input schema is not valid JSON: {e}")),
+            }
+        };
+        match reason {
+            None => tools.push(spec),
+            Some(reason) => refused.push(RefusedTool::new(plugin, &spec.name, reason)),
+        }
+    }
+    (tools, refused)
 }
 
 /// Why a plugin call produced no result.
@@ -206,8 +365,8 @@ struct Prepared {
 }
 
 /// The load pipeline every plugin passes: sha256 pin (when the manifest has
-/// one), compile or load from the cache, world check before linking, link,
-/// `InstancePre`.
+/// one), world check on the names in the bytes ([`component_names`],
+/// [`check_world`]), compile or load from the cache, link, `InstancePre`.
 ///
 /// Errors: [`LoadError::Sha256Mismatch`], [`LoadError::Invalid`] (not a
 /// component), [`LoadError::WrongWorld`] (missing export, unknown import).
@@ -223,8 +382,13 @@ fn prepare(
         plugin: id.to_string(),
         message: format!("{e:#}"),
     };
+    // Names first: a wrong world is refused in milliseconds, not after a compile.
+    let names = component_names(bytes).map_err(|message| LoadError::Invalid {
+        plugin: id.to_string(),
+        message,
+    })?;
+    check_world(&names, id, kind)?;
     let (component, source) = runtime.compile(bytes).map_err(invalid)?;
-    check_world(runtime, &component, id, kind)?;
     let linker = linker(runtime, kind).map_err(invalid)?;
     let pre = linker
         .instantiate_pre(&component)
@@ -285,10 +449,12 @@ impl WorldPre for policy_plugin::PolicyPluginPre<CallState> {
 }
 
 /// One call: a fresh store for `info` (under its manifest's limits), a fresh
-/// instance, then `f`, all within the manifest's wall-time limit.
+/// instance, then `f`, all within the wall-time limit `wall` (the manifest's,
+/// or less for `describe`).
 async fn run_call<P: WorldPre, R>(
     pre: &P,
     info: CallInfo,
+    wall: Duration,
     services: Option<Arc<Services>>,
     f: impl for<'a> FnOnce(
         &'a P::Bindings,
@@ -296,7 +462,6 @@ async fn run_call<P: WorldPre, R>(
     ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
 ) -> Result<R, CallError> {
     let plugin = info.plugin.to_string();
-    let wall = info.manifest.limits.wall;
     let mut store = new_store(pre.engine(), info, services)?;
     let work = async {
         let bindings = pre.instantiate(&mut store).await?;
@@ -311,6 +476,7 @@ pub struct ToolPlugin {
     manifest: Arc<Manifest>,
     pre: tool_plugin::ToolPluginPre<CallState>,
     tools: Vec<ToolSpec>,
+    refused: Vec<RefusedTool>,
     services: Option<Arc<Services>>,
     /// Keeps the engine's epoch ticker running while the plugin is loaded
     /// (without it CPU limits would never fire).
@@ -328,16 +494,21 @@ pub type ToolError = tool_plugin::exports::toolhost::plugin::tool::ToolError;
 
 impl ToolPlugin {
     /// Loads a tool plugin from component bytes under `manifest` (`prepare`:
-    /// pin, compile or cache, world check, link) and asks it to `describe` its
-    /// tools (under its limits, like any call).
+    /// pin, world check, compile or cache, link) and asks it to `describe` its
+    /// tools ([`ToolPlugin::describe`]: no session services, under its limits
+    /// and [`DESCRIBE_WALL_LIMIT`]). The tools are checked by [`check_tools`]
+    /// off the async workers; refused ones are logged and kept in
+    /// [`ToolPlugin::refused_tools`], the others offered.
     ///
     /// `services`: the session engine and permission pipeline its
-    /// `sessions` imports reach; `None` (as for `plugin inspect`) makes
-    /// `start` answer `denied` and the other session calls trap.
+    /// `sessions` imports reach during tool calls; `None` (as for `plugin
+    /// inspect`) makes `start` answer `denied` and the other session calls
+    /// trap. `describe` never gets them: loading a plugin grants nothing.
     ///
     /// Errors: [`LoadError::Sha256Mismatch`], [`LoadError::Invalid`] (not a
     /// component), [`LoadError::WrongWorld`] (missing export, unknown import),
-    /// [`LoadError::Describe`] (`describe` trapped or hit a limit).
+    /// [`LoadError::Describe`] (`describe` trapped or hit a limit),
+    /// [`LoadError::TooManyTools`] (more than [`MAX_TOOLS_PER_PLUGIN`]).
     pub async fn load(
         runtime: &Runtime,
         manifest: Manifest,
@@ -356,14 +527,40 @@ impl ToolPlugin {
             manifest: Arc::new(manifest),
             pre,
             tools: Vec::new(),
+            refused: Vec::new(),
             services,
             _runtime: runtime.clone(),
             source,
         };
-        plugin.tools = plugin.describe().await.map_err(|e| LoadError::Describe {
+        let specs = plugin.describe().await.map_err(|e| LoadError::Describe {
             plugin: id.to_string(),
             message: e.to_string(),
         })?;
+        if specs.len() > MAX_TOOLS_PER_PLUGIN {
+            return Err(LoadError::TooManyTools {
+                plugin: id.to_string(),
+                count: specs.len(),
+                limit: MAX_TOOLS_PER_PLUGIN,
+            });
+        }
+        // Parsing up to 256 schemas of 64 KiB is real work: not on a worker.
+        let plugin_id = id.clone();
+        let (tools, refused) = tokio::task::spawn_blocking(move || check_tools(&plugin_id, specs))
+            .await
+            .map_err(|e| LoadError::Describe {
+                plugin: id.to_string(),
+                message: format!("checking its tools failed: {e}"),
+            })?;
+        for r in &refused {
+            tracing::warn!(
+                plugin = %id,
+                tool = %crate::display::escape_line(&r.name),
+                "tool refused: {}",
+                r.reason
+            );
+        }
+        plugin.tools = tools;
+        plugin.refused = refused;
         Ok(plugin)
     }
 
@@ -372,9 +569,15 @@ impl ToolPlugin {
         &self.id
     }
 
-    /// The tools it described at load time.
+    /// The tools it described at load time that passed [`check_tools`].
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
+    }
+
+    /// The tools it described at load time that [`check_tools`] refused, each
+    /// with its reason.
+    pub fn refused_tools(&self) -> &[RefusedTool] {
+        &self.refused
     }
 
     /// Its manifest (grants and limits; a deny-all one if it has no file).
@@ -384,14 +587,19 @@ impl ToolPlugin {
 
     /// Asks the plugin to `describe` its tools again, in a fresh instance
     /// under its limits, exactly as a tool call runs (fresh [`Store`] from the
-    /// cached `InstancePre`, `describe`, store dropped). [`ToolPlugin::tools`]
-    /// keeps what load time saw; this is the per-call path that benchmark P1
-    /// measures (see `BENCHMARKS.md`).
+    /// cached `InstancePre`, `describe`, store dropped), except that it gets
+    /// no session services (`sessions.start` answers `denied`, the other
+    /// session calls trap, no approver is asked) and at most
+    /// [`DESCRIBE_WALL_LIMIT`] of wall time. The list is returned as the
+    /// plugin gave it, unchecked. [`ToolPlugin::tools`] keeps what load time
+    /// saw; this is the per-call path that benchmark P1 measures (see
+    /// `BENCHMARKS.md`).
     ///
     /// Errors: as [`ToolPlugin::call`].
     pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
         let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
-        self.run(info, |bindings, store| {
+        let wall = self.manifest.limits.wall.min(DESCRIBE_WALL_LIMIT);
+        run_call(&self.pre, info, wall, None, |bindings, store| {
             Box::pin(async move { bindings.toolhost_plugin_tool().call_describe(store).await })
         })
         .await
@@ -456,7 +664,18 @@ impl ToolPlugin {
             -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
         + Send,
     ) -> Result<R, CallError> {
-        run_call(&self.pre, info, self.services.clone(), f).await
+        // Per-plugin quota of calls in flight, with instances kept for the
+        // built-in plugins (`Runtime::admit`, ARCHITECTURE.md "Threading model").
+        let _permit = self
+            ._runtime
+            .admit(&self.id)
+            .await
+            .map_err(|message| CallError::Host {
+                plugin: self.id.to_string(),
+                message,
+            })?;
+        let wall = info.manifest.limits.wall;
+        run_call(&self.pre, info, wall, self.services.clone(), f).await
     }
 }
 
@@ -574,8 +793,19 @@ impl PolicyPlugin {
             -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
         + Send,
     ) -> Result<R, CallError> {
+        // The policy's share of the instance pool (`Runtime::admit`): a decision
+        // waits for a slot rather than fail for want of an instance.
+        let _permit = self
+            ._runtime
+            .admit(&self.id)
+            .await
+            .map_err(|message| CallError::Host {
+                plugin: self.id.to_string(),
+                message,
+            })?;
         let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
-        run_call(&self.pre, info, None, f).await
+        let wall = info.manifest.limits.wall;
+        run_call(&self.pre, info, wall, None, f).await
     }
 }
 
@@ -619,59 +849,204 @@ fn check_pin(manifest: &Manifest, bytes: &[u8]) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// The names of a component's imports and exports (interfaces and
-/// functions), as `Component::component_type` lists them.
-pub fn imports_and_exports(
-    engine: &wasmtime::Engine,
-    component: &Component,
-) -> (Vec<String>, Vec<String>) {
-    let ty = component.component_type();
-    let imports = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
-    let exports = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
-    (imports, exports)
+/// What a component binary imports and exports at its top level, read from
+/// the bytes without compiling them ([`component_names`]): enough to check it
+/// against a world in milliseconds, before a compile that can take half a
+/// minute for an interpreted plugin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ComponentNames {
+    /// Import names in binary order (interfaces such as
+    /// `wasi:cli/stdout@0.2.6`, or functions), each with whether it is a
+    /// function.
+    pub imports: Vec<(String, bool)>,
+    /// Export names in binary order.
+    pub exports: Vec<String>,
 }
 
-/// Checks a component against a world before linking, so the error names
-/// what is wrong: the export it lacks, or an import the host does not link.
-fn check_world(
-    runtime: &Runtime,
-    component: &Component,
-    id: &str,
-    kind: PluginKind,
-) -> Result<(), LoadError> {
+impl ComponentNames {
+    /// The import names alone.
+    pub fn import_names(&self) -> Vec<String> {
+        self.imports.iter().map(|(n, _)| n.clone()).collect()
+    }
+}
+
+/// Reads a component's top-level import and export names from its bytes,
+/// skipping nested modules and components, without validating or compiling
+/// anything (the compile validates).
+///
+/// Errors: why the bytes are not a component (a core module, not
+/// WebAssembly, truncated), as a message for [`LoadError::Invalid`].
+pub fn component_names(bytes: &[u8]) -> Result<ComponentNames, String> {
+    use wasmparser::{Chunk, ComponentExternalKind, ComponentTypeRef, Encoding, Parser, Payload};
+    let mut names = ComponentNames::default();
+    let mut parser = Parser::new(0);
+    let mut pos = 0usize;
+    loop {
+        let (payload, consumed) = match parser.parse(&bytes[pos..], true) {
+            Ok(Chunk::Parsed { payload, consumed }) => (payload, consumed),
+            Ok(Chunk::NeedMoreData(_)) => return Err("the file is truncated".into()),
+            Err(e) => return Err(format!("not a WebAssembly component: {e}")),
+        };
+        pos += consumed;
+        match payload {
+            Payload::Version {
+                encoding: Encoding::Module,
+                ..
+            } => {
+                return Err(
+                    "it is a core WebAssembly module, not a component (build for \
+                            wasm32-wasip2, or wrap it with `wasm-tools component new`)"
+                        .into(),
+                );
+            }
+            Payload::ModuleSection {
+                unchecked_range, ..
+            }
+            | Payload::ComponentSection {
+                unchecked_range, ..
+            } => {
+                if unchecked_range.end > bytes.len() {
+                    return Err("the file is truncated".into());
+                }
+                pos = unchecked_range.end;
+            }
+            Payload::ComponentImportSection(reader) => {
+                for import in reader {
+                    let import = import.map_err(|e| format!("bad import section: {e}"))?;
+                    let function = matches!(import.ty, ComponentTypeRef::Func(_));
+                    names.imports.push((import.name.name.to_string(), function));
+                }
+            }
+            Payload::ComponentExportSection(reader) => {
+                for export in reader {
+                    let export = export.map_err(|e| format!("bad export section: {e}"))?;
+                    // Type exports are not items a host links or calls.
+                    if export.kind != ComponentExternalKind::Type {
+                        names.exports.push(export.name.name.to_string());
+                    }
+                }
+            }
+            Payload::End(_) => return Ok(names),
+            _ => {}
+        }
+    }
+}
+
+/// Checks a component's names against `kind`'s world before compiling or
+/// linking, so the error names what is wrong: the export it lacks, or an
+/// import the host does not link. (Linking then checks the types.)
+pub fn check_world(names: &ComponentNames, id: &str, kind: PluginKind) -> Result<(), LoadError> {
     let world = kind.world();
     let export = kind.export();
     let sessions_import = format!("toolhost:plugin/sessions@{}", contract::VERSION);
-    let engine = runtime.engine();
-    let ty = component.component_type();
     let wrong = |message: String| LoadError::WrongWorld {
         plugin: id.to_string(),
         world: world.clone(),
         message,
     };
-    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
-    if !exports.contains(&export) {
+    if !names.exports.contains(&export) {
         return Err(wrong(format!(
             "it does not export {export} (it exports: {})",
-            if exports.is_empty() {
+            if names.exports.is_empty() {
                 "nothing".to_string()
             } else {
-                exports.join(", ")
+                names.exports.join(", ")
             }
         )));
     }
-    for (name, item) in ty.imports(engine) {
+    for (name, function) in &names.imports {
         let linked = LINKED_WASI.iter().any(|p| name.starts_with(p))
-            || (kind.links_sessions() && name == sessions_import);
+            || (kind.links_sessions() && *name == sessions_import);
         if !linked {
-            let what = match item.ty {
-                ComponentItem::ComponentFunc(_) => "function ",
-                _ => "",
-            };
+            let what = if *function { "function " } else { "" };
             return Err(wrong(format!(
                 "it imports {what}{name}, which toolhost does not provide to this kind of plugin"
             )));
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, description: &str, schema: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema: schema.into(),
+            hints: tool_plugin::exports::toolhost::plugin::tool::ToolHints {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            },
+        }
+    }
+
+    #[test]
+    fn tool_names_follow_the_wit() {
+        for ok in ["a", "bash", "bash_output", "A-9_z", &"x".repeat(64)] {
+            assert_eq!(tool_name_error(ok), None, "{ok:?}");
+        }
+        for (bad, says) in [
+            ("", "empty"),
+            ("a b", "a space"),
+            ("a.b", "`.`"),
+            ("\u{1b}[31m", "U+001B"),
+            ("caf\u{e9}", "U+00E9"),
+            ("a/b", "`/`"),
+            (&"x".repeat(65), "MAX_TOOL_NAME_LEN"),
+        ] {
+            let e = tool_name_error(bad).unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn check_tools_keeps_the_good_and_names_each_refusal() {
+        let obj = r#"{"type":"object"}"#;
+        let big_schema = format!(r#"{{"x":"{}"}}"#, "y".repeat(MAX_INPUT_SCHEMA_BYTES));
+        let specs = vec![
+            spec("one", "first", obj),
+            spec("one", "again", obj),
+            spec("bad name", "", obj),
+            spec("long", &"d".repeat(MAX_DESCRIPTION_BYTES + 1), obj),
+            spec("edge", &"d".repeat(MAX_DESCRIPTION_BYTES), obj),
+            spec("schema", "", &big_schema),
+            spec("array", "", "[]"),
+            spec("text", "", "nope"),
+            spec("two", "second", obj),
+        ];
+        let (tools, refused) = check_tools("p", specs);
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["one", "edge", "two"]);
+        assert_eq!(tools[0].description, "first");
+        let reasons: Vec<(&str, &str)> = refused
+            .iter()
+            .map(|r| (r.name.as_str(), r.reason.as_str()))
+            .collect();
+        let expect = [
+            ("one", "unique"),
+            ("bad name", "[A-Za-z0-9_-]"),
+            ("long", "MAX_DESCRIPTION_BYTES"),
+            ("schema", "MAX_INPUT_SCHEMA_BYTES"),
+            ("array", "not a JSON object"),
+            ("text", "not valid JSON"),
+        ];
+        assert_eq!(reasons.len(), expect.len(), "{reasons:?}");
+        for ((name, reason), (want_name, says)) in reasons.iter().zip(expect) {
+            assert_eq!(*name, want_name);
+            assert!(reason.contains(says), "{name}: {reason}");
+        }
+        assert!(refused.iter().all(|r| r.plugin == "p"));
+    }
+
+    #[test]
+    fn a_refused_name_is_cut() {
+        let r = RefusedTool::new("p", &"é".repeat(100), "why".into());
+        assert!(r.name.len() <= REFUSED_NAME_KEEP + '…'.len_utf8());
+        assert!(r.name.ends_with('…'));
+    }
 }

@@ -55,7 +55,10 @@ impl WasiView for CallState {
 /// guest yields to tokio, so a spinning guest cannot starve other tasks.
 ///
 /// The WASI context holds exactly the manifest's preopens and env (nothing
-/// for a plugin without a manifest); network is always denied.
+/// for a plugin without a manifest); network is always denied. Each preopen is
+/// the directory opened at load (`Preopen::dir`, reopened through
+/// `/proc/self/fd`), and the call fails with [`CallError::Host`] when its path
+/// no longer leads to that directory.
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     call: CallInfo,
@@ -75,8 +78,20 @@ pub(crate) fn new_store(
             PreopenMode::ReadOnly => FsPerms::ReadOnly,
             PreopenMode::ReadWrite => FsPerms::ReadWrite,
         };
+        // Granted by handle: the directory opened at load, never what sits at the path
+        // now. A path that no longer leads there (a symlink swapped in, say) refuses
+        // the call (ARCHITECTURE.md, "Sandbox").
+        p.dir.verify().map_err(|why| CallError::Host {
+            plugin: call.plugin.to_string(),
+            message: format!(
+                "preopen {} ({}) is no longer the directory granted at load: {why}; \
+                 the call is refused",
+                p.guest,
+                p.host.display()
+            ),
+        })?;
         builder
-            .preopened_dir(&p.host, &p.guest, perms)
+            .preopened_dir(p.dir.reopen_path(), &p.guest, perms)
             .map_err(|e| CallError::Host {
                 plugin: call.plugin.to_string(),
                 message: format!("cannot open preopen {}: {e:#}", p.host.display()),

@@ -5,6 +5,14 @@
 //! and only then is spawned; every other call is scoped to the calling plugin's
 //! own sessions. See ARCHITECTURE.md, "The path of one tool call".
 //!
+//! A `start-request.tool-call-id` is bound to the call the host gave the
+//! plugin: it must be that call's own id ([`CallInfo::tool_call_id`]), or
+//! `none` for a background session; any other id is refused with
+//! `invalid-request` before anything else is checked, so a plugin can never
+//! attribute a process to, or inject progress into, another call. `start` is
+//! the only function of the interface that names a tool call; the others take
+//! session ids, scoped to the caller's own sessions.
+//!
 //! It works on a [`SessionsCtx`], a view of one call's store data (like
 //! wasmtime-wasi's `WasiCtxView`), so the plugin store depends on this module
 //! and not the other way round.
@@ -91,6 +99,9 @@ impl wit::Host for SessionsCtx<'_> {
                 "this plugin may not start processes".into(),
             )));
         };
+        if let Err(e) = check_tool_call_id(request.tool_call_id.as_deref(), self.call) {
+            return Ok(Err(e));
+        }
         let request = match start_request(request) {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
@@ -244,6 +255,28 @@ impl wit::HostSubscription for SessionsCtx<'_> {
     }
 }
 
+/// The rule that binds a start's `tool-call-id` to the calling tool call:
+/// `none` (a background session) or exactly `call.tool_call_id`. Anything
+/// else (another call's id, any id outside a tool call) is `invalid-request`
+/// naming the rule.
+fn check_tool_call_id(requested: Option<&str>, call: &CallInfo) -> Result<(), wit::SessionError> {
+    match requested {
+        None => Ok(()),
+        Some(id) if !call.tool_call_id.is_empty() && id == call.tool_call_id => Ok(()),
+        Some(id) if call.tool_call_id.is_empty() => {
+            Err(wit::SessionError::InvalidRequest(format!(
+                "tool-call-id `{id}` is not allowed here: this is not a tool call, so a process can \
+             only be a background session (tool-call-id none)"
+            )))
+        }
+        Some(id) => Err(wit::SessionError::InvalidRequest(format!(
+            "tool-call-id `{id}` is not this call's id (`{}`): a plugin may tie a process only to \
+             the tool call it is running, or pass none for a background session",
+            call.tool_call_id
+        ))),
+    }
+}
+
 fn start_request(r: wit::StartRequest) -> Result<process::StartRequest, wit::SessionError> {
     let timeout = match r.timeout_ms {
         Some(0) => {
@@ -370,5 +403,45 @@ fn event(e: process::SessionEvent) -> wit::SessionEvent {
         seq: e.seq,
         at_ms: e.at_ms,
         kind,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Manifest;
+
+    fn call(tool_call_id: &str) -> CallInfo {
+        CallInfo {
+            tool: "t".into(),
+            tool_call_id: tool_call_id.into(),
+            ..CallInfo::plugin_only("p".into(), Arc::new(Manifest::deny_all("p")))
+        }
+    }
+
+    #[test]
+    fn a_tool_call_id_is_the_calls_own_or_none() {
+        let own = call("tc_1");
+        assert!(check_tool_call_id(None, &own).is_ok());
+        assert!(check_tool_call_id(Some("tc_1"), &own).is_ok());
+        for forged in ["tc_2", "", "tc_1 ", "TC_1"] {
+            match check_tool_call_id(Some(forged), &own) {
+                Err(wit::SessionError::InvalidRequest(m)) => {
+                    assert!(m.contains("is not this call's id (`tc_1`)"), "{m}")
+                }
+                other => panic!("{forged:?}: {other:?}"),
+            }
+        }
+        // Outside a tool call (describe, a policy call) no id is anyone's.
+        let none = call("");
+        assert!(check_tool_call_id(None, &none).is_ok());
+        for id in ["", "tc_1"] {
+            match check_tool_call_id(Some(id), &none) {
+                Err(wit::SessionError::InvalidRequest(m)) => {
+                    assert!(m.contains("not a tool call"), "{m}")
+                }
+                other => panic!("{id:?}: {other:?}"),
+            }
+        }
     }
 }

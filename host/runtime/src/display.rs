@@ -1,0 +1,156 @@
+//! Showing plugin-provided text to a person: one escaping rule for every
+//! terminal the host writes to (`toolhost call`, `tools`, `plugin inspect`,
+//! the TTY approver, `toolhost attach`).
+//!
+//! A plugin controls tool names, descriptions, results, the commands it asks
+//! to run and their output. Printed raw, an escape sequence (CSI, OSC) in any
+//! of them can erase or recolour lines, rewrite the window title, or make a
+//! command display as something else; a bidi override can reorder what a
+//! person reads. [`escape`] and [`escape_line`] turn every such character into
+//! visible text. JSON outputs (`--json`, MCP, the control API) stay exact:
+//! JSON already escapes control characters, and programs read them.
+//!
+//! What is escaped, and how:
+//!
+//! | characters | shown as |
+//! |------------|----------|
+//! | C0 controls U+0000–U+001F (ESC included), except `\n` and `\t` in [`escape`] | `\r` for CR, else `\x1b`-style (two hex digits) |
+//! | DEL U+007F | `\x7f` |
+//! | C1 controls U+0080–U+009F (8-bit CSI U+009B, OSC U+009D, ...) | `\u{9b}` |
+//! | bidi controls U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069 | `\u{202e}` |
+//! | line and paragraph separators U+2028, U+2029 | `\u{2028}` |
+//!
+//! A backslash is left as it is, so the escaped form of a character and the
+//! same characters typed literally look alike; what matters is that nothing
+//! the plugin wrote reaches the terminal as a control.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// `text` with every control character (see the module table) escaped, except
+/// `\n` and `\t`: for multi-line text whose layout matters (a tool's result, a
+/// report, a policy prompt). Borrows when nothing needs escaping.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    escape_with(text, true)
+}
+
+/// `text` as one line: like [`escape`], but `\n` and `\t` are escaped too
+/// (as `\n` and `\t`). For fields a layout puts on one line: tool names,
+/// commands in prompts and events, paths.
+pub fn escape_line(text: &str) -> Cow<'_, str> {
+    escape_with(text, false)
+}
+
+/// Whether `c` is shown escaped (`keep_layout`: `\n` and `\t` are not).
+fn needs_escape(c: char, keep_layout: bool) -> bool {
+    match c {
+        '\n' | '\t' => !keep_layout,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+fn escape_with(text: &str, keep_layout: bool) -> Cow<'_, str> {
+    let Some(first) = text.find(|c| needs_escape(c, keep_layout)) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        if !needs_escape(c, keep_layout) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{0}'..='\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            _ => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table() {
+        // (input, escape, escape_line)
+        let cases: &[(&str, &str, &str)] = &[
+            ("plain text", "plain text", "plain text"),
+            ("", "", ""),
+            ("a\nb\tc", "a\nb\tc", "a\\nb\\tc"),
+            ("\u{1b}[2J\u{1b}[H", "\\x1b[2J\\x1b[H", "\\x1b[2J\\x1b[H"),
+            (
+                "\u{1b}]0;title\u{7}",
+                "\\x1b]0;title\\x07",
+                "\\x1b]0;title\\x07",
+            ),
+            ("a\rb", "a\\rb", "a\\rb"),
+            ("nul\u{0}", "nul\\x00", "nul\\x00"),
+            ("bs\u{8}", "bs\\x08", "bs\\x08"),
+            ("del\u{7f}", "del\\x7f", "del\\x7f"),
+            ("csi\u{9b}31m", "csi\\u{9b}31m", "csi\\u{9b}31m"),
+            (
+                "osc\u{9d}x\u{9c}",
+                "osc\\u{9d}x\\u{9c}",
+                "osc\\u{9d}x\\u{9c}",
+            ),
+            ("\u{80}\u{9f}", "\\u{80}\\u{9f}", "\\u{80}\\u{9f}"),
+            (
+                "rm \u{202e}fdp.exe",
+                "rm \\u{202e}fdp.exe",
+                "rm \\u{202e}fdp.exe",
+            ),
+            (
+                "\u{202a}\u{202d}",
+                "\\u{202a}\\u{202d}",
+                "\\u{202a}\\u{202d}",
+            ),
+            (
+                "\u{2066}\u{2067}\u{2068}\u{2069}",
+                "\\u{2066}\\u{2067}\\u{2068}\\u{2069}",
+                "\\u{2066}\\u{2067}\\u{2068}\\u{2069}",
+            ),
+            (
+                "\u{200e}\u{200f}\u{61c}",
+                "\\u{200e}\\u{200f}\\u{61c}",
+                "\\u{200e}\\u{200f}\\u{61c}",
+            ),
+            ("a\u{2028}b", "a\\u{2028}b", "a\\u{2028}b"),
+            // Printable non-ASCII stays as it is.
+            (
+                "café ✓ 日本 \u{a0}",
+                "café ✓ 日本 \u{a0}",
+                "café ✓ 日本 \u{a0}",
+            ),
+            ("back\\slash", "back\\slash", "back\\slash"),
+        ];
+        for (input, multi, line) in cases {
+            assert_eq!(escape(input), *multi, "escape({input:?})");
+            assert_eq!(escape_line(input), *line, "escape_line({input:?})");
+            for out in [escape(input), escape_line(input)] {
+                assert!(
+                    !out.chars().any(|c| needs_escape(c, true)),
+                    "{input:?} -> {out:?} still holds a control"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn borrows_when_clean() {
+        assert!(matches!(escape("no controls\nhere"), Cow::Borrowed(_)));
+        assert!(matches!(escape_line("one line"), Cow::Borrowed(_)));
+        assert!(matches!(escape_line("two\nlines"), Cow::Owned(_)));
+    }
+}

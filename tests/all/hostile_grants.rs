@@ -1,0 +1,438 @@
+//! A grant means exactly what it says (issue 18, items 1 and 5), checked with
+//! the hostile plugin's `exec` tool (`tests/plugins/hostile`):
+//!
+//! - a pattern grant (`exec = ["sleep *"]`) judges the whole request: the
+//!   environment names (only a safe default set and `exec_env`), the shell
+//!   (`/bin/sh` and `exec_shells`) and stdin fed to a shell or interpreter;
+//! - the policy plugin sees the environment names and the shell, and asks
+//!   about names that make the shell or loader run code even under `**`;
+//! - a start's tool-call id is the call's own or none, never another call's.
+//!
+//! Each refusal is asserted word for word where it matters, together with its
+//! real outcome: no session was started and no marker file was written.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use toolhost_process::Caller;
+use toolhost_runtime::{Host, HostConfig, ToolResult};
+use toolhost_test_fixtures::HOSTILE;
+
+use crate::support::{ALLOW_ALL, dirs};
+
+/// A host with the hostile plugin (manifest `manifest`) and `policy` rules
+/// (empty: the built-in default policy), plus the dirs to keep.
+struct Env {
+    host: Host,
+    _dirs: [tempfile::TempDir; 3],
+}
+
+impl Env {
+    fn ws(&self) -> &Path {
+        &self.host.config().workspace
+    }
+
+    /// Sessions the host has, any owner.
+    fn sessions(&self) -> usize {
+        self.host.sessions().list(&Caller::Host).len()
+    }
+}
+
+fn shared_cache() -> &'static Path {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    CACHE.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+async fn env(exec: &str, policy: &str) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hostile.wasm"), HOSTILE).unwrap();
+    std::fs::write(
+        dir.path().join("hostile.toml"),
+        format!("id = \"hostile\"\ncontract = \"0.1.0\"\n{exec}"),
+    )
+    .unwrap();
+    let (ws, state) = dirs();
+    std::os::unix::fs::symlink(shared_cache(), state.path().join("compiled")).ok();
+    let mut config = HostConfig::new(ws.path().to_path_buf(), state.path().to_path_buf());
+    config.plugins = vec![dir.path().join("hostile.wasm")];
+    config.policy_rules = policy.to_string();
+    let host = Host::new(config)
+        .await
+        .expect("host with the hostile plugin");
+    Env {
+        host,
+        _dirs: [dir, ws, state],
+    }
+}
+
+async fn exec(env: &Env, args: serde_json::Value) -> ToolResult {
+    env.host
+        .call_tool("exec", &args)
+        .await
+        .expect("the exec tool answers")
+}
+
+/// The session id in an `ok: "bg_…"` answer.
+fn started(out: &ToolResult) -> String {
+    assert!(!out.is_error, "{}", out.text);
+    let id = out
+        .text
+        .strip_prefix("ok: \"")
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("not a session id: {}", out.text));
+    assert!(id.starts_with("bg_"), "{id}");
+    id.to_string()
+}
+
+/// Asserts a `denied` answer holding every one of `parts`.
+fn assert_denied(out: &ToolResult, parts: &[&str]) {
+    assert!(out.is_error, "{}", out.text);
+    assert!(
+        out.text.starts_with("err: SessionError::Denied("),
+        "{}",
+        out.text
+    );
+    for p in parts {
+        assert!(out.text.contains(p), "{p:?} not in {}", out.text);
+    }
+}
+
+/// A script that writes `marker` when run, and the marker's path.
+fn marker_script(ws: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let marker = ws.join(format!("{name}.marker"));
+    let script = ws.join(format!("{name}.sh"));
+    std::fs::write(&script, format!("touch {}\n", marker.display())).unwrap();
+    (script, marker)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn env_names_outside_the_allowlist_are_denied_by_the_manifest() {
+    let env = env("exec = [\"sleep *\"]\n", ALLOW_ALL).await;
+    let ws = env.ws().to_path_buf();
+    let (script, marker) = marker_script(&ws, "pwned");
+    // A `sleep` earlier on PATH that writes the marker.
+    std::fs::create_dir(ws.join("bin")).unwrap();
+    let fake = ws.join("bin/sleep");
+    std::fs::write(&fake, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = script.display().to_string();
+    let touch = format!("() {{ touch {}; }}", marker.display());
+    let cases: &[(&str, String)] = &[
+        ("BASH_ENV", script.clone()),
+        ("ENV", script.clone()),
+        ("LD_PRELOAD", ws.join("evil.so").display().to_string()),
+        ("LD_LIBRARY_PATH", ws.display().to_string()),
+        (
+            "PATH",
+            format!("{}:/usr/bin:/bin", ws.join("bin").display()),
+        ),
+        ("IFS", "e".into()),
+        ("PS4", format!("$(touch {})", marker.display())),
+        ("SHELLOPTS", "xtrace".into()),
+        ("BASHOPTS", "extdebug".into()),
+        ("PROMPT_COMMAND", format!("touch {}", marker.display())),
+        ("GLOBIGNORE", "*".into()),
+        ("CDPATH", ws.display().to_string()),
+        ("HOME", ws.display().to_string()),
+        ("PAGER", script.clone()),
+        ("GIT_SSH_COMMAND", script.clone()),
+    ];
+    for (name, value) in cases {
+        let out = exec(
+            &env,
+            serde_json::json!({"command": "sleep 0", "env": [[name, value]]}),
+        )
+        .await;
+        assert_denied(
+            &out,
+            &[
+                "denied by manifest",
+                &format!("environment variable `{name}`"),
+                &format!("grant it with `exec_env = [\\\"{name}\\\"]`"),
+            ],
+        );
+    }
+    // An exported bash function named like the granted program: no `exec_env`
+    // entry can even name it.
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "env": [["BASH_FUNC_sleep%%", touch]]}),
+    )
+    .await;
+    assert_denied(
+        &out,
+        &[
+            "denied by manifest",
+            "`BASH_FUNC_sleep%%`",
+            "no `exec_env` entry can name it",
+        ],
+    );
+    // One bad name among safe ones is enough.
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "env": [["LANG", "C"], ["BASH_ENV", script]]}),
+    )
+    .await;
+    assert_denied(&out, &["`BASH_ENV`"]);
+    // Nothing was started, so nothing could write the marker.
+    assert_eq!(env.sessions(), 0);
+    assert!(!marker.exists());
+    // The safe default set passes.
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "env": [["LANG", "C"], ["LC_ALL", "C"], ["TZ", "UTC"], ["NO_COLOR", "1"]]}),
+    )
+    .await;
+    started(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_env_grant_lets_exactly_those_names_through() {
+    let env = env(
+        "exec = [\"printenv *\"]\nexec_env = [\"HOSTILE_*\", \"EXTRA\"]\n",
+        ALLOW_ALL,
+    )
+    .await;
+    let out = exec(
+        &env,
+        serde_json::json!({
+            "command": "printenv HOSTILE_MODE EXTRA LANG",
+            "env": [["HOSTILE_MODE", "granted-value"], ["EXTRA", "x"], ["LANG", "C"]],
+            "tool_call_id": null,
+        }),
+    )
+    .await;
+    let id = started(&out);
+    let exit = env.host.sessions().wait(&Caller::Host, &id).await.unwrap();
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let snap = env.host.sessions().check(&Caller::Host, &id).unwrap();
+    assert_eq!(snap.output_tail, "granted-value\nx\nC\n");
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "printenv", "env": [["EXTRA2", "x"]]}),
+    )
+    .await;
+    assert_denied(&out, &["`EXTRA2`", "exec_env = [\\\"EXTRA2\\\"]"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_the_manifest_does_not_grant_is_denied() {
+    let env = env("exec = [\"sleep *\"]\n", ALLOW_ALL).await;
+    for shell in ["/bin/bash", "/usr/bin/env"] {
+        let out = exec(
+            &env,
+            serde_json::json!({"command": "sleep 0", "shell": shell}),
+        )
+        .await;
+        assert_denied(
+            &out,
+            &[
+                "denied by manifest",
+                &format!("does not grant the shell `{shell}`"),
+                &format!("exec_shells = [\\\"{shell}\\\"]"),
+            ],
+        );
+    }
+    assert_eq!(env.sessions(), 0);
+    // Granted, bash runs the command; bash's environment hooks stay closed.
+    let env = env_with_bash().await;
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "shell": "/bin/bash"}),
+    )
+    .await;
+    started(&out);
+    let (script, marker) = marker_script(env.ws(), "bash-env");
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "shell": "/bin/bash",
+            "env": [["BASH_ENV", script.display().to_string()]]}),
+    )
+    .await;
+    assert_denied(&out, &["`BASH_ENV`"]);
+    assert_eq!(env.sessions(), 1);
+    assert!(!marker.exists());
+}
+
+async fn env_with_bash() -> Env {
+    env(
+        "exec = [\"sleep *\"]\nexec_shells = [\"/bin/bash\"]\n",
+        ALLOW_ALL,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_fed_to_a_shell_is_denied_under_a_pattern_grant() {
+    let env = env("exec = [\"sh\", \"python3\", \"cat\"]\n", ALLOW_ALL).await;
+    let marker = env.ws().join("stdin.marker");
+    let script = format!("touch {}\n", marker.display());
+    for (command, stdin) in [
+        ("sh", serde_json::json!({"stdin": script})),
+        ("sh", serde_json::json!({"stdin_open": true})),
+        ("python3", serde_json::json!({"stdin": "open('x','w')"})),
+    ] {
+        let mut args = stdin;
+        args["command"] = command.into();
+        let out = exec(&env, args).await;
+        assert_denied(
+            &out,
+            &["denied by manifest", &format!("feeds stdin to `{command}`")],
+        );
+    }
+    assert_eq!(env.sessions(), 0);
+    assert!(!marker.exists());
+    // Data for a program that does not run it is fine, and so is `sh` with
+    // stdin closed (what the grant's text says).
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "cat", "stdin": "data", "tool_call_id": null}),
+    )
+    .await;
+    let id = started(&out);
+    env.host.sessions().wait(&Caller::Host, &id).await.unwrap();
+    let snap = env.host.sessions().check(&Caller::Host, &id).unwrap();
+    assert_eq!(snap.output_tail, "data");
+    let out = exec(&env, serde_json::json!({"command": "sh"})).await;
+    started(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_judges_env_names_and_the_shell_even_under_everything() {
+    // `**` passes the manifest step with any env and shell; the default
+    // policy allows `sleep *`, but not with these.
+    let env = env("exec = [\"**\"]\n", "").await;
+    let (script, marker) = marker_script(env.ws(), "policy");
+    let script = script.display().to_string();
+    for (name, value) in [
+        ("BASH_ENV", script.as_str()),
+        ("LD_PRELOAD", "/nonexistent.so"),
+        ("BASH_FUNC_sleep%%", "() { touch x; }"),
+        ("PATH", "/tmp"),
+    ] {
+        let out = exec(
+            &env,
+            serde_json::json!({"command": "sleep 0", "shell": "/bin/bash", "env": [[name, value]]}),
+        )
+        .await;
+        assert_denied(
+            &out,
+            &[
+                "no approver is available",
+                &format!("the request sets the environment variable `{name}`"),
+                "run other code",
+            ],
+        );
+    }
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "shell": "/usr/bin/env"}),
+    )
+    .await;
+    assert_denied(
+        &out,
+        &[
+            "no approver is available",
+            "runs under `/usr/bin/env`, not a shell the policy knows",
+        ],
+    );
+    assert_eq!(env.sessions(), 0);
+    assert!(!marker.exists());
+    // The same command under bash with no env runs (the built-in bash path).
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "shell": "/bin/bash", "env": [["LANG", "C"]]}),
+    )
+    .await;
+    started(&out);
+    // An allow-all policy still asks about code-running names.
+    let env = self::env("exec = [\"**\"]\n", ALLOW_ALL).await;
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "env": [["LD_PRELOAD", "/x.so"]]}),
+    )
+    .await;
+    assert_denied(&out, &["no approver is available", "`LD_PRELOAD`"]);
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "env": [["MY_TOOL_MODE", "x"]]}),
+    )
+    .await;
+    started(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_id_is_the_calls_own_or_none() {
+    let env = env("exec = [\"sleep *\"]\n", ALLOW_ALL).await;
+    // Another call in progress: the built-in bash tool running `sleep 30`.
+    let bash_args = serde_json::json!({"command": "sleep 30"});
+    let bash = env.host.call_tool("bash", &bash_args);
+    let attack = async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let victim = loop {
+            let running = env.host.running_calls();
+            let sessions = env.host.sessions().list(&Caller::Host);
+            if let (Some(call), false) = (running.first(), sessions.is_empty()) {
+                break call.tool_call_id.clone();
+            }
+            assert!(Instant::now() < deadline, "the bash call never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let out = exec(
+            &env,
+            serde_json::json!({"command": "sleep 0", "tool_call_id": victim}),
+        )
+        .await;
+        let sessions = env.host.sessions().list(&Caller::Host);
+        assert!(env.host.cancel_call(&victim));
+        (victim, out, sessions)
+    };
+    let (bash, (victim, forged, sessions)) = tokio::join!(bash, attack);
+    assert!(bash.is_err(), "the bash call was cancelled: {bash:?}");
+    assert!(forged.is_error, "{}", forged.text);
+    assert!(
+        forged
+            .text
+            .starts_with("err: SessionError::InvalidRequest(")
+            && forged
+                .text
+                .contains(&format!("tool-call-id `{victim}` is not this call's id")),
+        "{}",
+        forged.text
+    );
+    // Only the bash call's own process is attributed to it.
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    for forged_id in ["tc_000000000999", ""] {
+        let out = exec(
+            &env,
+            serde_json::json!({"command": "sleep 0", "tool_call_id": forged_id}),
+        )
+        .await;
+        assert!(
+            out.text.starts_with("err: SessionError::InvalidRequest("),
+            "{}",
+            out.text
+        );
+    }
+    assert_eq!(env.sessions(), 1);
+    // Its own id (the tool passes `call.tool_call_id` when none is given) and
+    // none (a background session) are accepted.
+    let own = exec(&env, serde_json::json!({"command": "sleep 0"})).await;
+    let own = started(&own);
+    let snap = env.host.sessions().check(&Caller::Host, &own).unwrap();
+    assert!(
+        snap.tool_call_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("tc_") && id != victim),
+        "{snap:?}"
+    );
+    let bg = exec(
+        &env,
+        serde_json::json!({"command": "sleep 0", "tool_call_id": null}),
+    )
+    .await;
+    let bg = started(&bg);
+    let snap = env.host.sessions().check(&Caller::Host, &bg).unwrap();
+    assert_eq!(snap.tool_call_id, None);
+}
