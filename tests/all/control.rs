@@ -413,41 +413,95 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
     );
 }
 
-/// A command the host runs (sandboxed or not) cannot use the control socket
-/// to approve its own permission prompts: its connection is closed at once.
+/// A command the host runs cannot use the control socket to approve its own
+/// permission prompts, whatever its sandbox: under the default sandbox it cannot
+/// create a UNIX socket at all (`EPERM`), so neither the control socket nor a
+/// socket elsewhere (`/tmp/...`, as an ssh-agent's) can be reached; with
+/// `--allow-unix-sockets` the control socket is still hidden with the state dir
+/// (`ENOENT`) while the other one is reached; under full-access (no sandbox) the
+/// control server itself closes the connection of a process that is not a human's
+/// client.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_command_of_the_host_cannot_use_the_control_socket() {
+    use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
     let (ws, state) = dirs();
-    let log = Arc::new(HostSessionLog::open(state.path(), None).unwrap());
-    let mut config = allow_all_config(ws.path(), state.path());
-    config.events = Some(log);
-    let host = Arc::new(Host::new(config).await.unwrap());
-    let (stop, _) = tokio::sync::watch::channel(false);
-    let _control = ControlServer::start(host.clone(), stop).unwrap();
-    let socket = socket_path(state.path(), host.events().id());
-    // A human's client (this test process) is served.
-    let mut human = ControlClient::connect(&socket).await.unwrap();
-    human.call("heartbeat", json!({})).await.unwrap();
+    let elsewhere_dir = tempfile::tempdir().unwrap();
+    let elsewhere = elsewhere_dir.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&elsewhere).unwrap();
+    listener.set_nonblocking(true).unwrap();
     std::fs::write(
         ws.path().join("probe.py"),
-        format!(
-            "import socket\n\
-             s = socket.socket(socket.AF_UNIX)\n\
-             s.connect({:?})\n\
-             try:\n    \
-                 s.sendall(b'{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"heartbeat\"}}\\n')\n    \
-                 reply = s.recv(200)\n\
-             except OSError:\n    \
-                 reply = b''\n\
-             print('answered' if reply else 'refused')\n",
-            socket.display().to_string()
-        ),
+        "import errno, socket, sys\n\
+         for label, path in zip(sys.argv[1::2], sys.argv[2::2]):\n    \
+             try:\n        \
+                 s = socket.socket(socket.AF_UNIX)\n    \
+             except OSError as e:\n        \
+                 print(label, 'socket', errno.errorcode[e.errno]); continue\n    \
+             try:\n        \
+                 s.connect(path)\n    \
+             except OSError as e:\n        \
+                 print(label, 'connect', errno.errorcode[e.errno]); continue\n    \
+             if label != 'control':\n        \
+                 s.sendall(b'x'); print(label, 'connected'); continue\n    \
+             try:\n        \
+                 s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"heartbeat\"}\\n')\n        \
+                 reply = s.recv(200)\n    \
+             except OSError:\n        \
+                 reply = b''\n    \
+             print(label, 'answered' if reply else 'refused')\n",
     )
     .unwrap();
-    let result = host
-        .call_tool("bash", &json!({ "command": "python3 probe.py" }))
-        .await
-        .unwrap();
-    assert_eq!(result.text, "refused", "{result:?}");
-    assert!(!result.text.contains("jsonrpc"), "{result:?}");
+    let run = async |sandbox: SandboxPolicy| {
+        let log = Arc::new(HostSessionLog::open(state.path(), None).unwrap());
+        let mut config = allow_all_config(ws.path(), state.path());
+        config.events = Some(log);
+        config.sandbox = sandbox;
+        let host = Arc::new(Host::new(config).await.unwrap());
+        let (stop, _) = tokio::sync::watch::channel(false);
+        let _control = ControlServer::start(host.clone(), stop).unwrap();
+        let socket = socket_path(state.path(), host.events().id());
+        // A human's client (this test process) is served.
+        let mut human = ControlClient::connect(&socket).await.unwrap();
+        human.call("heartbeat", json!({})).await.unwrap();
+        let command = format!(
+            "python3 probe.py control '{}' elsewhere '{}'",
+            socket.display(),
+            elsewhere.display()
+        );
+        let result = host
+            .call_tool("bash", &json!({ "command": command }))
+            .await
+            .unwrap();
+        assert!(!result.text.contains("answered"), "{result:?}");
+        result.text.trim_end().to_owned()
+    };
+    let accepted = || match listener.accept() {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+        Err(e) => panic!("accept: {e}"),
+    };
+
+    let text = run(SandboxPolicy::default()).await;
+    assert_eq!(text, "control socket EPERM\nelsewhere socket EPERM");
+    assert!(
+        !accepted(),
+        "a sandboxed command reached {}",
+        elsewhere.display()
+    );
+
+    let text = run(SandboxPolicy {
+        unix_sockets: true,
+        ..SandboxPolicy::default()
+    })
+    .await;
+    assert_eq!(text, "control connect ENOENT\nelsewhere connected");
+    assert!(accepted(), "the grant did not let the command connect");
+
+    let text = run(SandboxPolicy {
+        mode: SandboxMode::FullAccess,
+        ..SandboxPolicy::default()
+    })
+    .await;
+    assert_eq!(text, "control refused\nelsewhere connected");
+    assert!(accepted());
 }

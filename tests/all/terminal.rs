@@ -195,7 +195,12 @@ async fn commands_up_to_1_mib_are_checked_and_longer_ones_refused_with_the_limit
     let text = text_of(&result);
     assert_eq!(result.is_error, Some(true));
     assert!(text.contains("1048577 bytes"), "{text}");
-    assert!(text.contains("at most 1048576 bytes (1 MiB)"), "{text}");
+    // The host's size check (toolhost_process::MAX_COMMAND_BYTES) refuses it
+    // before the policy sees it.
+    assert!(
+        text.contains("over the limit MAX_COMMAND_BYTES (1048576 bytes)"),
+        "{text}"
+    );
     mcp.cancel().await.unwrap();
 }
 

@@ -16,7 +16,11 @@
 //!   default (the host's handlers must never run on the child's stack) and unblocks
 //!   all signals before `exec`, as `posix_spawn` does;
 //! - a failing step or `execve` sends its errno through a close-on-exec pipe, so a
-//!   spawn error is reported as the step's `io::Error` and no process is left.
+//!   spawn error is reported as the step's `io::Error` and no process is left;
+//! - only the standard streams (and [`Stdio::extra`]) reach the program: every
+//!   other descriptor, whatever the host inherited from its own launcher, is marked
+//!   close-on-exec last (`close_range(CLOSE_RANGE_CLOEXEC)`), so a command cannot
+//!   write through an fd the host never meant to give it.
 //!
 //! The child's pidfd comes from `CLONE_PIDFD`; [`Spawned::pidfd`] is how the sessions
 //! engine waits for the exit (readiness on the pidfd, then `waitid(P_PIDFD)`).
@@ -337,6 +341,7 @@ fn child_steps(args: &ChildArgs<'_>) -> io::Result<()> {
             }
         }
         (args.setup)()?;
+        close_other_fds(args.stdio.extra.map(|(_, target)| target))?;
         libc::execve(
             args.program.path.as_ptr(),
             args.program.argv_ptrs.as_ptr(),
@@ -344,6 +349,47 @@ fn child_steps(args: &ChildArgs<'_>) -> io::Result<()> {
         );
         Err(last())
     }
+}
+
+/// In the child: marks every descriptor from 3 up close-on-exec, except `keep`
+/// (the `extra` target). Async-signal-safe. `close_range` needs Linux 5.11 for
+/// `CLOSE_RANGE_CLOEXEC`; on older kernels each fd below the hard open-file limit
+/// (at most 2^20) is marked with `fcntl`.
+fn close_other_fds(keep: Option<RawFd>) -> io::Result<()> {
+    let keep = keep.filter(|&k| k >= 3);
+    let ranges: [(u32, u32); 2] = match keep {
+        Some(k) => [(3, k as u32 - 1), (k as u32 + 1, u32::MAX)],
+        None => [(3, u32::MAX), (1, 0)],
+    };
+    for (low, high) in ranges {
+        if low > high {
+            continue;
+        }
+        // SAFETY: close_range only changes descriptor flags of this process.
+        let rc =
+            unsafe { libc::syscall(libc::SYS_close_range, low, high, libc::CLOSE_RANGE_CLOEXEC) };
+        if rc == 0 {
+            continue;
+        }
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit on a local; fcntl on our own descriptors.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let end = limit.rlim_max.min(1 << 20) as u32;
+            for fd in low..end.min(high.saturating_add(1)) {
+                let flags = libc::fcntl(fd as RawFd, libc::F_GETFD);
+                if flags >= 0 {
+                    libc::fcntl(fd as RawFd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -402,6 +448,46 @@ mod tests {
         let missing = Program::new(OsStr::new("/no/such"), &[OsStr::new("x")], &[]).unwrap();
         let err = spawn(&missing, &stdio, &|| Ok(())).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+    }
+
+    #[test]
+    fn only_the_standard_streams_and_extra_reach_the_program() {
+        use std::io::Read;
+        // A descriptor without close-on-exec, as a launcher may leave one.
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let leaked = w.as_raw_fd();
+        let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let extra = std::fs::File::open("/dev/null").unwrap();
+        let script =
+            format!("ls /proc/self/fd | sort -n | tr '\\n' ' '; echo x >&{leaked} && echo leaked");
+        let program = Program::new(
+            OsStr::new("/bin/sh"),
+            &[OsStr::new("sh"), OsStr::new("-c"), OsStr::new(&script)],
+            &[],
+        )
+        .unwrap();
+        let stdio = Stdio {
+            fds: [-1, out_w.as_raw_fd(), out_w.as_raw_fd()],
+            extra: Some((extra.as_raw_fd(), 63)),
+        };
+        let spawned = spawn(&program, &stdio, &|| Ok(())).unwrap();
+        drop(out_w);
+        let mut out = String::new();
+        std::fs::File::from(out_r).read_to_string(&mut out).unwrap();
+        wait(spawned.pid);
+        drop(w);
+        let mut written = String::new();
+        std::fs::File::from(r).read_to_string(&mut written).unwrap();
+        assert_eq!(written, "", "{out}");
+        assert!(!out.contains("leaked"), "{out}");
+        // 0-2, 63 (extra) and the fd `ls` reads /proc/self/fd through.
+        let fds: Vec<&str> = out
+            .split_whitespace()
+            .take_while(|w| w.parse::<u32>().is_ok())
+            .collect();
+        assert!(fds.contains(&"63"), "{out}");
+        assert!(!fds.contains(&leaked.to_string().as_str()), "{out}");
+        assert!(fds.len() <= 5, "{out}");
     }
 
     #[test]

@@ -43,6 +43,24 @@ pub const INLINE_OUTPUT_MAX: usize = 4096;
 /// [`HostEventKind::ToolCallSettled`] event (cut on a char boundary): 16 KiB.
 pub const SETTLED_TEXT_MAX: usize = 16 * 1024;
 
+/// Most bytes one field of an event keeps (a call's arguments or structured result
+/// as JSON text, a command, an error, a prompt): 64 KiB. A larger field keeps its
+/// head and records the omission in place (see [`OMITTED_KEY`]), so one call can
+/// add only a bounded amount to the log file and to memory.
+pub const EVENT_FIELD_MAX: usize = 64 * 1024;
+
+/// Most bytes of event JSON kept in memory per host session, all events together:
+/// 32 MiB. Beyond it the oldest events leave memory (before [`MEMORY_EVENTS`] is
+/// reached); they are still replayed from the file (an in-memory log loses them, and
+/// replay reports it through `first_retained_seq`).
+pub const MEMORY_BYTES: usize = 32 << 20;
+
+/// The key of the object that replaces a JSON value over [`EVENT_FIELD_MAX`]:
+/// `{"toolhost_omitted": {"bytes": <size of the value's JSON text>, "head": "<its
+/// first bytes>"}}`. A string over the limit keeps its head followed by
+/// `"\n[toolhost: N bytes omitted]"`.
+pub const OMITTED_KEY: &str = "toolhost_omitted";
+
 /// Most events one [`HostSessionLog::replay`] returns (a client pages on with the
 /// cursor until `history_complete`).
 pub const MAX_REPLAY_EVENTS: usize = 1000;
@@ -146,6 +164,11 @@ pub enum HostEventKind {
         command: String,
         /// Pid of its shell (also its process group id).
         pid: u32,
+        /// The shell's start time in clock ticks since boot (`/proc/<pid>/stat` field
+        /// 22), so a restart after a crash kills this group and never a process that
+        /// got the same pid later (see `toolhost_process::survivors`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_time: Option<u64>,
         /// The effective kernel sandbox it runs under (ARCHITECTURE.md, "Sandbox"), e.g.
         /// `workspace-write (landlock abi 7, network blocked, .git read-only)`.
         #[serde(default)]
@@ -231,6 +254,33 @@ pub enum HostEventKind {
         /// The ACP option kinds an answer may use.
         options: Vec<String>,
     },
+    /// Something was dropped to keep the host's memory or disk bounded, or lost in a
+    /// crash: a finished process session evicted from memory before its retention
+    /// window ended (`what` = `session`; its `output.log` stays on disk); the middle
+    /// of a session's `output.log` past its cap (`what` = `output`, with `offset` and
+    /// `len`: recorded when the cap is reached and again, final, before
+    /// `process_exited`); a torn last line of this log truncated on resume (`what` =
+    /// `event_line`, with the byte `offset` and `len` cut from `events.jsonl`).
+    Omitted {
+        /// What was dropped: `session`, `output` or `event_line`.
+        what: String,
+        /// Where the dropped bytes started (`output`: offset in the session's
+        /// `output.log`; `event_line`: offset in `events.jsonl`), in bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+        /// How many bytes were dropped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        len: Option<u64>,
+        /// The session, if it was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+        /// The tool call it belonged to, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// Which bound, e.g. ``plugin `x` keeps at most 64 finished sessions
+        /// (max_finished_per_plugin, default 64)``.
+        reason: String,
+    },
     /// A permission request was answered (or withdrawn).
     PermissionResolved {
         /// The request.
@@ -256,9 +306,88 @@ impl HostEventKind {
             | HostEventKind::ProcessOutput { tool_call_id, .. }
             | HostEventKind::PayloadOmitted { tool_call_id, .. }
             | HostEventKind::ProcessExited { tool_call_id, .. }
-            | HostEventKind::Detached { tool_call_id, .. } => tool_call_id.as_deref(),
+            | HostEventKind::Detached { tool_call_id, .. }
+            | HostEventKind::Omitted { tool_call_id, .. } => tool_call_id.as_deref(),
         }
     }
+
+    /// Cuts every field over [`EVENT_FIELD_MAX`] to its head, recording the
+    /// omission in place (see [`OMITTED_KEY`]).
+    fn bounded(mut self) -> HostEventKind {
+        match &mut self {
+            HostEventKind::ToolCallStarted { arguments, .. } => bound_value(arguments),
+            HostEventKind::ToolCallSettled {
+                text,
+                truncated,
+                structured,
+                ..
+            } => {
+                *truncated |= bound_string(text);
+                if let Some(v) = structured {
+                    bound_value(v);
+                }
+            }
+            HostEventKind::ToolCallFailed { error, .. } => {
+                bound_string(error);
+            }
+            HostEventKind::ProcessStarted { command, .. } => {
+                bound_string(command);
+            }
+            HostEventKind::PermissionRequested {
+                command,
+                cwd,
+                prompt,
+                ..
+            } => {
+                bound_string(command);
+                bound_string(cwd);
+                bound_string(prompt);
+            }
+            HostEventKind::Lifecycle {
+                message: Some(m), ..
+            } => {
+                bound_string(m);
+            }
+            HostEventKind::Detached { reason, .. } | HostEventKind::Omitted { reason, .. } => {
+                bound_string(reason);
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
+/// Cuts `s` to its first [`EVENT_FIELD_MAX`] bytes (on a char boundary) plus a note
+/// of how many were omitted. True when it was cut.
+fn bound_string(s: &mut String) -> bool {
+    if s.len() <= EVENT_FIELD_MAX {
+        return false;
+    }
+    let omitted = s.len() - toolhost_process::floor_char_boundary(s.as_bytes(), EVENT_FIELD_MAX);
+    s.truncate(s.len() - omitted);
+    s.push_str(&format!("\n[toolhost: {omitted} bytes omitted]"));
+    s.shrink_to_fit();
+    true
+}
+
+/// Replaces a value whose JSON text is over [`EVENT_FIELD_MAX`] bytes with
+/// `{"toolhost_omitted": {"bytes": N, "head": "<first bytes of the JSON text>"}}`.
+fn bound_value(v: &mut Value) {
+    // Strings and small containers are checked without encoding the whole value.
+    let text = match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => return,
+        _ => serde_json::to_string(v).unwrap_or_default(),
+    };
+    if text.len() <= EVENT_FIELD_MAX {
+        return;
+    }
+    let cut = toolhost_process::floor_char_boundary(text.as_bytes(), EVENT_FIELD_MAX);
+    *v = serde_json::json!({
+        OMITTED_KEY: {
+            "bytes": text.len(),
+            "head": &text[..cut],
+        }
+    });
 }
 
 /// One event as the log stores it: its seq and its JSON object exactly as
@@ -341,6 +470,48 @@ pub enum HostSessionLogError {
         /// What is wrong.
         message: String,
     },
+    /// `--host-session` named a host session the state dir does not have.
+    #[error(
+        "unknown host session `{id}`: there is no {path} (toolhost host-sessions lists the \
+         host sessions; omit --host-session to start a new one)"
+    )]
+    Unknown {
+        /// The id asked for.
+        id: String,
+        /// The event log that would be its.
+        path: PathBuf,
+    },
+    /// Another `toolhost serve` holds this host session's log.
+    #[error(
+        "host session `{id}` is in use by a running toolhost serve (its event log {path} is \
+         locked); attach to it with toolhost attach {id}"
+    )]
+    InUse {
+        /// The host session.
+        id: String,
+        /// Its event log.
+        path: PathBuf,
+    },
+}
+
+/// What [`HostSessionLog::open`] found and did when it resumed a log whose previous
+/// host process had died (ARCHITECTURE.md, "Host sessions").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Bytes of a torn last line cut from the file (0: none).
+    pub torn_bytes: u64,
+    /// Tool calls the log left open, now recorded as failed with `interrupted`.
+    pub interrupted_calls: Vec<String>,
+    /// Process sessions the log left open, now recorded as exited with status
+    /// `interrupted`.
+    pub interrupted_sessions: Vec<String>,
+    /// Pids of the previous run's processes killed (SIGKILL) on resume.
+    pub killed: Vec<u32>,
+    /// Pids of them still alive when the wait ended (normally none).
+    pub survived: Vec<u32>,
+    /// The highest tool-call number (`tc_<hex>`) in the log (0: none); new ids
+    /// continue above it.
+    pub last_tool_call: u64,
 }
 
 /// The event log of one host session. Thread-safe; appends are serialised.
@@ -348,6 +519,7 @@ pub struct HostSessionLog {
     id: String,
     path: Option<PathBuf>,
     resumed_from: u64,
+    recovery: Recovery,
     inner: Mutex<Inner>,
     notify: watch::Sender<u64>,
 }
@@ -357,6 +529,8 @@ struct Inner {
     file_len: u64,
     next_seq: u64,
     memory: VecDeque<RecordedEvent>,
+    /// Bytes of JSON in `memory` (at most [`MEMORY_BYTES`], unless one event is more).
+    memory_bytes: usize,
     memory_limit: usize,
     /// `index[k]` = byte offset of seq `1 + k * INDEX_STRIDE` in the file.
     index: Vec<u64>,
@@ -409,17 +583,40 @@ impl HostSessionLog {
         HostSessionLog::with_parts(id.into(), None, Inner::empty(None, 0, 1), 0)
     }
 
+    /// Resumes host session `id` (`toolhost serve --host-session ID`): like
+    /// [`HostSessionLog::open`], but an id without an event log in the state dir is
+    /// an error, not a new host session.
+    ///
+    /// Errors: [`HostSessionLogError::Unknown`], and those of [`HostSessionLog::open`].
+    pub fn resume(state_dir: &Path, id: &str) -> Result<HostSessionLog, HostSessionLogError> {
+        validate_host_session_id(id)?;
+        let path = hosts_dir(state_dir).join(id).join(EVENTS_FILE);
+        if !path.is_file() {
+            return Err(HostSessionLogError::Unknown {
+                id: id.to_string(),
+                path,
+            });
+        }
+        HostSessionLog::open(state_dir, Some(id))
+    }
+
     /// Opens the log of host session `id` under `<state_dir>/hosts/<id>/`,
     /// creating it when new (`id` `None`: a fresh id `hs_<12 hex digits>`).
     ///
     /// Resuming an existing id reads the whole file, checks the seqs rise by
-    /// one, drops a torn last line (a crash mid-write), keeps the newest
-    /// events in memory and continues at the next seq. When the previous run
-    /// did not record `stopped` or `failed` last, a
-    /// [`Lifecycle::Interrupted`] event is appended first.
+    /// one, cuts a torn last line (a crash mid-write; recorded as an
+    /// [`HostEventKind::Omitted`] `event_line`), keeps the newest events in memory
+    /// and continues at the next seq. When the previous run did not record
+    /// `stopped` or `failed` last, a [`Lifecycle::Interrupted`] event is appended.
+    /// Every tool call and process session the log left open is then closed: the
+    /// old processes are killed ([`toolhost_process::survivors::kill_survivors`]) and
+    /// each session gets a `process_exited` with status `interrupted`, each call a
+    /// `tool_call_failed` whose error starts with `interrupted:` (see
+    /// [`HostSessionLog::recovery`]). The log file stays locked (`flock`) while the
+    /// log is open.
     ///
     /// Errors: [`HostSessionLogError::InvalidId`], [`HostSessionLogError::Io`],
-    /// [`HostSessionLogError::Corrupt`].
+    /// [`HostSessionLogError::Corrupt`], [`HostSessionLogError::InUse`].
     pub fn open(state_dir: &Path, id: Option<&str>) -> Result<HostSessionLog, HostSessionLogError> {
         let hosts = hosts_dir(state_dir);
         let id = match id {
@@ -438,22 +635,121 @@ impl HostSessionLog {
             .create(true)
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
-        let (inner, last_lifecycle) = load(&path, &mut file)?;
-        let resumed_from = inner.next_seq - 1;
-        let log = HostSessionLog::with_parts(id, Some(path), inner, resumed_from);
-        if resumed_from > 0
-            && !matches!(
-                last_lifecycle,
-                Some(Lifecycle::Stopped | Lifecycle::Failed | Lifecycle::Interrupted)
-            )
-        {
-            log.append(HostEventKind::Lifecycle {
-                state: Lifecycle::Interrupted,
-                pid: std::process::id(),
-                message: Some("the previous host process ended without recording stopped".into()),
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(HostSessionLogError::InUse { id, path });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&path, e)),
+        }
+        let loaded = load(&path, &mut file)?;
+        let resumed_from = loaded.inner.next_seq - 1;
+        let mut log = HostSessionLog::with_parts(id, Some(path), loaded.inner, resumed_from);
+        log.recover(state_dir, loaded.scan);
+        Ok(log)
+    }
+
+    /// What resuming found and did (empty for a new or in-memory log).
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// Records what a crash left behind (see [`HostSessionLog::open`]).
+    fn recover(&mut self, state_dir: &Path, scan: Scan) {
+        let pid = std::process::id();
+        let mut recovery = Recovery {
+            torn_bytes: scan.torn.map_or(0, |(_, len)| len),
+            last_tool_call: scan.last_tool_call,
+            ..Recovery::default()
+        };
+        if let Some(last) = &scan.last_session {
+            toolhost_process::SessionId::reserve_through(last);
+        }
+        if let Some((offset, len)) = scan.torn {
+            self.append(HostEventKind::Omitted {
+                what: "event_line".into(),
+                offset: Some(offset),
+                len: Some(len),
+                session_id: None,
+                tool_call_id: None,
+                reason: format!(
+                    "the last line of the event log was torn ({len} bytes at byte {offset}, \
+                     written when the previous host process died); it was cut, and seqs \
+                     continue from the last whole event"
+                ),
             });
         }
-        Ok(log)
+        let resumed = self.resumed_from > 0;
+        let orderly = matches!(
+            scan.last_lifecycle,
+            Some(Lifecycle::Stopped | Lifecycle::Failed | Lifecycle::Interrupted)
+        );
+        let open = !scan.open_sessions.is_empty() || !scan.open_calls.is_empty();
+        if !(resumed && (!orderly || open)) {
+            self.recovery = recovery;
+            return;
+        }
+        let survivors: Vec<toolhost_process::survivors::Survivor> = scan
+            .open_sessions
+            .iter()
+            .map(|(id, s)| toolhost_process::survivors::Survivor {
+                pid: s.pid,
+                start_time: s.start_time,
+                tmp_dir: state_dir.join("sessions").join(id).join("tmp"),
+            })
+            .collect();
+        let killed = toolhost_process::survivors::kill_survivors(
+            &survivors,
+            std::time::Duration::from_secs(5),
+        );
+        recovery.killed = killed.killed;
+        recovery.survived = killed.remaining;
+        if !orderly {
+            let mut message =
+                "the previous host process ended without recording stopped".to_string();
+            if !scan.open_sessions.is_empty() || !scan.open_calls.is_empty() {
+                message.push_str(&format!(
+                    "; {} tool calls and {} process sessions were left open: they are \
+                     recorded as interrupted, and {} processes of them were killed",
+                    scan.open_calls.len(),
+                    scan.open_sessions.len(),
+                    recovery.killed.len()
+                ));
+            }
+            if !recovery.survived.is_empty() {
+                message.push_str(&format!(
+                    "; still alive after 5 s: pids {:?}",
+                    recovery.survived
+                ));
+            }
+            self.append(HostEventKind::Lifecycle {
+                state: Lifecycle::Interrupted,
+                pid,
+                message: Some(message),
+            });
+        }
+        for (session_id, s) in &scan.open_sessions {
+            self.append(HostEventKind::ProcessExited {
+                session_id: session_id.clone(),
+                tool_call_id: s.tool_call_id.clone(),
+                status: "interrupted".into(),
+                code: None,
+                signal: None,
+                summary: "interrupted: the host process ended while it ran; its processes \
+                          were killed when the host session was resumed"
+                    .into(),
+            });
+            recovery.interrupted_sessions.push(session_id.clone());
+        }
+        for tool_call_id in &scan.open_calls {
+            self.append(HostEventKind::ToolCallFailed {
+                tool_call_id: tool_call_id.clone(),
+                error: "interrupted: the host process ended before the call settled".into(),
+                cancelled: false,
+            });
+            recovery.interrupted_calls.push(tool_call_id.clone());
+        }
+        self.recovery = recovery;
     }
 
     fn with_parts(
@@ -467,6 +763,7 @@ impl HostSessionLog {
             id,
             path,
             resumed_from,
+            recovery: Recovery::default(),
             inner: Mutex::new(inner),
             notify,
         }
@@ -517,7 +814,7 @@ impl HostSessionLog {
         let event = HostEvent {
             seq,
             ts_ms: now_ms(),
-            kind,
+            kind: kind.bounded(),
         };
         let json: Arc<RawValue> = match serde_json::value::to_raw_value(&event) {
             Ok(json) => json.into(),
@@ -554,9 +851,14 @@ impl HostSessionLog {
                 None => {}
             }
         }
+        inner.memory_bytes += json.get().len();
         inner.memory.push_back(RecordedEvent { seq, json });
-        while inner.memory.len() > inner.memory_limit {
-            inner.memory.pop_front();
+        while inner.memory.len() > inner.memory_limit
+            || (inner.memory_bytes > MEMORY_BYTES && inner.memory.len() > 1)
+        {
+            if let Some(old) = inner.memory.pop_front() {
+                inner.memory_bytes -= old.json.get().len();
+            }
         }
         drop(inner);
         self.notify.send_replace(seq);
@@ -645,6 +947,7 @@ impl toolhost_process::SessionObserver for LogObserver {
                 tool_call_id,
                 command: s.command.to_string(),
                 pid: started.pid,
+                start_time: toolhost_process::survivors::process_start_time(started.pid),
                 sandbox: started.sandbox.clone(),
             },
             K::Output(chunk) => {
@@ -698,6 +1001,40 @@ impl toolhost_process::SessionObserver for LogObserver {
         };
         self.log.append(kind);
     }
+
+    fn on_session_evicted(&self, s: &toolhost_process::ObservedSession<'_>, reason: &str) {
+        self.evicted(s, reason);
+    }
+
+    fn on_output_omitted(
+        &self,
+        s: &toolhost_process::ObservedSession<'_>,
+        omission: &toolhost_process::OutputOmission,
+    ) {
+        self.log.append(HostEventKind::Omitted {
+            what: "output".into(),
+            offset: Some(omission.offset),
+            len: Some(omission.len),
+            session_id: Some(s.id.to_string()),
+            tool_call_id: s.tool_call_id.map(str::to_string),
+            reason: omission.reason.clone(),
+        });
+    }
+}
+
+impl LogObserver {
+    /// Records that a finished session was evicted (see
+    /// [`toolhost_process::SessionObserver::on_session_evicted`]).
+    fn evicted(&self, s: &toolhost_process::ObservedSession<'_>, reason: &str) {
+        self.log.append(HostEventKind::Omitted {
+            what: "session".into(),
+            offset: None,
+            len: None,
+            session_id: Some(s.id.to_string()),
+            tool_call_id: s.tool_call_id.map(str::to_string),
+            reason: reason.to_string(),
+        });
+    }
 }
 
 impl crate::permissions::PermissionObserver for LogObserver {
@@ -744,6 +1081,7 @@ impl Inner {
             file_len,
             next_seq,
             memory: VecDeque::new(),
+            memory_bytes: 0,
             memory_limit: MEMORY_EVENTS,
             index: Vec::new(),
             write_error: None,
@@ -770,13 +1108,89 @@ fn fresh_id(hosts: &Path) -> String {
     }
 }
 
+/// A process session a log started and did not record as exited.
+struct OpenSession {
+    pid: u32,
+    start_time: Option<u64>,
+    tool_call_id: Option<String>,
+}
+
+/// What [`load`] learnt from the events on disk.
+#[derive(Default)]
+struct Scan {
+    last_lifecycle: Option<Lifecycle>,
+    /// `(byte offset, length)` of a torn last line that was cut.
+    torn: Option<(u64, u64)>,
+    /// Tool calls started and not settled or failed, in start order.
+    open_calls: Vec<String>,
+    /// Process sessions started and not exited, by id.
+    open_sessions: std::collections::BTreeMap<String, OpenSession>,
+    /// The highest `tc_<hex>` number seen (0: none).
+    last_tool_call: u64,
+    /// The highest session id seen.
+    last_session: Option<toolhost_process::SessionId>,
+}
+
+impl Scan {
+    fn note(&mut self, kind: &HostEventKind) {
+        if let Some(n) = kind
+            .tool_call_id()
+            .and_then(|id| id.strip_prefix("tc_"))
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+        {
+            self.last_tool_call = self.last_tool_call.max(n);
+        }
+        match kind {
+            HostEventKind::Lifecycle { state, .. } => self.last_lifecycle = Some(*state),
+            HostEventKind::ToolCallStarted { tool_call_id, .. } => {
+                self.open_calls.push(tool_call_id.clone());
+            }
+            HostEventKind::ToolCallSettled { tool_call_id, .. }
+            | HostEventKind::ToolCallFailed { tool_call_id, .. } => {
+                self.open_calls.retain(|c| c != tool_call_id);
+            }
+            HostEventKind::ProcessStarted {
+                session_id,
+                tool_call_id,
+                pid,
+                start_time,
+                ..
+            } => {
+                if let Ok(id) = toolhost_process::SessionId::parse(session_id)
+                    && self.last_session.as_ref().is_none_or(|last| id > *last)
+                {
+                    self.last_session = Some(id);
+                }
+                self.open_sessions.insert(
+                    session_id.clone(),
+                    OpenSession {
+                        pid: *pid,
+                        start_time: *start_time,
+                        tool_call_id: tool_call_id.clone(),
+                    },
+                );
+            }
+            HostEventKind::ProcessExited { session_id, .. } => {
+                self.open_sessions.remove(session_id);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An existing log as [`load`] read it.
+struct Loaded {
+    inner: Inner,
+    scan: Scan,
+}
+
 /// Reads an existing log: checks it, truncates a torn last line, fills memory
-/// and the offset index. Returns the state and the last lifecycle state seen.
-fn load(path: &Path, file: &mut File) -> Result<(Inner, Option<Lifecycle>), HostSessionLogError> {
+/// and the offset index, and notes what was left open.
+fn load(path: &Path, file: &mut File) -> Result<Loaded, HostSessionLogError> {
     file.seek(SeekFrom::Start(0)).map_err(|e| io_err(path, e))?;
     let mut reader = BufReader::new(&*file);
     let mut inner = Inner::empty(None, 0, 1);
-    let mut last_lifecycle = None;
+    let mut scan = Scan::default();
     let mut offset = 0u64;
     let mut line_no = 0usize;
     let mut buf = Vec::new();
@@ -796,6 +1210,7 @@ fn load(path: &Path, file: &mut File) -> Result<(Inner, Option<Lifecycle>), Host
             // A torn or unparsable last line: the host died mid-write. Drop it.
             _ if is_eof(&mut reader) => {
                 tracing::warn!(path = %path.display(), line = line_no, "dropping a torn last line of the event log");
+                scan.torn = Some((offset, n as u64));
                 break;
             }
             Ok(_) => unreachable!("a line without newline is the last line"),
@@ -817,9 +1232,7 @@ fn load(path: &Path, file: &mut File) -> Result<(Inner, Option<Lifecycle>), Host
         if (event.seq - 1).is_multiple_of(INDEX_STRIDE) {
             inner.index.push(offset);
         }
-        if let HostEventKind::Lifecycle { state, .. } = &event.kind {
-            last_lifecycle = Some(*state);
-        }
+        scan.note(&event.kind);
         offset += n as u64;
         inner.next_seq += 1;
         let text = std::str::from_utf8(buf.trim_ascii_end()).unwrap_or_default();
@@ -829,12 +1242,18 @@ fn load(path: &Path, file: &mut File) -> Result<(Inner, Option<Lifecycle>), Host
                 line: line_no,
                 message: e.to_string(),
             })?;
+        let json: Arc<RawValue> = json.into();
+        inner.memory_bytes += json.get().len();
         inner.memory.push_back(RecordedEvent {
             seq: event.seq,
-            json: json.into(),
+            json,
         });
-        if inner.memory.len() > MEMORY_EVENTS {
-            inner.memory.pop_front();
+        while inner.memory.len() > MEMORY_EVENTS
+            || (inner.memory_bytes > MEMORY_BYTES && inner.memory.len() > 1)
+        {
+            if let Some(old) = inner.memory.pop_front() {
+                inner.memory_bytes -= old.json.get().len();
+            }
         }
     }
     drop(reader);
@@ -844,7 +1263,7 @@ fn load(path: &Path, file: &mut File) -> Result<(Inner, Option<Lifecycle>), Host
     }
     inner.file_len = offset;
     inner.file = Some(file.try_clone().map_err(|e| io_err(path, e))?);
-    Ok((inner, last_lifecycle))
+    Ok(Loaded { inner, scan })
 }
 
 fn is_eof(reader: &mut BufReader<&File>) -> bool {
@@ -979,28 +1398,117 @@ mod tests {
         }
         let path = hosts_dir(dir.path()).join(&id).join(EVENTS_FILE);
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(br#"{"seq":3,"ts_ms":1,"kind":"deta"#).unwrap();
+        let torn = br#"{"seq":3,"ts_ms":1,"kind":"deta"#;
+        f.write_all(torn).unwrap();
         drop(f);
+        let torn = torn.len() as u64;
+        let whole = std::fs::metadata(&path).unwrap().len() - torn;
         let log = HostSessionLog::open(dir.path(), Some(&id)).unwrap();
         assert_eq!(log.resumed_from(), 2);
-        // The previous run never said stopped: interrupted is seq 3.
+        assert_eq!(log.recovery().torn_bytes, torn);
+        // The torn line is noted (seq 3); the previous run never said stopped:
+        // interrupted is seq 4.
         let r = log.replay(0, 100);
-        assert_eq!(r.events.len(), 3);
+        assert_eq!(r.events.len(), 4);
+        match r.events[2].event().unwrap().kind {
+            HostEventKind::Omitted {
+                what, offset, len, ..
+            } => {
+                assert_eq!(what, "event_line");
+                assert_eq!((offset, len), (Some(whole), Some(torn)));
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(matches!(
-            r.events[2].event().unwrap().kind,
+            r.events[3].event().unwrap().kind,
             HostEventKind::Lifecycle {
                 state: Lifecycle::Interrupted,
                 ..
             }
         ));
-        assert_eq!(log.append(out(2)), 4);
+        assert_eq!(log.append(out(2)), 5);
         drop(log);
         let text = std::fs::read_to_string(&path).unwrap();
         let seqs: Vec<u64> = text
             .lines()
             .map(|l| serde_json::from_str::<HostEvent>(l).unwrap().seq)
             .collect();
-        assert_eq!(seqs, vec![1, 2, 3, 4]);
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn resume_reports_open_calls_and_sessions_interrupted_and_continues_call_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            HostSessionLog::resume(dir.path(), "hs_doesnotexist"),
+            Err(HostSessionLogError::Unknown { .. })
+        ));
+        let log = HostSessionLog::open(dir.path(), Some("hs_crash")).unwrap();
+        // Held: a second open of the same host session is refused.
+        assert!(matches!(
+            HostSessionLog::open(dir.path(), Some("hs_crash")),
+            Err(HostSessionLogError::InUse { .. })
+        ));
+        let started = |id: &str| HostEventKind::ToolCallStarted {
+            tool_call_id: id.into(),
+            tool: "bash".into(),
+            arguments: serde_json::json!({}),
+            source: "mcp".into(),
+        };
+        log.append(started("tc_000000000001"));
+        log.append(started("tc_00000000000a"));
+        log.append(HostEventKind::ToolCallSettled {
+            tool_call_id: "tc_000000000001".into(),
+            is_error: false,
+            text: String::new(),
+            truncated: false,
+            structured: None,
+        });
+        log.append(HostEventKind::ProcessStarted {
+            session_id: "bg_0000000000ff".into(),
+            tool_call_id: Some("tc_00000000000a".into()),
+            command: "sleep 100".into(),
+            // No such process: nothing to kill.
+            pid: u32::MAX - 1,
+            start_time: Some(1),
+            sandbox: String::new(),
+        });
+        drop(log);
+        let log = HostSessionLog::resume(dir.path(), "hs_crash").unwrap();
+        let r = log.recovery().clone();
+        assert_eq!(r.interrupted_calls, ["tc_00000000000a"]);
+        assert_eq!(r.interrupted_sessions, ["bg_0000000000ff"]);
+        assert_eq!(r.last_tool_call, 10);
+        assert!(r.killed.is_empty());
+        let kinds: Vec<HostEventKind> = log
+            .replay(4, 100)
+            .events
+            .iter()
+            .map(|e| e.event().unwrap().kind)
+            .collect();
+        assert!(matches!(
+            kinds[0],
+            HostEventKind::Lifecycle {
+                state: Lifecycle::Interrupted,
+                ..
+            }
+        ));
+        assert!(
+            matches!(&kinds[1], HostEventKind::ProcessExited { session_id, status, .. }
+                if session_id == "bg_0000000000ff" && status == "interrupted"),
+            "{kinds:?}"
+        );
+        assert!(
+            matches!(&kinds[2], HostEventKind::ToolCallFailed { tool_call_id, error, cancelled: false }
+                if tool_call_id == "tc_00000000000a" && error.starts_with("interrupted:")),
+            "{kinds:?}"
+        );
+        assert_eq!(kinds.len(), 3);
+        drop(log);
+        // Nothing is left open now: a second resume adds only its own events.
+        let log = HostSessionLog::resume(dir.path(), "hs_crash").unwrap();
+        assert_eq!(log.recovery().interrupted_calls.len(), 0);
+        assert_eq!(log.last_seq(), 7);
     }
 
     #[test]
@@ -1036,5 +1544,60 @@ mod tests {
         assert!(!r.history_complete, "seqs 1-7 are lost");
         let r = log.replay(7, 100);
         assert!(r.history_complete);
+    }
+
+    /// A call's huge structured result and arguments keep their head in the log,
+    /// with the omission recorded in place; memory keeps at most MEMORY_BYTES.
+    #[test]
+    fn huge_fields_are_cut_and_the_omission_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = HostSessionLog::open(dir.path(), Some("hs_big")).unwrap();
+        let big = "x".repeat(15 << 20);
+        for n in 0..4 {
+            log.append(HostEventKind::ToolCallStarted {
+                tool_call_id: format!("tc_{n}"),
+                tool: "t".into(),
+                arguments: serde_json::json!({ "data": big }),
+                source: "api".into(),
+            });
+            log.append(HostEventKind::ToolCallSettled {
+                tool_call_id: format!("tc_{n}"),
+                is_error: false,
+                text: big.clone(),
+                truncated: false,
+                structured: Some(serde_json::json!({ "data": big })),
+            });
+        }
+        let file_len = std::fs::metadata(log.path().unwrap()).unwrap().len();
+        assert!(file_len < 8 * 4 * EVENT_FIELD_MAX as u64, "{file_len}");
+        let r = log.replay(0, 100);
+        assert_eq!(r.events.len(), 8);
+        for e in &r.events {
+            assert!(e.json().len() < 3 * EVENT_FIELD_MAX, "{}", e.json().len());
+        }
+        match r.events[1].event().unwrap().kind {
+            HostEventKind::ToolCallSettled {
+                text,
+                truncated,
+                structured: Some(structured),
+                ..
+            } => {
+                assert!(truncated);
+                assert!(text.ends_with(&format!(
+                    "[toolhost: {} bytes omitted]",
+                    big.len() - EVENT_FIELD_MAX
+                )));
+                let omitted = &structured[OMITTED_KEY];
+                assert_eq!(omitted["bytes"], big.len() + 11);
+                assert!(
+                    omitted["head"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("{\"data\":\"xxx")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(log.lock().memory_bytes <= MEMORY_BYTES);
     }
 }

@@ -118,7 +118,7 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
         }
         match &layer.kind {
             LayerKind::Wrapper | LayerKind::Script => continue,
-            LayerKind::Guarded(why) => {
+            LayerKind::Guarded(why) | LayerKind::ByPath(why) => {
                 allowed = false;
                 unmatched = Some(format!("{why} and no allow rule names it"));
                 break;
@@ -136,6 +136,11 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
         }
     }
     reasons.extend(part.issues.iter().cloned());
+    if let Some(restriction) = restriction(rules) {
+        for why in &part.opaque {
+            reasons.push(format!("{why}; it may do what {restriction}"));
+        }
+    }
     if allowed {
         // An allow rule covers running the program, not its side effects.
         reasons.extend(part.effects.iter().cloned());
@@ -146,11 +151,12 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
         };
     }
     let unmatched = unmatched.unwrap_or_default();
-    // `sudo` and programs run by path are never allowed by default alone.
+    // `sudo` is never allowed by default alone. A program run by path is,
+    // under `default = "allow"` (`./run.sh`): the default means what it says.
     let guarded = part
         .layers
         .iter()
-        .any(|l| matches!(l.kind, LayerKind::Guarded(_)) || l.path_note.is_some());
+        .any(|l| matches!(l.kind, LayerKind::Guarded(_)));
     let has_asks = !reasons.is_empty();
     reasons.insert(0, unmatched.clone());
     match rules.default {
@@ -163,6 +169,20 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
             reasons.extend(part.effects.iter().cloned());
             Verdict::Ask(reasons)
         }
+    }
+}
+
+/// The first restriction in `rules` (a deny rule, else an ask rule), named
+/// for a part whose code the policy cannot read; `None` when the rules
+/// restrict nothing.
+fn restriction(rules: &Rules) -> Option<String> {
+    if let Some(p) = rules.deny.first() {
+        Some(format!("deny rules like `{p}` refuse"))
+    } else {
+        rules
+            .ask
+            .first()
+            .map(|p| format!("ask rules like `{p}` ask about"))
     }
 }
 

@@ -17,7 +17,9 @@
 //!
 //! Unknown keys, values of the wrong type, empty patterns, a pattern whose
 //! program is a wildcard and a bad `default` are refused by [`validate`] with
-//! the 1-based line.
+//! the 1-based line. A text that sets nothing (empty, or only blank lines and
+//! `#` comments) means the built-in policy, so an empty policy file and one
+//! whose lines are all commented out mean the same.
 //!
 //! # Pattern language
 //!
@@ -52,12 +54,30 @@
 //! pipelines (`|`, `|&`), `$(…)`, backticks, `<(…)`/`>(…)`, subshells, brace
 //! groups, `if`/`while`/`for`/`case` bodies, function bodies, here-documents,
 //! here-strings, `${x:-$(…)}`, `$((…))`, assignment values and redirection
-//! targets. `bash -c 'STRING'` (also `sh`, `zsh`, `dash`, `ksh`, `fish`) and
-//! `eval 'STRING'` are parsed again and their commands judged; a string only
-//! known at run time makes them an ask.
+//! targets. `bash -c 'STRING'` (also `sh`, `zsh`, `dash`, `ksh`, `fish`),
+//! `eval 'STRING'`, `trap 'STRING' SIG…`, `flock FILE -c 'STRING'` and a git
+//! alias `git -c alias.x='!STRING'` (judged as `STRING "$@"`) are parsed
+//! again and their commands judged; a string only known at run time makes
+//! them an ask. `find … -exec|-execdir|-ok|-okdir CMD… ;` (or `+`) judges
+//! each `CMD` as a command of its own (`{}` is a word only known at run time).
+//!
+//! Code the policy cannot read is *opaque* ([`shell::Part::opaque`]): an
+//! interpreter's inline code (`python3 -c`, `perl -e`, `ruby -e`, `node -e`,
+//! `php -r`, `lua -e`, `deno eval`, an `awk` program with `system`, `|` or
+//! `>`), a `git -c`/`--config-env` setting outside a short harmless list
+//! (`core.pager`, `core.sshCommand`, `core.editor`, `diff.external`,
+//! `include.path`, an alias without `!`…), `git --exec-path=DIR`, a word only
+//! known at run time where `find` takes its actions or a shell its `-c`, and
+//! `NAME=value` before a command for a name that makes it run other code
+//! (`LD_PRELOAD`, `PATH`, `BASH_ENV`, `GIT_*`…, see [`start`]). An opaque
+//! part is at most asked when the rules have any deny or ask rule, even
+//! under `default = "allow"` or an allow rule naming the interpreter: the
+//! code may do what those rules refuse. Rules without deny or ask rules have
+//! nothing it could get around. Script files, stdin and copied binaries are
+//! not seen at all: a deny list is not a sandbox, the kernel sandbox is.
 //!
 //! Wrappers are peeled with their options understood: `env`, `timeout`,
-//! `time`, `nice`, `nohup`, `stdbuf`, `xargs`, `sudo`, `doas`, `setsid`,
+//! `time`, `nice`, `nohup`, `stdbuf`, `xargs`, `flock`, `sudo`, `doas`, `setsid`,
 //! `command`, `exec`, `builtin`. Rules are tried on every layer (`sudo rm -rf
 //! /` is checked as written and as `rm -rf /`). A wrapper needs no allow rule
 //! of its own, except `sudo`/`doas` (privilege escalation) and wrappers run by
@@ -69,12 +89,20 @@
 //! rule match, a "may match" of a deny or ask rule, or an *issue* makes it an
 //! ask. Otherwise an allow rule match allows it, and a part no rule matches
 //! gets `default` (but `default = "allow"` still asks about parts with
-//! issues or a `sudo`). Issues are: a program name only known at run time, a
-//! program run by path, a write redirection (anything but `/dev/null`,
+//! issues or a `sudo`, and about opaque parts when there are deny or ask
+//! rules). A program run by path needs an allow rule spelling out its path,
+//! or `default = "allow"`, which allows it like any other program (`./run.sh`)
+//! unless a deny or ask rule matches its path or basename. Issues are: a
+//! program name only known at run time, a write redirection (anything but `/dev/null`,
 //! `/dev/stdout`, `/dev/stderr` and fd duplications like `2>&1`), and a
 //! `VAR=value` (or `env VAR=value`) for a variable outside a short harmless
 //! list (`LANG`, `LC_*`, `TZ`, `TERM`, `NO_COLOR`, `RUST_LOG`…): `PATH=…`,
-//! `LD_PRELOAD=…` change what runs. A parse error, input longer than
+//! `LD_PRELOAD=…` change what runs. The request's own environment names and
+//! shell are judged too ([`start`]): a name that makes the shell or loader
+//! run code (`BASH_ENV`, `BASH_FUNC_*`, `LD_*`, `PATH`, `IFS`, `PS4`…) or a
+//! shell the policy does not know is asked even under `default = "allow"`
+//! (denied under `default = "deny"`), other names outside the harmless list
+//! like a `VAR=value`. A parse error, input longer than
 //! [`shell::MAX_INPUT`], nesting deeper than [`shell::MAX_NESTING`] or
 //! re-parses deeper than [`shell::MAX_DEPTH`] are asks too (denies under
 //! `default = "deny"`). An empty command is an ask. The command is allowed
@@ -87,6 +115,7 @@ pub mod judge;
 pub use toolhost_pattern as pattern;
 pub mod rules;
 pub mod shell;
+pub mod start;
 pub mod wrappers;
 
 pub use judge::Decision;
@@ -109,6 +138,10 @@ pub struct Request {
     pub cwd: String,
     /// The workspace root (absolute).
     pub workspace: String,
+    /// Names of the environment variables the request sets (values withheld).
+    pub env_keys: Vec<String>,
+    /// The shell that runs the command (absolute; empty: the default `/bin/sh`).
+    pub shell: String,
 }
 
 /// Checks a rules text; empty text (the built-in policy) is always valid.
@@ -131,6 +164,9 @@ pub fn decide(rules: &str, request: &Request) -> Decision {
 ///
 /// A command longer than [`shell::MAX_INPUT`] (1 MiB) is denied with a message
 /// that names the limit: it cannot be checked, and nobody can review it.
+/// The request's environment names and shell add [`start::findings`]: its
+/// issues make the decision at least an ask (a deny under `default =
+/// "deny"`), its effects an ask unless `default = "allow"`.
 pub fn decide_with(rules: &Rules, request: &Request) -> Decision {
     if request.command.len() > shell::MAX_INPUT {
         return Decision::Deny(format!(
@@ -144,7 +180,21 @@ pub fn decide_with(rules: &Rules, request: &Request) -> Decision {
         cwd: request.cwd.clone(),
         workspace: request.workspace.clone(),
     };
-    let analysis = shell::analyze(&request.command, &ctx);
+    let mut analysis = shell::analyze(&request.command, &ctx);
+    let found = start::findings(&request.env_keys, &request.shell);
+    if !found.issues.is_empty() && rules.default == DefaultAction::Deny {
+        // A deny rule on the command still names itself first.
+        if let denied @ Decision::Deny(_) = judge::judge(rules, &request.command, &analysis) {
+            return denied;
+        }
+        return Decision::Deny(format!(
+            "{}, and the policy default is deny. No rule can allow this (rules match commands, \
+             not environment names or shells): start the command without it.",
+            found.issues.join("; ")
+        ));
+    }
+    analysis.issues.extend(found.issues);
+    analysis.effects.extend(found.effects);
     judge::judge(rules, &request.command, &analysis)
 }
 
@@ -176,6 +226,8 @@ mod component {
                 command: start.command,
                 cwd: start.cwd,
                 workspace: start.workspace,
+                env_keys: start.env_keys,
+                shell: start.shell,
             };
             match super::decide(&rules, &req) {
                 super::Decision::Allow => Decision::Allow,

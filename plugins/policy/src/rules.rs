@@ -88,11 +88,22 @@ fn line_of(text: &str, at: usize) -> u32 {
     u32::try_from(n + 1).unwrap_or(u32::MAX)
 }
 
+/// `true` when every line is blank or a `#` comment (TOML has no other way
+/// to say nothing).
+fn sets_nothing(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
+    })
+}
+
 impl Rules {
-    /// Parses and validates a rules text. Empty (or whitespace-only) text
-    /// means the built-in [`DEFAULT_POLICY`].
+    /// Parses and validates a rules text. A text that sets nothing (empty,
+    /// whitespace or only `#` comments) means the built-in
+    /// [`DEFAULT_POLICY`]: an empty policy file and one whose every line is
+    /// commented out mean the same.
     pub fn parse(text: &str) -> Result<Self, RulesError> {
-        if text.trim().is_empty() {
+        if sets_nothing(text) {
             return Self::parse_toml(DEFAULT_POLICY);
         }
         Self::parse_toml(text)

@@ -9,6 +9,7 @@ use brush_parser::word::{self, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
 
 use crate::pattern::Arg;
+use crate::start::{env_runs_code, harmless_env};
 use crate::wrappers::{self, Peel};
 
 /// Longest command line checked: 1 MiB (1,048,576 bytes). A longer command is
@@ -32,9 +33,13 @@ pub enum LayerKind {
     /// A wrapper that just runs the next layer (`env`, `timeout`, `nice`…):
     /// it needs no rule of its own.
     Wrapper,
-    /// A wrapper that needs an allow rule naming it (`sudo`, a wrapper run
-    /// by path); the text says why.
+    /// A wrapper that needs an allow rule naming it (`sudo`, `doas`): the
+    /// text says why. `default = "allow"` still asks about it.
     Guarded(String),
+    /// A wrapper or shell run by path (`/usr/bin/env`, `./bash -c`): only an
+    /// allow rule spelling out the path covers it, but `default = "allow"`
+    /// allows it as it allows any program run by path.
+    ByPath(String),
     /// A shell running a script string (`bash -c '…'`, `eval '…'`); the
     /// script's commands are separate parts.
     Script,
@@ -72,6 +77,14 @@ pub struct Part {
     /// An allow *rule* never covers these (so `cat *` does not allow
     /// `cat x > y`: it is asked); under `default = "allow"` they are allowed.
     pub effects: Vec<String>,
+    /// What the part runs that the policy cannot read: an interpreter's
+    /// inline code (`python3 -c`, `perl -e`, `awk 'BEGIN{system(…)}'`), a `git
+    /// -c` setting that runs a program, a word only known at run time where
+    /// `find` takes its actions, `LD_PRELOAD=`/`PATH=`/`BASH_ENV=` before a
+    /// command. It may do anything, so when the rules restrict something
+    /// (have a deny or ask rule) the part is at most asked; rules with no
+    /// deny or ask rule have nothing it could get around.
+    pub opaque: Vec<String>,
 }
 
 impl Part {
@@ -123,24 +136,6 @@ pub fn analyze(command: &str, ctx: &Context) -> Analysis {
     };
     w.program(command);
     w.out
-}
-
-/// Environment variables a command may set without making it at most ask.
-fn harmless_env(name: &str) -> bool {
-    matches!(
-        name,
-        "LANG"
-            | "LANGUAGE"
-            | "TZ"
-            | "NO_COLOR"
-            | "FORCE_COLOR"
-            | "CLICOLOR"
-            | "COLUMNS"
-            | "TERM"
-            | "CI"
-            | "RUST_BACKTRACE"
-            | "RUST_LOG"
-    ) || name.starts_with("LC_")
 }
 
 /// A rough nesting depth of `(`/`{`/`[` (quotes ignored, so it over-counts:
@@ -516,7 +511,13 @@ impl Walker<'_> {
             mut effects,
             assigned,
         } = acc;
+        let mut opaque = Vec::new();
         for name in &assigned {
+            if !words.is_empty() && env_runs_code(name) {
+                opaque.push(format!(
+                    "`{name}=…` can make the program (or the loader) run other code"
+                ));
+            }
             if !harmless_env(name) {
                 effects.push(if words.is_empty() {
                     format!("sets the shell variable `{name}` for later commands")
@@ -532,7 +533,8 @@ impl Walker<'_> {
             }
             return;
         }
-        let part = self.peel(words, effects);
+        let mut part = self.peel(words, effects);
+        part.opaque.splice(0..0, opaque);
         self.out.parts.push(part);
     }
 
@@ -587,6 +589,7 @@ impl Walker<'_> {
     /// scripts (`bash -c`, `eval`) into new parts.
     fn peel(&mut self, words: Vec<Arg>, mut effects: Vec<String>) -> Part {
         let mut issues = Vec::new();
+        let mut opaque = Vec::new();
         let mut layers = Vec::new();
         let mut cur = words;
         while let Some(name) = cur.first() {
@@ -612,7 +615,7 @@ impl Walker<'_> {
                 Peel::NotWrapper => {
                     if let Some(script) = wrappers::shell_script(&base, &cur[1..]) {
                         let kind = match guard_path {
-                            Some(g) => LayerKind::Guarded(g),
+                            Some(g) => LayerKind::ByPath(g),
                             None => LayerKind::Script,
                         };
                         layers.push(Layer {
@@ -625,6 +628,12 @@ impl Walker<'_> {
                             Err(why) => issues.push(why),
                         }
                     } else {
+                        let found = wrappers::embedded(&base, &cur[1..]);
+                        opaque.extend(found.opaque);
+                        for script in &found.scripts {
+                            self.program(script);
+                        }
+                        self.embedded_commands(found.commands);
                         layers.push(Layer {
                             words: cur,
                             kind: LayerKind::Program,
@@ -657,6 +666,11 @@ impl Walker<'_> {
                     notes,
                 } => {
                     for n in env {
+                        if env_runs_code(&n) {
+                            opaque.push(format!(
+                                "`{base} {n}=…` can make the program (or the loader) run other code"
+                            ));
+                        }
                         if !harmless_env(&n) {
                             effects.push(format!(
                                 "sets the environment variable `{n}` for the program"
@@ -668,7 +682,7 @@ impl Walker<'_> {
                         (true, _) => LayerKind::Guarded(format!(
                             "`{base}` runs the command with elevated privileges"
                         )),
-                        (false, Some(g)) => LayerKind::Guarded(g),
+                        (false, Some(g)) => LayerKind::ByPath(g),
                         (false, None) => LayerKind::Wrapper,
                     };
                     layers.push(Layer {
@@ -681,11 +695,31 @@ impl Walker<'_> {
             }
         }
         issues.dedup();
+        opaque.dedup();
         Part {
             layers,
             issues,
             effects,
+            opaque,
         }
+    }
+
+    /// Judges the commands a program runs from its arguments (`find -exec
+    /// CMD ;`) as parts of their own.
+    fn embedded_commands(&mut self, commands: Vec<Vec<Arg>>) {
+        if commands.is_empty() {
+            return;
+        }
+        if self.depth > MAX_DEPTH {
+            self.issue("the command nests substitutions or `bash -c`/`eval` too deeply to check");
+            return;
+        }
+        self.depth += 1;
+        for words in commands {
+            let part = self.peel(words, Vec::new());
+            self.out.parts.push(part);
+        }
+        self.depth -= 1;
     }
 
     /// Describes a program run by path.

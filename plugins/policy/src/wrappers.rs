@@ -231,6 +231,28 @@ const SPECS: &[Spec] = &[
         name: "builtin",
         ..BASE
     },
+    // `flock [opts] FILE CMD…`, `flock [opts] FILE -c STRING` (made `sh -c
+    // STRING` below) and `flock [opts] FD` (no command). util-linux stops at
+    // the first operand (`+` in its getopt string).
+    Spec {
+        name: "flock",
+        flags: "sexnoFu",
+        with_arg: "wE",
+        long_flags: &[
+            "shared",
+            "exclusive",
+            "nonblock",
+            "nb",
+            "unlock",
+            "close",
+            "no-fork",
+            "verbose",
+        ],
+        long_with_arg: &["timeout", "wait", "conflict-exit-code"],
+        no_command: &["h", "V", "help", "version"],
+        positional: 1,
+        ..BASE
+    },
 ];
 
 /// Peels one wrapper layer: `base` is the program's basename, `args` the
@@ -335,6 +357,21 @@ pub fn peel(base: &str, args: &[Arg]) -> Peel {
         return Peel::NoCommand;
     }
     rest = &rest[spec.positional..];
+    if spec.name == "flock"
+        && let Some(first) = rest.first()
+        && matches!(first.text.as_str(), "-c" | "--command")
+    {
+        // `flock FILE -c STRING` runs `$SHELL -c STRING` (exactly one string).
+        return match rest {
+            [_, script] => Peel::Inner {
+                inner: vec![Arg::literal("sh"), Arg::literal("-c"), script.clone()],
+                env: Vec::new(),
+                privileged: false,
+                notes,
+            },
+            _ => Peel::NoCommand,
+        };
+    }
     let mut env = Vec::new();
     if spec.assignments {
         while let Some(a) = rest.first() {
@@ -387,6 +424,9 @@ pub fn shell_script(base: &str, args: &[Arg]) -> Option<Result<String, String>> 
         let text: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
         return Some(Ok(text.join(" ")));
     }
+    if base == "trap" {
+        return trap_action(args);
+    }
     if !SHELLS.contains(&base) {
         return None;
     }
@@ -435,4 +475,474 @@ pub fn shell_script(base: &str, args: &[Arg]) -> Option<Result<String, String>> 
             a.text
         )),
     })
+}
+
+/// `trap [-lp] [[ACTION] SIGNAL…]`: the action string, which the shell runs
+/// when the signal comes (`trap 'rm x' EXIT`). `-l`/`-p` and a lone operand
+/// or `-` as the action (a reset) run nothing.
+fn trap_action(args: &[Arg]) -> Option<Result<String, String>> {
+    let mut i = 0;
+    if let Some(a) = args.first().filter(|a| a.resolved) {
+        match a.text.as_str() {
+            "--" => i = 1,
+            t if t.len() > 1 && t.starts_with('-') => {
+                if t[1..].chars().all(|c| c == 'l' || c == 'p') {
+                    return None;
+                }
+                // An unknown option: bash refuses it and runs nothing.
+                return Some(Ok(String::new()));
+            }
+            _ => {}
+        }
+    }
+    let operands = &args[i.min(args.len())..];
+    match operands {
+        [] | [_] => Some(Ok(String::new())),
+        [action, ..] if !action.resolved => Some(Err(format!(
+            "`trap` sets the action `{}`, only known at run time",
+            action.text
+        ))),
+        [action, ..] if action.text == "-" => Some(Ok(String::new())),
+        [action, ..] => Some(Ok(action.text.clone())),
+    }
+}
+
+/// What a program that runs other programs from its arguments runs: `find
+/// -exec`, `git -c alias.x='!…'`, an interpreter's `-c`/`-e` code.
+#[derive(Debug, Default)]
+pub struct Embedded {
+    /// Commands it runs, as words (`find -exec CMD… ;`), judged as parts.
+    pub commands: Vec<Vec<Arg>>,
+    /// Shell strings it runs (`git -c alias.x='!CMD'`), parsed and judged.
+    pub scripts: Vec<String>,
+    /// Code or programs it runs that the policy cannot read (`python3 -c`,
+    /// `git -c core.pager=…`, a word only known at run time where `find`
+    /// takes its actions). At most asked when the rules restrict anything
+    /// (they have deny or ask rules): that code may do what they refuse.
+    pub opaque: Vec<String>,
+}
+
+/// Scans the arguments of `base` for the commands and code it runs.
+pub fn embedded(base: &str, args: &[Arg]) -> Embedded {
+    if base == "find" {
+        return find(args);
+    }
+    if base == "git" {
+        return git(args);
+    }
+    let mut out = Embedded::default();
+    if let Some(why) = inline_code(base, args) {
+        out.opaque.push(why);
+    }
+    if SHELLS.contains(&base) {
+        // Without `-c` ([`shell_script`] found none): a word only known at
+        // run time where the options go may be `-c STRING`.
+        let unknown = args
+            .iter()
+            .take_while(|a| !a.resolved || a.text.starts_with(['-', '+']))
+            .find(|a| !a.resolved);
+        if let Some(a) = unknown {
+            out.opaque.push(format!(
+                "`{base}` gets `{}`, only known at run time, where its options (and `-c`) go",
+                a.text
+            ));
+        }
+    }
+    out
+}
+
+/// `find … -exec|-execdir|-ok|-okdir CMD… ;` (or `+`): each CMD with `{}`
+/// (the file name) only known at run time.
+fn find(args: &[Arg]) -> Embedded {
+    let mut out = Embedded::default();
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        i += 1;
+        if !a.resolved {
+            out.opaque.push(format!(
+                "`find` gets `{}`, only known at run time, where it takes actions like \
+                 `-exec` or `-delete`",
+                a.text
+            ));
+            continue;
+        }
+        if !matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            continue;
+        }
+        let mut cmd = Vec::new();
+        while let Some(w) = args.get(i) {
+            i += 1;
+            // `+` ends the command only right after `{}` (as in GNU find).
+            let plus = w.text == "+" && cmd.last().is_some_and(|l: &Arg| l.text == "{}");
+            if w.resolved && (w.text == ";" || plus) {
+                break;
+            }
+            cmd.push(if w.text.contains("{}") {
+                Arg::unresolved(w.text.clone())
+            } else {
+                w.clone()
+            });
+        }
+        if !cmd.is_empty() {
+            out.commands.push(cmd);
+        }
+    }
+    out
+}
+
+/// Sections of `git -c` settings that run no program.
+const GIT_SAFE_SECTIONS: &[&str] = &[
+    "advice",
+    "author",
+    "blame",
+    "color",
+    "column",
+    "committer",
+    "i18n",
+    "safe",
+    "status",
+    "user",
+];
+
+/// `git -c` settings (lower case) that run no program.
+const GIT_SAFE_KEYS: &[&str] = &[
+    "core.abbrev",
+    "core.autocrlf",
+    "core.eol",
+    "core.filemode",
+    "core.ignorecase",
+    "core.quotepath",
+    "core.safecrlf",
+    "core.symlinks",
+    "core.whitespace",
+    "diff.algorithm",
+    "diff.colormoved",
+    "diff.mnemonicprefix",
+    "diff.noprefix",
+    "diff.relative",
+    "diff.renames",
+    "fetch.prune",
+    "init.defaultbranch",
+    "log.date",
+    "log.decorate",
+    "merge.conflictstyle",
+    "protocol.version",
+    "pull.ff",
+    "pull.rebase",
+    "push.autosetupremote",
+    "push.default",
+    "rebase.autosquash",
+    "rebase.autostash",
+];
+
+/// `git [-c KEY=VALUE | --config-env=KEY=VAR | --exec-path=DIR | …] CMD …`:
+/// an alias `!CMD` is a shell string (run with git's further arguments
+/// appended, so judged with `"$@"`); any other setting outside a short list
+/// of harmless ones may run a program (`core.pager`, `core.sshCommand`,
+/// `core.editor`, `diff.external`, `alias.x=push`, `include.path`…).
+fn git(args: &[Arg]) -> Embedded {
+    let mut out = Embedded::default();
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        i += 1;
+        if !a.resolved {
+            out.opaque.push(format!(
+                "`git` gets `{}`, only known at run time, where its settings go",
+                a.text
+            ));
+            break;
+        }
+        let t = a.text.as_str();
+        let setting = match t {
+            "-c" | "--config-env" => match args.get(i) {
+                Some(v) => {
+                    i += 1;
+                    Some((t, v))
+                }
+                None => break,
+            },
+            _ if t.starts_with("--config-env=") => None,
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix"
+            | "--attr-source" => {
+                i += 1;
+                continue;
+            }
+            _ if t.starts_with("--exec-path=") => {
+                out.opaque
+                    .push(format!("`git {t}` runs git commands from that directory"));
+                continue;
+            }
+            _ if t.starts_with('-') => continue,
+            _ => break,
+        };
+        let (flag, value) = match setting {
+            Some((flag, v)) => (flag, v.clone()),
+            None => {
+                let (flag, v) = t.split_once('=').unwrap_or((t, ""));
+                (flag, Arg::literal(v))
+            }
+        };
+        if !value.resolved {
+            out.opaque.push(format!(
+                "`git {flag} {}` sets something only known at run time",
+                value.text
+            ));
+            continue;
+        }
+        let (key, val) = value.text.split_once('=').unwrap_or((&value.text, ""));
+        let lower = key.to_ascii_lowercase();
+        let section = lower.split('.').next().unwrap_or_default();
+        if GIT_SAFE_SECTIONS.contains(&section) || GIT_SAFE_KEYS.contains(&lower.as_str()) {
+            continue;
+        }
+        if flag == "-c"
+            && section == "alias"
+            && let Some(script) = val.strip_prefix('!')
+        {
+            out.scripts.push(format!("{script} \"$@\""));
+            continue;
+        }
+        out.opaque.push(format!(
+            "`git {flag} {key}=…` may make git run a program this policy cannot check"
+        ));
+    }
+    out
+}
+
+/// Interpreters and the options that hand them code inline.
+struct Interp {
+    /// Basenames (a trailing `*` matches versions: `python3.12`).
+    names: &'static [&'static str],
+    /// Short options whose presence in a group means inline code.
+    code_short: &'static str,
+    /// Long options (without `--`) that take inline code.
+    code_long: &'static [&'static str],
+    /// Short options taking a value (attached, or the next word when last).
+    with_arg: &'static str,
+    /// Short options after which the options end (`python -m MOD`).
+    stop: &'static str,
+}
+
+const INTERPS: &[Interp] = &[
+    Interp {
+        names: &["python", "python2*", "python3*", "pypy", "pypy3*"],
+        code_short: "c",
+        code_long: &[],
+        with_arg: "WXQ",
+        stop: "m",
+    },
+    Interp {
+        names: &["perl", "perl5*"],
+        code_short: "eE",
+        code_long: &[],
+        with_arg: "IMm",
+        stop: "",
+    },
+    Interp {
+        names: &["ruby", "jruby"],
+        code_short: "e",
+        code_long: &[],
+        with_arg: "IrCEF",
+        stop: "",
+    },
+    Interp {
+        names: &["node", "nodejs", "bun"],
+        code_short: "ep",
+        code_long: &["eval", "print"],
+        with_arg: "r",
+        stop: "",
+    },
+    Interp {
+        names: &["php", "php*"],
+        code_short: "rBRE",
+        code_long: &["run"],
+        with_arg: "cdzf",
+        stop: "",
+    },
+    Interp {
+        names: &["lua", "lua5*", "luajit"],
+        code_short: "e",
+        code_long: &[],
+        with_arg: "l",
+        stop: "",
+    },
+    Interp {
+        names: &["Rscript", "R"],
+        code_short: "e",
+        code_long: &[],
+        with_arg: "",
+        stop: "",
+    },
+    Interp {
+        names: &["osascript"],
+        code_short: "e",
+        code_long: &[],
+        with_arg: "",
+        stop: "",
+    },
+];
+
+fn name_matches(pat: &str, base: &str) -> bool {
+    match pat.strip_suffix('*') {
+        Some(prefix) => base.starts_with(prefix),
+        None => pat == base,
+    }
+}
+
+/// For an interpreter given code inline (`python3 -c`, `perl -e`, `node
+/// -e`, `awk 'BEGIN{system(…)}'`, `deno eval`), why the policy cannot read
+/// what it runs. A script file or stdin is not seen either (documented).
+pub fn inline_code(base: &str, args: &[Arg]) -> Option<String> {
+    if matches!(base, "awk" | "gawk" | "mawk" | "nawk") {
+        return awk(base, args);
+    }
+    if base == "deno" {
+        return args
+            .iter()
+            .find(|a| !a.text.starts_with('-') || !a.resolved)
+            .filter(|a| !a.resolved || a.text == "eval")
+            .map(|_| "`deno eval` runs code this policy cannot read".to_string());
+    }
+    let interp = INTERPS
+        .iter()
+        .find(|i| i.names.iter().any(|n| name_matches(n, base)))?;
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        i += 1;
+        if !a.resolved {
+            return Some(format!(
+                "`{base}` gets `{}`, only known at run time, where its options (and inline \
+                 code) go",
+                a.text
+            ));
+        }
+        let t = a.text.as_str();
+        if t == "--" || t == "-" || !t.starts_with('-') {
+            return None;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            if interp.code_long.contains(&name) {
+                return Some(format!(
+                    "`{base} --{name}` runs code this policy cannot read"
+                ));
+            }
+            // A long option may take the next word as its value.
+            if !long.contains('=')
+                && args
+                    .get(i)
+                    .is_some_and(|v| v.resolved && !v.text.starts_with('-'))
+            {
+                i += 1;
+            }
+            continue;
+        }
+        for (j, c) in t[1..].char_indices() {
+            if interp.code_short.contains(c) {
+                return Some(format!("`{base} -{c}` runs code this policy cannot read"));
+            }
+            if interp.stop.contains(c) {
+                return None;
+            }
+            if interp.with_arg.contains(c) {
+                if j + c.len_utf8() == t.len() - 1 {
+                    i += 1;
+                }
+                break;
+            }
+        }
+    }
+    None
+}
+
+/// `awk [opts] 'PROGRAM' FILE…`: a program that can run commands
+/// (`system()`, `| getline`, `print | "cmd"`) or write files (`print >
+/// "f"`) is code the policy cannot read; `-f FILE` programs are not seen.
+fn awk(base: &str, args: &[Arg]) -> Option<String> {
+    let mut programs: Vec<&Arg> = Vec::new();
+    let mut from_file = false;
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        i += 1;
+        let t = a.text.as_str();
+        if !a.resolved && (programs.is_empty() && !from_file) {
+            programs.push(a);
+            break;
+        }
+        if t == "--" {
+            if !from_file && let Some(p) = args.get(i) {
+                programs.push(p);
+            }
+            break;
+        }
+        if !t.starts_with('-') || t == "-" {
+            if !from_file {
+                programs.push(a);
+            }
+            break;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
+            };
+            match name {
+                "source" => match value {
+                    Some(_) => programs.push(a),
+                    None => {
+                        if let Some(v) = args.get(i) {
+                            programs.push(v);
+                        }
+                        i += 1;
+                    }
+                },
+                "load" => return Some(format!("`{base} --load` loads a native extension")),
+                "file" | "include" => {
+                    from_file |= name == "file";
+                    i += usize::from(value.is_none());
+                }
+                "field-separator" | "assign" | "exec" => {
+                    from_file |= name == "exec";
+                    i += usize::from(value.is_none());
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let c = t[1..].chars().next().unwrap_or('-');
+        let attached = t.len() > 2;
+        match c {
+            'l' => return Some(format!("`{base} -l` loads a native extension")),
+            'e' => {
+                if attached {
+                    programs.push(a);
+                } else {
+                    if let Some(v) = args.get(i) {
+                        programs.push(v);
+                    }
+                    i += 1;
+                }
+            }
+            'f' | 'E' | 'i' | 'F' | 'v' | 'W' => {
+                from_file |= matches!(c, 'f' | 'E');
+                i += usize::from(!attached);
+            }
+            _ => {}
+        }
+    }
+    for p in programs {
+        if !p.resolved {
+            return Some(format!(
+                "`{base}` runs the program `{}`, only known at run time",
+                p.text
+            ));
+        }
+        if p.text.contains("system") || p.text.contains('|') || p.text.contains('>') {
+            return Some(format!(
+                "the `{base}` program may run commands or write files (`system`, `|`, `>`), \
+                 which this policy cannot check"
+            ));
+        }
+    }
+    None
 }

@@ -35,6 +35,7 @@ fn run(rules: &str, command: &str) -> Decision {
             command: command.to_string(),
             cwd: "/ws/sub".to_string(),
             workspace: "/ws".to_string(),
+            ..Request::default()
         },
     )
 }
@@ -271,13 +272,21 @@ fn command_table() {
         // Under `default = "allow"` a write by redirection is allowed too: the
         // operator allowed everything no rule restricts.
         (T_ALLOW, "mkdir x > out", "allow"),
-        (T_ALLOW, "PATH=/tmp mkdir x", "allow"),
+        // ... but not a variable that changes what runs: the deny rules
+        // could be got around (`PATH=./bin mkdir` may run anything).
+        (T_ALLOW, "PATH=/tmp mkdir x", "ask"),
+        (T_ALLOW, "FOO=1 mkdir x", "allow"),
         (T_ALLOW, "f=$(mktemp); echo x > \"$f\"", "allow"),
         (T, "f=$(mktemp)", "ask"),
         (T, "cat x > out", "ask"),
         (T_ALLOW, "echo 'abc", "ask"),
-        (T_ALLOW, "/usr/bin/env mkdir x", "ask"),
-        (T_ALLOW, "./build.sh", "ask"),
+        // A program run by path gets the default like any other (issue 17):
+        // allowed here unless a deny or ask rule matches its basename.
+        (T_ALLOW, "/usr/bin/env mkdir x", "allow"),
+        (T_ALLOW, "./build.sh", "allow"),
+        (T_ALLOW, "./rm -rf x", "deny"),
+        (T_ALLOW, "sudo ./build.sh", "ask"),
+        (T, "./build.sh", "ask"),
         // default = "deny".
         (T_DENY, "mkdir x", "deny"),
         (T_DENY, "ls", "allow"),

@@ -27,6 +27,21 @@ const NETWORK_MARKERS: &[&str] = &[
 const NETWORK_CONTEXT: &[&str] = &[
     "socket", "connect", "network", "http", "urlopen", "resolve", "dns",
 ];
+/// Words that, next to "operation not permitted", point at a UNIX socket (the refused
+/// `socket(AF_UNIX)` of a client of ssh-agent, Docker, D-Bus, or of a server of its own).
+/// A path ending in `.sock` counts too ([`names_a_sock_path`]).
+const UNIX_CONTEXT: &[&str] = &["unix", "agent", "dbus", "d-bus", "docker", "podman", "tmux"];
+
+/// Whether `text` names a `*.sock` path (`.sock` not followed by a word character, so
+/// Python's `_socket.socket` does not count).
+fn names_a_sock_path(text: &str) -> bool {
+    text.match_indices(".sock").any(|(at, m)| {
+        !text[at + m.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
 /// `strerror` texts of the errnos the filesystem layers produce.
 const FS_MARKERS: &[&str] = &[
     "permission denied",       // EACCES (Landlock)
@@ -54,8 +69,12 @@ const FS_MARKERS: &[&str] = &[
 ///   the text.
 ///
 /// Hints (first match wins):
+/// - UNIX sockets blocked and `operation not permitted` next to a word about UNIX sockets
+///   (`unix`, a `*.sock` path, `agent`, `dbus`, `docker`...), or next to a socket word while the
+///   network is granted: `UNIX sockets are blocked ...; needs --allow-unix-sockets`;
 /// - network blocked and a network failure in the output: `network is blocked ...; needs
-///   --allow-network`;
+///   --allow-network` (when UNIX sockets are blocked too, the hint names both grants: a bare
+///   `socket: Operation not permitted` does not say which family was refused);
 /// - a protected host path refused: `<path> is host state ...`;
 /// - `.git` read-only and a `.git` path refused: `<workspace>/.git is read-only ...; ask the
 ///   operator to grant .git writes with --allow-git-writes`;
@@ -74,15 +93,30 @@ pub fn denial_hint(
     let out = output.to_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| out.contains(n));
 
-    if effective.network_blocked
-        && (has(NETWORK_MARKERS)
-            || (out.contains("operation not permitted") && has(NETWORK_CONTEXT)))
+    let refused = out.contains("operation not permitted");
+    if effective.unix_sockets_blocked
+        && refused
+        && (has(UNIX_CONTEXT)
+            || names_a_sock_path(&out)
+            || (!effective.network_blocked && has(NETWORK_CONTEXT)))
     {
         return Some(
-            "sandbox denial (likely): network is blocked by the sandbox (sockets other than \
-             AF_UNIX are refused); needs --allow-network"
+            "sandbox denial (likely): UNIX sockets are blocked by the sandbox (socket(AF_UNIX) \
+             is refused, so ssh-agent, Docker, D-Bus and other local services cannot be \
+             reached); needs --allow-unix-sockets"
                 .to_owned(),
         );
+    }
+    if effective.network_blocked && (has(NETWORK_MARKERS) || (refused && has(NETWORK_CONTEXT))) {
+        return Some(if effective.unix_sockets_blocked {
+            "sandbox denial (likely): network is blocked by the sandbox (every socket(2) is \
+             refused; a UNIX socket needs --allow-unix-sockets); needs --allow-network"
+                .to_owned()
+        } else {
+            "sandbox denial (likely): network is blocked by the sandbox (sockets other than \
+             AF_UNIX are refused); needs --allow-network"
+                .to_owned()
+        });
     }
     if !has(FS_MARKERS) {
         return None;

@@ -6,11 +6,16 @@
 //!
 //! # Modes
 //!
-//! | mode | filesystem | network |
-//! |------|-----------|---------|
-//! | [`SandboxMode::ReadOnly`] | everything readable/executable; writable only: `/dev/null`, the private temp dir (`TMPDIR`), a private `/dev/shm`, private ptys | blocked unless granted |
-//! | [`SandboxMode::WorkspaceWrite`] (default) | as read-only, plus the workspace root writable; `.git` (unless granted) and host-protected paths stay read-only | blocked unless granted |
-//! | [`SandboxMode::FullAccess`] | no confinement at all (must be asked for explicitly) | unrestricted |
+//! | mode | filesystem | network | UNIX sockets |
+//! |------|-----------|---------|--------------|
+//! | [`SandboxMode::ReadOnly`] | everything readable/executable; writable only: `/dev/null`, the private temp dir (`TMPDIR`), a private `/dev/shm`, private ptys | blocked unless granted | blocked unless granted |
+//! | [`SandboxMode::WorkspaceWrite`] (default) | as read-only, plus the workspace root writable; `.git` (unless granted) and host-protected paths stay read-only | blocked unless granted | blocked unless granted |
+//! | [`SandboxMode::FullAccess`] | no confinement at all (must be asked for explicitly), the state dir readable too | unrestricted | unrestricted |
+//!
+//! In both confined modes the host's state dir ([`SandboxPaths::hidden`]) is neither
+//! readable nor writable: only the session's own temp dir shows through.
+//!
+//! A plugin's WASI preopens are held as [`HeldDir`]s (opened once, never re-opened by path).
 //!
 //! The operator's `--sandbox` and a plugin manifest each yield a [`SandboxPolicy`];
 //! [`SandboxPolicy::stricter`] combines them.
@@ -23,7 +28,10 @@
 //!    `/dev/shm` and a new `devpts` instance on `/dev/pts`, private to the command (POSIX
 //!    semaphores, `multiprocessing`, `openpty`/`script` work; the host's and other sessions'
 //!    shm and terminals are out of reach), and read-only binds for what must stay read-only
-//!    under a writable root (`.git`, [`SandboxPaths::protected`]). Landlock is an allow-list and
+//!    under a writable root (`.git`, [`SandboxPaths::protected`]), and an empty read-only
+//!    `tmpfs` over each [`SandboxPaths::hidden`] directory (the host's state dir: Landlock
+//!    cannot take *read* access away beneath `/`), with the session's own temp dir bound
+//!    back in. Landlock is an allow-list and
 //!    hierarchical: granting write on the workspace also grants it on everything beneath it,
 //!    and it cannot subtract. So the child enters a private mount namespace
 //!    (`unshare(CLONE_NEWNS)`; as non-root `CLONE_NEWUSER|CLONE_NEWNS` with an identity
@@ -47,10 +55,14 @@
 //!    it cannot open a write path. With ABI ≥ 6 the domain is also *scoped*: it can neither
 //!    signal processes outside the sandbox (the host, other sessions) nor connect to abstract
 //!    UNIX sockets created outside it.
-//! 5. **Network block** (`seccomp.rs`): a seccomp filter makes `socket(2)`/`socketpair(2)` for
-//!    every family but `AF_UNIX` fail with `EPERM`, and `io_uring_setup(2)` too (io_uring's
-//!    `IORING_OP_SOCKET` would bypass the filter). See that module for why seccomp rather than
-//!    a fresh network namespace.
+//! 5. **Socket block** (`seccomp.rs`): a seccomp filter makes `socket(2)`/`socketpair(2)` for
+//!    every family but `AF_UNIX` fail with `EPERM` (unless [`SandboxPolicy::network`]), and
+//!    `socket(AF_UNIX, ..)` and datagram `socketpair(AF_UNIX, ..)` too (unless
+//!    [`SandboxPolicy::unix_sockets`]): Landlock (ABI ≤ 7) does not mediate `connect(2)` on
+//!    pathname UNIX sockets, so without this a command could reach the user's ssh-agent, a
+//!    Docker daemon or D-Bus. Connected stream `socketpair`s stay allowed. `io_uring_setup(2)`
+//!    fails too (io_uring's `IORING_OP_SOCKET` would bypass the filter). See that module for
+//!    why seccomp rather than a fresh network namespace, and what the UNIX block breaks.
 //!
 //! Everything that allocates or opens files happens in [`SandboxPolicy::prepare`], in the
 //! parent; the child only issues syscalls on pre-built data (async-signal-safe).
@@ -78,6 +90,7 @@
 
 mod caps;
 mod denial;
+mod held_dir;
 mod landlock;
 mod mounts;
 mod probe;
@@ -89,6 +102,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 pub use denial::denial_hint;
+pub use held_dir::{DirReplaced, HeldDir};
 pub use probe::{KernelSupport, probe};
 
 /// How much a spawned command may touch. Ordered from strictest to loosest
@@ -111,7 +125,8 @@ pub use probe::{KernelSupport, probe};
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
-    /// Whole filesystem readable and executable; nothing writable except `/dev/null`, the
+    /// Whole filesystem readable and executable, except the [`SandboxPaths::hidden`]
+    /// directories (the host's state dir); nothing writable except `/dev/null`, the
     /// session's private temp dir (`TMPDIR`) and, when the kernel allows a private mount
     /// namespace, a private `/dev/shm` and private ptys: what a command needs to run at all
     /// without writing anything that outlives it outside the state dir (output reaches the
@@ -159,7 +174,8 @@ impl FromStr for SandboxMode {
 
 /// What the operator (or a plugin manifest) allows spawned commands to do.
 ///
-/// `Default` is the safe default: `workspace-write`, no network, `.git` read-only.
+/// `Default` is the safe default: `workspace-write`, no network, no UNIX sockets, `.git`
+/// read-only.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct SandboxPolicy {
     /// Filesystem confinement mode.
@@ -167,6 +183,14 @@ pub struct SandboxPolicy {
     /// Network grant (`--allow-network` / manifest). Off by default. Ignored (always allowed)
     /// under [`SandboxMode::FullAccess`], which confines nothing.
     pub network: bool,
+    /// UNIX-socket grant (`--allow-unix-sockets` / manifest `unix_sockets`): whether a command
+    /// may create `AF_UNIX` sockets, and so connect to pathname sockets it can reach (an
+    /// ssh-agent, `/var/run/docker.sock`, D-Bus) or bind its own. Off by default; independent
+    /// of [`network`](SandboxPolicy::network) (the network grant does not include it).
+    /// Abstract sockets stay confined to the sandbox's own (Landlock scope, ABI ≥ 6) either
+    /// way. Ignored (always allowed) under [`SandboxMode::FullAccess`].
+    #[serde(default)]
+    pub unix_sockets: bool,
     /// Whether `.git` at the workspace root may be written (`--allow-git-writes`; only
     /// meaningful under `workspace-write`). Off by default.
     pub git_writable: bool,
@@ -175,7 +199,8 @@ pub struct SandboxPolicy {
 impl SandboxPolicy {
     /// Combines the operator's policy with a plugin manifest's: the stricter of the two wins,
     /// field by field. Mode: the lower of `read-only < workspace-write < full-access`;
-    /// network and `.git` writes only if *both* grant them. Pure and commutative.
+    /// network, UNIX sockets and `.git` writes only if *both* grant them. Pure and
+    /// commutative.
     ///
     /// A full-access policy confines nothing, so it never forbids `.git` writes: combined
     /// with a confined policy, the confined one's `git_writable` decides (a manifest without
@@ -192,6 +217,7 @@ impl SandboxPolicy {
         SandboxPolicy {
             mode: self.mode.min(other.mode),
             network: self.network && other.network,
+            unix_sockets: self.unix_sockets && other.unix_sockets,
             git_writable,
         }
     }
@@ -324,6 +350,68 @@ impl SandboxPolicy {
                 }
             }
         }
+        // Host paths no command may read (the state dir): each is covered by an empty
+        // read-only tmpfs, with the private temp dir (and the workspace) that lie beneath it
+        // bound back in. Every ancestor of it beneath a writable root is pinned (bound onto
+        // itself, still writable) so no command can rename one away and have the host
+        // write into a directory of its own making; the hidden dir itself is a mount point
+        // too, so it cannot be renamed either.
+        let mut hidden: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+        let mut pins: Vec<PathBuf> = Vec::new();
+        for h in &paths.hidden {
+            let dir = match h.canonicalize() {
+                Ok(c) => c,
+                Err(e) => {
+                    let abs = absolute_lexical(h);
+                    if writable_roots.iter().any(|r| abs.starts_with(r)) {
+                        warnings.push(format!(
+                            "hidden path {} does not exist ({e}); a command could create it",
+                            h.display()
+                        ));
+                    }
+                    continue;
+                }
+            };
+            let mut holes: Vec<PathBuf> = [&private_tmp, &workspace]
+                .into_iter()
+                .filter(|p| p.starts_with(&dir))
+                .cloned()
+                .collect();
+            if holes.contains(&dir) {
+                warnings.push(format!(
+                    "{} cannot be hidden from commands: it is the workspace or the temp dir \
+                     itself; it stays READABLE",
+                    dir.display()
+                ));
+                continue;
+            }
+            // A hole inside another hole comes along with it.
+            let all = holes.clone();
+            holes.retain(|p| !all.iter().any(|o| o != p && p.starts_with(o)));
+            for root in writable_roots.iter().filter(|r| dir.starts_with(r)) {
+                let mut at = root.clone();
+                for part in dir.strip_prefix(root).unwrap_or(Path::new("")).components() {
+                    at.push(part);
+                    if at != dir && !pins.contains(&at) {
+                        pins.push(at.clone());
+                    }
+                }
+            }
+            if !protected.contains(&dir) {
+                protected.push(dir.clone());
+            }
+            hidden.push((dir, holes));
+        }
+        // A read-only bind inside a hidden dir (and not inside one of its holes) is
+        // hidden already; in the child its path would not even exist.
+        let in_hidden = |b: &PathBuf| {
+            hidden
+                .iter()
+                .any(|(h, holes)| b.starts_with(h) && !holes.iter().any(|o| b.starts_with(o)))
+        };
+        read_only_binds.retain(|b| !in_hidden(b));
+        git_binds.retain(|b| !in_hidden(b));
+
         // Writable roots that sit beneath a read-only bind get re-bound writable on top.
         let rw_rebinds: Vec<PathBuf> = writable_roots
             .iter()
@@ -343,12 +431,15 @@ impl SandboxPolicy {
             support.mount_namespace && support.private_pts,
         );
         if support.mount_namespace {
-            mount_plan = Some(mounts::MountPlan::new(
-                &read_only_binds,
-                &git_binds,
-                &rw_rebinds,
-                (shm, pts),
-            )?);
+            mount_plan = Some(mounts::MountPlan::new(mounts::MountSpec {
+                pins: &pins,
+                hidden: &hidden,
+                read_only: &read_only_binds,
+                optional: &git_binds,
+                writable: &rw_rebinds,
+                shm,
+                pts,
+            })?);
         }
         if !shm || !pts {
             // Less usable, not less confined: the host's shared /dev/shm and terminals are
@@ -371,6 +462,16 @@ impl SandboxPolicy {
             && !git_unprotectable
             && !git_link
             && (git_binds.is_empty() || mount_plan.is_some());
+        if !hidden.is_empty() && mount_plan.is_none() {
+            warnings.push(format!(
+                "cannot create a private mount namespace ({}); {} stay(s) READABLE by commands",
+                support
+                    .mount_namespace_error
+                    .as_deref()
+                    .unwrap_or("unknown"),
+                join_paths(&hidden.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>())
+            ));
+        }
         if !read_only_binds.is_empty() && mount_plan.is_none() {
             warnings.push(format!(
                 "cannot create a private mount namespace ({}); {} stay(s) WRITABLE",
@@ -410,15 +511,21 @@ impl SandboxPolicy {
         }
 
         let mut seccomp_filters = Vec::new();
-        let mut network_blocked = false;
-        if !self.network {
+        let (mut network_blocked, mut unix_sockets_blocked) = (false, false);
+        if !self.network || !self.unix_sockets {
             if support.seccomp {
-                seccomp_filters = seccomp::network_filters()?;
-                network_blocked = true;
+                seccomp_filters = seccomp::socket_filters(!self.network, !self.unix_sockets)?;
+                network_blocked = !self.network;
+                unix_sockets_blocked = !self.unix_sockets;
             } else {
-                warnings.push(
-                    "seccomp is not available on this kernel: network is NOT blocked".to_owned(),
-                );
+                let what = match (self.network, self.unix_sockets) {
+                    (false, false) => "network and UNIX sockets are",
+                    (false, true) => "network is",
+                    _ => "UNIX sockets are",
+                };
+                warnings.push(format!(
+                    "seccomp is not available on this kernel: {what} NOT blocked"
+                ));
             }
         }
 
@@ -428,6 +535,7 @@ impl SandboxPolicy {
         let effective = EffectiveSandbox {
             mode: self.mode,
             network_blocked,
+            unix_sockets_blocked,
             landlock_abi,
             git_read_only,
             writable,
@@ -465,18 +573,32 @@ pub struct SandboxPaths {
     /// bind-mounted read-only. A protected path that does not exist yet but would be under a
     /// writable root yields a warning (a command could create it first).
     pub protected: Vec<PathBuf>,
+    /// Host directories no confined command may read or write at all, by any spelling
+    /// (the host's state dir: session logs and temp dirs, event logs, the control socket,
+    /// the compiled-plugin cache). In the command's private mount namespace each is
+    /// covered by an empty read-only `tmpfs`; the private temp dir and the workspace, when
+    /// they lie beneath it, are bound back in at their own paths, and nothing else of it
+    /// can be reached. Its ancestors beneath a writable root are pinned (bound onto
+    /// themselves) so they cannot be renamed. Needs the mount namespace (a warning
+    /// otherwise); not applied under full-access. A hidden dir that is the workspace or
+    /// the temp dir itself cannot be hidden (a warning).
+    pub hidden: Vec<PathBuf>,
 }
 
 /// The sandbox actually in force, as reported in every session snapshot and event.
 ///
 /// `Display` gives a one-line summary, e.g.
-/// `workspace-write (landlock abi 7, network blocked, .git read-only)`.
+/// `workspace-write (landlock abi 7, network blocked, .git read-only, unix sockets blocked)`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EffectiveSandbox {
     /// The mode requested (after [`SandboxPolicy::stricter`]).
     pub mode: SandboxMode,
     /// `true` if non-`AF_UNIX` sockets are refused by the seccomp filter.
     pub network_blocked: bool,
+    /// `true` if new `AF_UNIX` sockets (and datagram `socketpair`s) are refused by the
+    /// seccomp filter, so pathname UNIX sockets outside the sandbox cannot be reached.
+    #[serde(default)]
+    pub unix_sockets_blocked: bool,
     /// Landlock ABI enforced (the kernel's, capped at the ABI this code was vetted against),
     /// or `None` when Landlock is not applied (full-access, or kernel without Landlock).
     pub landlock_abi: Option<i32>,
@@ -487,7 +609,8 @@ pub struct EffectiveSandbox {
     pub git_read_only: bool,
     /// Paths writable by the command. `["/"]` under full-access.
     pub writable: Vec<PathBuf>,
-    /// Existing [`SandboxPaths::protected`] paths (canonical) kept read-only.
+    /// Existing [`SandboxPaths::protected`] paths (canonical) kept read-only, then the
+    /// existing [`SandboxPaths::hidden`] ones (canonical), which are also unreadable.
     pub protected: Vec<PathBuf>,
     /// Every way in which the sandbox is weaker than the mode asks for. Empty when the mode
     /// is fully enforced.
@@ -499,6 +622,7 @@ impl EffectiveSandbox {
         EffectiveSandbox {
             mode: SandboxMode::FullAccess,
             network_blocked: false,
+            unix_sockets_blocked: false,
             landlock_abi: None,
             git_read_only: false,
             writable: vec![PathBuf::from("/")],
@@ -535,6 +659,11 @@ impl fmt::Display for EffectiveSandbox {
                 ", .git writable"
             })?;
         }
+        f.write_str(if self.unix_sockets_blocked {
+            ", unix sockets blocked"
+        } else {
+            ", unix sockets allowed"
+        })?;
         if !self.warnings.is_empty() {
             write!(f, ", {} warning(s)", self.warnings.len())?;
         }

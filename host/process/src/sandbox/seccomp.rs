@@ -1,34 +1,69 @@
-//! Network block: a seccomp filter that refuses every socket family but `AF_UNIX`.
+//! Socket block: a seccomp filter that refuses every socket family but `AF_UNIX` (the network
+//! block) and/or new `AF_UNIX` sockets (the UNIX-socket block), each unless granted.
 //!
 //! # Why seccomp rather than a fresh network namespace
 //!
 //! - **Works without privileges or namespaces.** It needs only `no_new_privs`, so the network
 //!   block does not depend on user namespaces (disabled or AppArmor-restricted on several
 //!   distributions) nor on the mount step; the two layers fail independently.
-//! - **Keeps `AF_UNIX`.** Local IPC that many tools rely on (pathname sockets, `socketpair`)
-//!   keeps working; a fresh netns would also cut abstract sockets, which Landlock's
-//!   `AbstractUnixSocket` scope already restricts to the sandbox's own.
+//! - **`AF_UNIX` is a separate decision.** A fresh netns would cut abstract sockets but not
+//!   pathname ones; here the network grant (`--allow-network`) and the UNIX-socket grant
+//!   (`--allow-unix-sockets`) are independent, and abstract sockets are confined to the
+//!   sandbox's own by Landlock's `AbstractUnixSocket` scope either way.
 //! - **Loopback is blocked too**, which is what the spec asks for: `socket(AF_INET*)` fails
 //!   before any address is involved. (A fresh netns would have `lo` down, with the same
 //!   effect, but a netns with `lo` up would let commands talk to each other, not to the host.)
 //! - **Deterministic, attributable error**: `EPERM` ("Operation not permitted") at `socket(2)`,
-//!   which [`denial_hint`](super::denial_hint) maps to "network is blocked".
+//!   which [`denial_hint`](super::denial_hint) maps to the grant to ask for.
 //!
 //! Same approach as Codex CLI's Linux sandbox (`socket` allowed only for `AF_UNIX`).
 //!
+//! # Why UNIX sockets are blocked at `socket(2)`
+//!
+//! A pathname UNIX socket is a door to whatever listens on it, often with more authority than
+//! the command: the user's ssh-agent (`$SSH_AUTH_SOCK`), `/var/run/docker.sock` (root on the
+//! machine), the session and system D-Bus, systemd's sockets. Landlock up to ABI 7 does not
+//! mediate `connect(2)` on pathname sockets (ABI 6 scopes only abstract ones), and seccomp
+//! cannot read the address `connect` is given (a pointer), so the filter refuses creating an
+//! `AF_UNIX` socket at all: nothing to connect with, and nothing to `bind` either.
+//!
+//! `socketpair(AF_UNIX, SOCK_STREAM | SOCK_SEQPACKET)` stays allowed: the pair is connected
+//! to itself at birth and cannot be re-pointed (`connect` fails with `EISCONN`/`EPROTOTYPE`,
+//! a destination address given to `sendto` is refused or ignored), and shells, Python's
+//! `socket.socketpair()`/`multiprocessing.Pipe()`, ssh and many daemons use one for IPC
+//! between their own processes. A *datagram* pair (`SOCK_DGRAM`, or `SOCK_RAW`, which
+//! `AF_UNIX` treats as datagram) is refused: a datagram socket can `connect` or `sendto` any
+//! pathname datagram socket later (`/dev/log`, journald, `NOTIFY_SOCKET`).
+//!
+//! What breaks without the grant (all with `EPERM` at `socket(2)`): ssh-agent and
+//! `ControlMaster`, `docker`/`podman` against their daemon, `dbus-send`/`busctl`, gpg
+//! (gpg-agent), `tmux`/`screen` servers, git's `credential-cache` and `fsmonitor--daemon`,
+//! Python `multiprocessing.connection.Listener`/`Manager` and the `forkserver` start method
+//! (the default from Python 3.14), anything that binds a socket of its own in `TMPDIR`
+//! (test suites included). glibc degrades silently: `getpwnam` and friends skip `nscd` and
+//! `nss-systemd`'s varlink and read `/etc/passwd`, `syslog(3)` drops its messages.
+//!
 //! # Rules
 //!
+//! Without the network grant:
 //! - `socket(domain, ..)`, `socketpair(domain, ..)`: `EPERM` unless `domain == AF_UNIX`
-//!   (this includes `AF_NETLINK`, `AF_PACKET`, `AF_VSOCK`, ...);
+//!   (this includes `AF_NETLINK`, `AF_PACKET`, `AF_VSOCK`, ...).
+//!
+//! Without the UNIX-socket grant:
+//! - `socket(AF_UNIX, ..)`: `EPERM`;
+//! - `socketpair(AF_UNIX, type, ..)` with `type & SOCK_TYPE_MASK` `SOCK_DGRAM` or `SOCK_RAW`:
+//!   `EPERM`.
+//!
+//! Whenever either holds:
 //! - `io_uring_setup(2)`: `EPERM` (io_uring's `IORING_OP_SOCKET` does not go through the
 //!   syscall filter);
 //! - everything else: allowed.
 //!
 //! On x86_64 a second, hand-written filter refuses x32-ABI syscall numbers (bit 30 set), which
 //! the first filter's per-number rules would not match; seccompiler's own architecture check
-//! kills the process on a foreign `AUDIT_ARCH` (i386 `int 0x80`), so 32-bit binaries cannot
-//! run confined. Sockets inherited from the host are not affected: the host must not leak
-//! them (std's `Command` only passes stdio).
+//! kills the process on a foreign `AUDIT_ARCH` (i386 `int 0x80`, and with it `socketcall(2)`),
+//! so 32-bit binaries cannot run confined. Sockets inherited from the host are not affected:
+//! the host passes only stdio (every other descriptor is closed in the child).
 
 use std::collections::BTreeMap;
 
@@ -39,20 +74,52 @@ use seccompiler::{
 
 use super::SandboxError;
 
-/// Compiles the filters (in the parent). Applied in order by [`apply_in_child`].
-pub(crate) fn network_filters() -> Result<Vec<BpfProgram>, SandboxError> {
+/// Compiles the filters (in the parent) for a command whose network (`block_network`) and/or
+/// UNIX sockets (`block_unix`) are blocked; empty when neither is. Applied in order by
+/// [`apply_in_child`].
+pub(crate) fn socket_filters(
+    block_network: bool,
+    block_unix: bool,
+) -> Result<Vec<BpfProgram>, SandboxError> {
+    if !block_network && !block_unix {
+        return Ok(Vec::new());
+    }
     let arch: TargetArch = std::env::consts::ARCH.try_into()?;
-    let not_unix = || {
-        SeccompRule::new(vec![SeccompCondition::new(
-            0,
+    let unix = libc::AF_UNIX as u64;
+    let domain = |op| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, unix);
+    // `SOCK_TYPE_MASK`: the type without `SOCK_NONBLOCK`/`SOCK_CLOEXEC`.
+    let sock_type = |t: i32| {
+        SeccompCondition::new(
+            1,
             SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )?])
+            SeccompCmpOp::MaskedEq(0xf),
+            t as u64,
+        )
     };
+    // Each syscall's rules are alternatives: the call is refused if any matches (an empty
+    // list matches every call).
+    let mut socket = Vec::new();
+    let mut socketpair = Vec::new();
+    if block_network {
+        socket.push(SeccompRule::new(vec![domain(SeccompCmpOp::Ne)?])?);
+        socketpair.push(SeccompRule::new(vec![domain(SeccompCmpOp::Ne)?])?);
+    }
+    if block_unix {
+        if block_network {
+            socket.clear();
+        } else {
+            socket.push(SeccompRule::new(vec![domain(SeccompCmpOp::Eq)?])?);
+        }
+        for datagram in [libc::SOCK_DGRAM, libc::SOCK_RAW] {
+            socketpair.push(SeccompRule::new(vec![
+                domain(SeccompCmpOp::Eq)?,
+                sock_type(datagram)?,
+            ])?);
+        }
+    }
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(libc::SYS_socket, vec![not_unix()?]);
-    rules.insert(libc::SYS_socketpair, vec![not_unix()?]);
+    rules.insert(libc::SYS_socket, socket);
+    rules.insert(libc::SYS_socketpair, socketpair);
     rules.insert(libc::SYS_io_uring_setup, vec![]);
     let filter = SeccompFilter::new(
         rules,

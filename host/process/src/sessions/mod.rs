@@ -23,8 +23,11 @@
 
 mod output;
 mod process;
+pub mod retention;
 mod session;
 mod subscription;
+pub mod survivors;
+mod tree;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,14 +44,15 @@ use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
 
 pub use nix::sys::signal::Signal;
 pub use output::{
-    MAX_EVENTS_IN_MEMORY, OUTPUT_TAIL_MAX_BYTES, ceil_char_boundary, floor_char_boundary, tail_str,
-    truncate_str,
+    MAX_EVENTS_IN_MEMORY, OUTPUT_TAIL_MAX_BYTES, OutputCapPolicy, OutputOmission,
+    ceil_char_boundary, floor_char_boundary, tail_str, truncate_str,
 };
 pub use process::{
     BASH_CANDIDATES, ENV_ALLOWLIST, INLINE_COMMAND_MAX, NON_INTERACTIVE_ENV, SCRIPT_FD, find_bash,
     group_members,
 };
 pub use subscription::Subscription;
+pub use tree::{DEFAULT_MAX_PROCESSES_PER_SESSION, ProcessTracking};
 
 use session::{Session, SessionInit, Timing};
 
@@ -58,6 +62,39 @@ pub const MAX_READ_BYTES: u32 = 1024 * 1024;
 
 /// Longest timeout a [`StartRequest`] may ask for: 24 hours.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Most bytes of command text a [`StartRequest`] may carry: 1 MiB (1 048 576 bytes).
+/// Checked first by [`Sessions::resolve`], so no later step (exec grants, the policy,
+/// the approval prompt, the logs) ever works on more; a longer script belongs in a file.
+pub const MAX_COMMAND_BYTES: usize = 1 << 20;
+
+/// Most environment pairs a [`StartRequest`] may add: 256.
+pub const MAX_ENV_VARS: usize = 256;
+
+/// Most bytes of environment (names plus values, all pairs together) a
+/// [`StartRequest`] may add: 256 KiB (262 144 bytes).
+pub const MAX_ENV_BYTES: usize = 256 << 10;
+
+/// Most bytes of [`StdinMode::Bytes`] one start may pass: 8 MiB (8 388 608 bytes),
+/// the same as [`Sessions::STDIN_QUEUE_MAX_BYTES`]. They are queued like
+/// [`Sessions::write_stdin`] bytes: each 64 KiB piece is freed once written, and what is
+/// left when the session ends is dropped.
+pub const MAX_STDIN_BYTES: usize = 8 << 20;
+
+/// Most bytes of a [`StartRequest::cwd`]: 4096 (Linux `PATH_MAX`).
+pub const MAX_CWD_BYTES: usize = 4096;
+
+/// Most bytes of a [`StartRequest::shell`] path: 4096 (Linux `PATH_MAX`).
+pub const MAX_SHELL_BYTES: usize = 4096;
+
+/// Output bytes a finished session keeps in its event backlog: 64 KiB. Older output
+/// events are folded into [`SessionEventKind::Omitted`] when the session ends (their
+/// bytes stay readable with [`Sessions::read_output`]).
+pub const FINISHED_OUTPUT_BYTES: usize = 64 << 10;
+
+/// Events a finished session keeps in memory: 256 (older output events are folded as
+/// for [`FINISHED_OUTPUT_BYTES`]).
+pub const FINISHED_EVENTS_MAX: usize = 256;
 
 /// Most events the WIT `subscription.next` returns per call (the Rust
 /// [`Subscription::next`] takes its own `max`).
@@ -110,6 +147,38 @@ pub trait SessionObserver: Send + Sync + 'static {
     fn on_session_event(&self, session: &ObservedSession<'_>, event: &SessionEvent) {
         self.on_event(session.id, event);
     }
+
+    /// A finished session was evicted from memory before its retention window ended,
+    /// because a bound on finished sessions was reached; `reason` names the bound, e.g.
+    /// ``plugin `x` keeps at most 64 finished sessions (max_finished_per_plugin, default 64)``.
+    /// Its `output.log` stays on disk. Called without any lock held. Default: nothing.
+    fn on_session_evicted(&self, session: &ObservedSession<'_>, reason: &str) {
+        let _ = (session, reason);
+    }
+
+    /// The session's `output.log` reached its cap and omits `omission` (see
+    /// [`SessionsConfig::output_log_max_bytes`]): called once when the cap is first
+    /// reached and once more, with the final range, right before the session's
+    /// `Exited` event. Called under the session's lock, like `on_session_event`.
+    /// Default: nothing.
+    fn on_output_omitted(&self, session: &ObservedSession<'_>, omission: &OutputOmission) {
+        let _ = (session, omission);
+    }
+}
+
+/// What a [`Sessions`] engine holds for a caller ([`Sessions::usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionUsage {
+    /// Sessions running or starting.
+    pub running: usize,
+    /// Finished sessions kept in memory (within retention and the finished bounds).
+    pub finished: usize,
+    /// Bytes those finished sessions keep in memory: their kept output events (at most
+    /// [`FINISHED_OUTPUT_BYTES`] each), tail text, command and bookkeeping.
+    pub finished_bytes: usize,
+    /// Finished sessions evicted so far because a bound was reached (host-wide for
+    /// [`Caller::Host`], else the plugin's own).
+    pub evicted: u64,
 }
 
 /// What a [`SessionObserver`] is told about the session an event belongs to.
@@ -152,6 +221,44 @@ pub struct SessionsConfig {
     /// Most sessions running at once (started + adopted); past it `start` and `adopt`
     /// return [`SessionError::ResourceLimit`]. Default: 64.
     pub max_sessions: usize,
+    /// Most sessions one plugin may have running (or starting) at once; past it its
+    /// `start` returns [`SessionError::ResourceLimit`] naming this quota. The host and
+    /// [`SessionsConfig::builtin_plugins`] are exempt. Default: 16.
+    pub max_sessions_per_plugin: usize,
+    /// Slots of `max_sessions` that only the host and [`SessionsConfig::builtin_plugins`]
+    /// may use, so the built-in tools still start while third-party plugins together
+    /// fill theirs (at most half of `max_sessions`). Default: 8.
+    pub reserved_sessions: usize,
+    /// Plugins exempt from the per-plugin quotas that may use the reserved slots (the
+    /// host passes its built-in `bash`). Default: none.
+    pub builtin_plugins: Vec<Arc<str>>,
+    /// Most finished sessions (tombstones) kept, all callers together; beyond it the
+    /// oldest finished one is evicted (and reported to the observer). Default: 256.
+    pub max_finished_sessions: usize,
+    /// Most finished sessions kept per plugin (evicting its oldest). Default: 64.
+    pub max_finished_per_plugin: usize,
+    /// Most bytes all finished sessions keep in memory together (their kept output
+    /// events, tail text and command; see [`SessionUsage::finished_bytes`]); beyond it the
+    /// oldest finished ones are evicted. Default: 64 MiB (67 108 864 bytes).
+    pub max_finished_bytes: usize,
+    /// Most bytes one plugin's finished sessions keep in memory. Default: 16 MiB
+    /// (16 777 216 bytes).
+    pub max_finished_bytes_per_plugin: usize,
+    /// Most bytes one session's `output.log` keeps on disk. Past it the log keeps its
+    /// first [`SessionsConfig::output_log_head_bytes`] and its newest bytes at their
+    /// offsets and drops the middle ([`OutputOmission`], in [`Snapshot::output_omitted`]
+    /// and reported to the observer). Default: 64 MiB (67 108 864 bytes).
+    pub output_log_max_bytes: u64,
+    /// Bytes of the head a capped `output.log` keeps (the start of the output, where
+    /// a build's or test run's first error usually is). Default: 1 MiB (1 048 576).
+    pub output_log_head_bytes: u64,
+    /// Most bytes the `output.log`s of the running sessions keep on disk together;
+    /// while they exceed it, each running session past its head keeps only
+    /// [`SessionsConfig::output_log_head_bytes`] of tail. Finished logs are bounded by
+    /// [`retention`] instead. Default: 1 GiB (1 073 741 824 bytes).
+    pub output_logs_max_bytes: u64,
+    /// What a session whose log reaches its cap gets. Default: [`OutputCapPolicy::Keep`].
+    pub output_cap_policy: OutputCapPolicy,
     /// Receives every event of every session (see [`SessionObserver`]). Default: none.
     pub observer: Option<Arc<dyn SessionObserver>>,
     /// The operator's kernel sandbox for every started command (ARCHITECTURE.md, "Sandbox"; the
@@ -162,15 +269,29 @@ pub struct SessionsConfig {
     ///
     /// Each started session gets a private temp dir `<state_dir>/sessions/<id>/tmp`
     /// (created and writable in every mode, read-only included; `TMPDIR` points there), and
-    /// `state_dir` itself is protected: no confined command can write other sessions'
-    /// logs or the compiled-plugin cache, even when the state dir lies inside the
-    /// workspace.
+    /// `state_dir` itself is hidden: no confined command can read or write other sessions'
+    /// logs and temp dirs, the event logs, the control socket or the compiled-plugin
+    /// cache, even when the state dir lies inside the workspace or under `/tmp`
+    /// ([`SandboxPaths::hidden`]); its own temp dir is bound back in. Under
+    /// `full-access` nothing is hidden.
     pub sandbox: SandboxPolicy,
     /// The soft `RLIMIT_NOFILE` every command starts with, e.g. the limit the host
     /// was started with before [`raise_fd_limit`](crate::raise_fd_limit) raised its
     /// own (some programs loop up to their soft limit). `None`: the host's current
     /// soft limit. Default: `None`.
     pub child_nofile: Option<u64>,
+    /// Most processes (tasks) one session's tree may hold at once: the `pids.max` of
+    /// its cgroup, so a fork bomb fails its forks instead of exhausting the host
+    /// (README, "Process tracking"). Holds for root too; needs a `pids` controller the
+    /// host can use (cgroup v2, or v1 on hybrid systems); without one there is no
+    /// limit, and [`Sessions::tracking`] says so. 0: no limit. Default:
+    /// [`DEFAULT_MAX_PROCESSES_PER_SESSION`] (512).
+    pub max_processes_per_session: u32,
+    /// How each session's whole process tree is tracked, so that kills, timeouts and
+    /// the host's exit reach descendants that left the shell's process group
+    /// ([`ProcessTracking`]). Default: [`ProcessTracking::Auto`] (a cgroup per session
+    /// where the host can create one, else `PR_SET_CHILD_SUBREAPER` and `/proc` scans).
+    pub process_tracking: ProcessTracking,
 }
 
 impl SessionsConfig {
@@ -185,9 +306,22 @@ impl SessionsConfig {
             kill_grace: Duration::from_secs(2),
             retention: Duration::from_secs(60 * 60),
             max_sessions: 64,
+            max_sessions_per_plugin: 16,
+            reserved_sessions: 8,
+            builtin_plugins: Vec::new(),
+            max_finished_sessions: 256,
+            max_finished_per_plugin: 64,
+            max_finished_bytes: 64 << 20,
+            max_finished_bytes_per_plugin: 16 << 20,
+            output_log_max_bytes: 64 << 20,
+            output_log_head_bytes: 1 << 20,
+            output_logs_max_bytes: 1 << 30,
+            output_cap_policy: OutputCapPolicy::Keep,
             observer: None,
             sandbox: SandboxPolicy::default(),
             child_nofile: None,
+            max_processes_per_session: DEFAULT_MAX_PROCESSES_PER_SESSION,
+            process_tracking: ProcessTracking::Auto,
         }
     }
 }
@@ -203,9 +337,25 @@ impl fmt::Debug for SessionsConfig {
             .field("kill_grace", &self.kill_grace)
             .field("retention", &self.retention)
             .field("max_sessions", &self.max_sessions)
+            .field("max_sessions_per_plugin", &self.max_sessions_per_plugin)
+            .field("reserved_sessions", &self.reserved_sessions)
+            .field("builtin_plugins", &self.builtin_plugins)
+            .field("max_finished_sessions", &self.max_finished_sessions)
+            .field("max_finished_per_plugin", &self.max_finished_per_plugin)
+            .field("max_finished_bytes", &self.max_finished_bytes)
+            .field(
+                "max_finished_bytes_per_plugin",
+                &self.max_finished_bytes_per_plugin,
+            )
+            .field("output_log_max_bytes", &self.output_log_max_bytes)
+            .field("output_log_head_bytes", &self.output_log_head_bytes)
+            .field("output_logs_max_bytes", &self.output_logs_max_bytes)
+            .field("output_cap_policy", &self.output_cap_policy)
             .field("observer", &self.observer.is_some())
             .field("sandbox", &self.sandbox)
             .field("child_nofile", &self.child_nofile)
+            .field("max_processes_per_session", &self.max_processes_per_session)
+            .field("process_tracking", &self.process_tracking)
             .finish()
     }
 }
@@ -250,6 +400,15 @@ impl SessionId {
     fn next() -> SessionId {
         let n = NEXT_ID.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff_ffff;
         SessionId(format!("bg_{n:012x}"))
+    }
+
+    /// Makes every id this process allocates from now on greater than `id` (a
+    /// resumed host-session log names sessions whose directories a sweep may have
+    /// removed; their ids must not come back).
+    pub fn reserve_through(id: &SessionId) {
+        if let Ok(n) = u64::from_str_radix(&id.0[3..], 16) {
+            NEXT_ID.fetch_max(n + 1, Ordering::Relaxed);
+        }
     }
 
     /// Validates an incoming id. Errors: [`SessionError::UnknownSession`] (with the
@@ -541,6 +700,15 @@ pub struct Snapshot {
     /// full-access, or when the output shows no sign of a denial. The output itself is
     /// never altered.
     pub sandbox_denial: Option<String>,
+    /// Host-side only (not in the WIT snapshot): the bytes `output.log` omits because
+    /// it reached its cap, and whether the process was kept running or stopped
+    /// ([`SessionsConfig::output_log_max_bytes`]). `None` below the cap.
+    pub output_omitted: Option<OutputOmission>,
+    /// Host-side only (the WIT snapshot has no field for it): how the session's whole
+    /// process tree is tracked and bounded, e.g. `cgroup v2, at most 512 processes
+    /// (cgroup v1 pids.max)` or `subreaper and /proc scan, no process limit (...)`
+    /// ([`Sessions::tracking`]); `process group only (adopted)` for adopted processes.
+    pub tracking: String,
 }
 
 /// Something that happened to a session (WIT `session-event`). Seqs start at 1 per
@@ -668,21 +836,67 @@ struct Inner {
     /// Sandbox warnings already logged (each distinct one is logged once).
     warned: Mutex<std::collections::HashSet<String>>,
     spawner: process::Spawner,
+    /// How sessions' process trees are tracked (a cgroup per session, or scans).
+    tracker: tree::Tracker,
+    /// `tracker.describe()`, as snapshots show it.
+    tracking: String,
     handle: tokio::runtime::Handle,
+    /// Bytes the running sessions' output logs keep on disk, against
+    /// `output_logs_max_bytes`.
+    log_budget: Arc<output::LogBudget>,
     registry: Mutex<Registry>,
-    /// Sessions whose task has not finished (started + adopted), kept by the tasks
-    /// themselves so `max_sessions` is checked without walking the registry.
-    running: Arc<std::sync::atomic::AtomicUsize>,
+    /// Running-session counts (started + starting + adopted), per plugin too. A leaf
+    /// lock: taken under the registry's or a session's lock, never the other way.
+    ledger: Arc<Mutex<Ledger>>,
 }
 
 #[derive(Default)]
 struct Registry {
     sessions: BTreeMap<SessionId, Arc<Session>>,
-    /// Starts in flight (counted against `max_sessions`).
-    starting: usize,
     /// When tombstones were last purged (a purge walks every session, so it runs at
     /// most once per [`PURGE_INTERVAL`]; lookups skip expired ones meanwhile).
     purged_at: Option<Instant>,
+    /// Finished sessions in the order they ended, oldest first.
+    finished: std::collections::VecDeque<Finished>,
+    /// Sum of `finished[..].bytes`.
+    finished_bytes: usize,
+    /// Finished sessions evicted by a bound, in all and per plugin.
+    evicted: u64,
+    evicted_by: std::collections::HashMap<Arc<str>, u64>,
+}
+
+/// A finished session as the bounds on finished sessions count it.
+struct Finished {
+    id: SessionId,
+    owner: Option<Arc<str>>,
+    bytes: usize,
+}
+
+/// Sessions running or starting: in all, those of callers that may not use the
+/// reserved slots, and per plugin.
+#[derive(Default)]
+struct Ledger {
+    active: usize,
+    unprivileged: usize,
+    per_plugin: std::collections::HashMap<Arc<str>, usize>,
+}
+
+fn lock_ledger(ledger: &Mutex<Ledger>) -> MutexGuard<'_, Ledger> {
+    ledger.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Registry {
+    /// Removes the finished session at `index` of `finished` (and from `sessions`),
+    /// counting it as evicted.
+    fn evict(&mut self, index: usize) -> Option<Arc<Session>> {
+        let f = self.finished.remove(index)?;
+        self.finished_bytes = self.finished_bytes.saturating_sub(f.bytes);
+        self.evicted += 1;
+        if let Some(owner) = &f.owner {
+            *self.evicted_by.entry(owner.clone()).or_default() += 1;
+        }
+        self.sessions.remove(&f.id)
+    }
 }
 
 /// Least time between two walks of the registry for expired tombstones.
@@ -702,6 +916,9 @@ impl Drop for Inner {
                 st.exit.is_none() && (session.group || !st.child_exited)
             };
             if running {
+                if let Some(tree) = &session.tree {
+                    tree.kill(Some(&table));
+                }
                 let mut seen = std::collections::HashSet::new();
                 process::signal_processes(
                     session.pid,
@@ -715,15 +932,29 @@ impl Drop for Inner {
     }
 }
 
-/// A reserved running-session slot, released on drop.
-struct Slot<'a> {
-    inner: &'a Inner,
+/// A reserved running-session slot: counted from [`Inner::reserve`] until dropped,
+/// which is when its session ended (the session task holds it) or its start failed.
+pub(crate) struct Slot {
+    ledger: Arc<Mutex<Ledger>>,
+    owner: Option<Arc<str>>,
+    privileged: bool,
 }
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
-        let mut reg = self.inner.registry();
-        reg.starting = reg.starting.saturating_sub(1);
+        let mut ledger = lock_ledger(&self.ledger);
+        ledger.active = ledger.active.saturating_sub(1);
+        if !self.privileged {
+            ledger.unprivileged = ledger.unprivileged.saturating_sub(1);
+            if let Some(owner) = &self.owner
+                && let Some(n) = ledger.per_plugin.get_mut(owner)
+            {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    ledger.per_plugin.remove(owner);
+                }
+            }
+        }
     }
 }
 
@@ -759,21 +990,161 @@ impl Inner {
         }
         reg.purged_at = Some(now);
         reg.sessions.retain(|_, s| !self.expired(s, now));
+        let Registry {
+            sessions,
+            finished,
+            finished_bytes,
+            ..
+        } = reg;
+        finished.retain(|f| {
+            let keep = sessions.contains_key(&f.id);
+            if !keep {
+                *finished_bytes = finished_bytes.saturating_sub(f.bytes);
+            }
+            keep
+        });
     }
 
-    fn reserve(&self) -> Result<Slot<'_>, SessionError> {
-        let mut reg = self.registry();
-        self.purge(&mut reg);
-        let running = self.running.load(Ordering::Acquire);
-        if running + reg.starting >= self.config.max_sessions {
+    /// True for callers that are exempt from the per-plugin quotas and may use the
+    /// reserved slots: the host and the built-in plugins.
+    fn privileged(&self, caller: &Caller) -> bool {
+        match caller {
+            Caller::Host => true,
+            Caller::Plugin(name) => self.config.builtin_plugins.iter().any(|b| b == name),
+        }
+    }
+
+    /// Reserves a running-session slot for `caller`, checking the host's
+    /// `max_sessions`, the third-party share of it (`max_sessions - reserved_sessions`)
+    /// and the caller's own quota (`max_sessions_per_plugin`).
+    ///
+    /// Errors: [`SessionError::ResourceLimit`] naming the quota that is full and its
+    /// default.
+    fn reserve(&self, caller: &Caller) -> Result<Slot, SessionError> {
+        self.purge(&mut self.registry());
+        let privileged = self.privileged(caller);
+        let config = &self.config;
+        let mut ledger = lock_ledger(&self.ledger);
+        if ledger.active >= config.max_sessions {
             return Err(SessionError::ResourceLimit(format!(
-                "{} sessions are already running (the limit is {}); wait for one to end or kill one",
-                running + reg.starting,
-                self.config.max_sessions
+                "{} sessions are running on this host, its limit (max_sessions = {}, default 64); \
+                 wait for one to end or kill one",
+                ledger.active, config.max_sessions
             )));
         }
-        reg.starting += 1;
-        Ok(Slot { inner: self })
+        if !privileged {
+            let reserved = config.reserved_sessions.min(config.max_sessions / 2);
+            let share = config.max_sessions - reserved;
+            if ledger.unprivileged >= share {
+                return Err(SessionError::ResourceLimit(format!(
+                    "third-party plugins have {} running sessions, their share of the host \
+                     (max_sessions - reserved_sessions = {share}, default 64 - 8); wait for one \
+                     to end or kill one",
+                    ledger.unprivileged
+                )));
+            }
+            if let Caller::Plugin(name) = caller {
+                let mine = ledger.per_plugin.get(name).copied().unwrap_or(0);
+                if mine >= config.max_sessions_per_plugin {
+                    return Err(SessionError::ResourceLimit(format!(
+                        "plugin `{name}` has {mine} running sessions, its quota \
+                         (per-plugin max_sessions_per_plugin = {}, default 16); wait for one \
+                         to end or kill one",
+                        config.max_sessions_per_plugin
+                    )));
+                }
+                *ledger.per_plugin.entry(name.clone()).or_default() += 1;
+            }
+            ledger.unprivileged += 1;
+        }
+        ledger.active += 1;
+        Ok(Slot {
+            ledger: self.ledger.clone(),
+            owner: caller.owner(),
+            privileged,
+        })
+    }
+
+    /// A session ended: count it among the finished ones and evict the oldest
+    /// finished sessions beyond the bounds (per plugin first, then host-wide), telling
+    /// the observer about each.
+    fn retire(&self, session: &Arc<Session>) {
+        let bytes = session.retained_bytes();
+        let config = &self.config;
+        let mut evicted: Vec<(Arc<Session>, String)> = Vec::new();
+        {
+            let mut reg = self.registry();
+            if !reg.sessions.contains_key(&session.id) {
+                return;
+            }
+            reg.finished.push_back(Finished {
+                id: session.id.clone(),
+                owner: session.owner.clone(),
+                bytes,
+            });
+            reg.finished_bytes += bytes;
+            if let Some(owner) = session.owner.clone() {
+                loop {
+                    let (count, bytes) = reg
+                        .finished
+                        .iter()
+                        .filter(|f| f.owner.as_ref() == Some(&owner))
+                        .fold((0usize, 0usize), |(n, b), f| (n + 1, b + f.bytes));
+                    let reason = if count > config.max_finished_per_plugin {
+                        format!(
+                            "plugin `{owner}` keeps at most {} finished sessions \
+                             (max_finished_per_plugin, default 64)",
+                            config.max_finished_per_plugin
+                        )
+                    } else if bytes > config.max_finished_bytes_per_plugin && count > 1 {
+                        format!(
+                            "plugin `{owner}`'s finished sessions keep at most {} bytes in memory \
+                             (max_finished_bytes_per_plugin, default 16 MiB)",
+                            config.max_finished_bytes_per_plugin
+                        )
+                    } else {
+                        break;
+                    };
+                    let Some(index) = reg
+                        .finished
+                        .iter()
+                        .position(|f| f.owner.as_ref() == Some(&owner))
+                    else {
+                        break;
+                    };
+                    if let Some(s) = reg.evict(index) {
+                        evicted.push((s, reason));
+                    }
+                }
+            }
+            loop {
+                let reason = if reg.finished.len() > config.max_finished_sessions {
+                    format!(
+                        "the host keeps at most {} finished sessions (max_finished_sessions, \
+                         default 256)",
+                        config.max_finished_sessions
+                    )
+                } else if reg.finished_bytes > config.max_finished_bytes && reg.finished.len() > 1 {
+                    format!(
+                        "finished sessions keep at most {} bytes in memory on this host \
+                         (max_finished_bytes, default 64 MiB)",
+                        config.max_finished_bytes
+                    )
+                } else {
+                    break;
+                };
+                match reg.evict(0) {
+                    Some(s) => evicted.push((s, reason)),
+                    None => break,
+                }
+            }
+        }
+        for (s, reason) in evicted {
+            tracing::info!(session = %s.id, "finished session evicted from memory: {reason}");
+            if let Some(observer) = &config.observer {
+                observer.on_session_evicted(&s.observed(), &reason);
+            }
+        }
     }
 
     fn lookup(&self, caller: &Caller, id: &str) -> Result<Arc<Session>, SessionError> {
@@ -815,12 +1186,14 @@ impl Inner {
     }
 
     /// The paths a session's sandbox is built around: the workspace, its private temp
-    /// dir and the protected state dir.
+    /// dir and the hidden state dir (ARCHITECTURE.md, "Sandbox": no confined command
+    /// reads or writes it; its own temp dir is bound back in).
     fn sandbox_paths(&self, private_tmp: PathBuf) -> SandboxPaths {
         SandboxPaths {
             workspace: self.workspace.clone(),
             private_tmp,
-            protected: vec![self.state_dir.clone()],
+            protected: Vec::new(),
+            hidden: vec![self.state_dir.clone()],
         }
     }
 
@@ -832,6 +1205,75 @@ impl Inner {
                 tracing::warn!("sandbox weaker than requested: {w}");
             }
         }
+    }
+
+    /// The blocking half of a start: creates the session's log and temp dir, prepares
+    /// its sandbox and builds the [`process::Launch`] (a long command's memfd included).
+    /// On error nothing is left behind.
+    #[allow(clippy::too_many_arguments)] // One call site; each is a distinct part.
+    fn prepare_launch(
+        &self,
+        shell: &std::path::Path,
+        command: String,
+        request_env: &[(String, String)],
+        cwd_fd: std::os::fd::OwnedFd,
+        sandbox: SandboxPolicy,
+        stdin: process::StdinSetup,
+        merge_stderr: bool,
+    ) -> Result<Prepared, SessionError> {
+        let (id, output_path, log) = self.create_log()?;
+        let session_dir = output_path.parent().unwrap_or(&output_path).to_path_buf();
+        let private_tmp = session_dir.join("tmp");
+        let fail = |e: SessionError| {
+            let _ = std::fs::remove_dir_all(&session_dir);
+            e
+        };
+        let confinement = sandbox
+            .prepare(&self.sandbox_paths(private_tmp.clone()))
+            .map_err(|e| fail(SessionError::Io(format!("cannot set up the sandbox: {e}"))))?;
+        self.log_sandbox_warnings(confinement.effective());
+        let env = process::build_env(&private_tmp, &self.config.extra_env, request_env);
+        let effective = Arc::new(confinement.effective().clone());
+        let tree = self
+            .tracker
+            .create(id.as_str(), &private_tmp)
+            .map_err(|e| {
+                fail(SessionError::Io(format!(
+                    "cannot create the session's cgroup ({}): {e}",
+                    self.tracking
+                )))
+            })?;
+        let tree = Arc::new(tree);
+        let launch = process::Launch::new(
+            shell,
+            &command,
+            env,
+            cwd_fd,
+            stdin,
+            confinement,
+            process::ChildStreams {
+                nofile: self.config.child_nofile.unwrap_or(0),
+                merge_stderr,
+                tree: Some(tree.clone()),
+            },
+        )
+        .map_err(|e| {
+            fail(SessionError::Io(format!(
+                "could not start `{}`: {e}",
+                shell.display()
+            )))
+        })?;
+        Ok(Prepared {
+            id,
+            output_path,
+            session_dir,
+            log,
+            launch,
+            effective,
+            tree,
+            command,
+            shell: shell.to_path_buf(),
+        })
     }
 
     /// Sessions matching `filter`, oldest first.
@@ -847,8 +1289,124 @@ impl Inner {
     }
 }
 
+/// What [`Inner::prepare_launch`] made ready for the spawner.
+struct Prepared {
+    id: SessionId,
+    output_path: PathBuf,
+    session_dir: PathBuf,
+    log: std::fs::File,
+    launch: process::Launch,
+    effective: Arc<EffectiveSandbox>,
+    tree: Arc<tree::Tree>,
+    command: String,
+    shell: PathBuf,
+}
+
+/// A session [`Sessions::spawn_owned`] started, on its way to the caller. Unless the
+/// caller [keeps](Launched::keep) it, dropping it (the caller went away: its start was
+/// cancelled) ends the session's whole group, with reason `Killed("start-cancelled")`.
+struct Launched {
+    session: Option<Arc<Session>>,
+    timing: Timing,
+    handle: tokio::runtime::Handle,
+}
+
+impl Launched {
+    /// The caller takes the session: it is no longer ended on drop.
+    fn keep(&mut self) -> SessionId {
+        self.session
+            .take()
+            .map(|s| s.id.clone())
+            .expect("a Launched is kept once")
+    }
+}
+
+impl Drop for Launched {
+    fn drop(&mut self) {
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        tracing::info!(session = %session.id, "the start was cancelled; ending its process group");
+        let timing = self.timing;
+        self.handle.spawn(async move {
+            let reason = EndReason::Killed("start-cancelled".to_owned());
+            session::terminate(&session, reason, None, timing).await;
+        });
+    }
+}
+
+/// The sizes [`Sessions::resolve`] allows, checked before anything else.
+///
+/// Errors: [`SessionError::InvalidRequest`] naming the limit and its value.
+fn check_sizes(req: &StartRequest) -> Result<(), SessionError> {
+    let over = |what: &str, len: usize, name: &str, max: usize, hint: &str| {
+        SessionError::InvalidRequest(format!(
+            "{what} is {len} bytes, over the limit {name} ({max} bytes){hint}"
+        ))
+    };
+    if req.command.len() > MAX_COMMAND_BYTES {
+        return Err(over(
+            "the command",
+            req.command.len(),
+            "MAX_COMMAND_BYTES",
+            MAX_COMMAND_BYTES,
+            "; write a long script to a file in the workspace and run that file",
+        ));
+    }
+    if req.env.len() > MAX_ENV_VARS {
+        return Err(SessionError::InvalidRequest(format!(
+            "the request sets {} environment variables, over the limit MAX_ENV_VARS ({MAX_ENV_VARS})",
+            req.env.len()
+        )));
+    }
+    let env_bytes: usize = req.env.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if env_bytes > MAX_ENV_BYTES {
+        return Err(over(
+            "the environment",
+            env_bytes,
+            "MAX_ENV_BYTES",
+            MAX_ENV_BYTES,
+            "",
+        ));
+    }
+    if let StdinMode::Bytes(b) = &req.stdin
+        && b.len() > MAX_STDIN_BYTES
+    {
+        return Err(over(
+            "stdin",
+            b.len(),
+            "MAX_STDIN_BYTES",
+            MAX_STDIN_BYTES,
+            "; start with stdin `open` and write it in parts with write_stdin",
+        ));
+    }
+    if let Some(cwd) = &req.cwd
+        && cwd.len() > MAX_CWD_BYTES
+    {
+        return Err(over(
+            "the cwd",
+            cwd.len(),
+            "MAX_CWD_BYTES",
+            MAX_CWD_BYTES,
+            "",
+        ));
+    }
+    if let Some(shell) = &req.shell
+        && shell.len() > MAX_SHELL_BYTES
+    {
+        return Err(over(
+            "the shell path",
+            shell.len(),
+            "MAX_SHELL_BYTES",
+            MAX_SHELL_BYTES,
+            "",
+        ));
+    }
+    Ok(())
+}
+
 /// Registers a started child's pidfd and pipes with the current tokio runtime. On
-/// error the child has been killed and will be reaped.
+/// error the child's whole group has been killed and the child will be reaped.
 #[allow(clippy::type_complexity)]
 fn register(
     started: process::Started,
@@ -858,23 +1416,27 @@ fn register(
     Option<pipe::Receiver>,
     Option<pipe::Sender>,
 )> {
-    let child = match process::ChildProcess::spawned(started.pid, started.pidfd) {
-        Ok(child) => child,
-        Err(e) => {
-            // SAFETY: plain kill of the child we just started; then reap it. (Once
-            // wrapped, a ChildProcess does both when dropped.)
-            unsafe { libc::kill(started.pid as i32, libc::SIGKILL) };
-            process::reap_in_background(started.pid);
-            return Err(e);
-        }
-    };
-    let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
-    let stderr = started
-        .stderr
-        .map(pipe::Receiver::from_owned_fd)
-        .transpose()?;
-    let stdin = started.stdin.map(pipe::Sender::from_owned_fd).transpose()?;
-    Ok((child, stdout, stderr, stdin))
+    let process::Started {
+        pid,
+        pidfd,
+        stdin,
+        stdout,
+        stderr,
+        guard,
+    } = started;
+    // Until the pipes are registered too, an error drops `guard`, which kills the
+    // whole group and reaps the child.
+    let registered = (|| {
+        let stdout = pipe::Receiver::from_owned_fd(stdout)?;
+        let stderr = stderr.map(pipe::Receiver::from_owned_fd).transpose()?;
+        let stdin = stdin.map(pipe::Sender::from_owned_fd).transpose()?;
+        let child = process::ChildProcess::spawned(pid, pidfd)?;
+        Ok((child, stdout, stderr, stdin))
+    })();
+    if registered.is_ok() {
+        guard.disarm();
+    }
+    registered
 }
 
 fn is_foreground_run(session: &Session, tool_call_id: &str) -> bool {
@@ -939,7 +1501,8 @@ impl Sessions {
             .prepare(&SandboxPaths {
                 workspace: workspace.clone(),
                 private_tmp: sessions_dir.clone(),
-                protected: vec![state_dir.clone()],
+                protected: Vec::new(),
+                hidden: vec![state_dir.clone()],
             })
             .map_err(|e| SessionError::Io(format!("cannot set up the sandbox: {e}")))?
             .effective()
@@ -950,7 +1513,12 @@ impl Sessions {
             tracing::info!("sandbox for started commands: {sandbox}: commands are NOT confined");
         }
         let spawner = process::Spawner::start().map_err(io_error)?;
+        let tracker =
+            tree::Tracker::detect(config.process_tracking, config.max_processes_per_session);
+        let tracking = tracker.describe();
+        let log_budget = Arc::new(output::LogBudget::new(config.output_logs_max_bytes));
         let inner = Inner {
+            log_budget,
             config,
             workspace,
             sessions_dir,
@@ -958,9 +1526,11 @@ impl Sessions {
             sandbox,
             warned: Mutex::default(),
             spawner,
+            tracker,
+            tracking,
             handle,
             registry: Mutex::new(Registry::default()),
-            running: Arc::default(),
+            ledger: Arc::default(),
         };
         inner.log_sandbox_warnings(&inner.sandbox);
         Ok(Sessions {
@@ -973,6 +1543,15 @@ impl Sessions {
     /// `<state_dir>/sessions` where each session has its own `<id>/tmp`.
     pub fn sandbox(&self) -> &EffectiveSandbox {
         &self.inner.sandbox
+    }
+
+    /// How every started session's whole process tree is tracked and bounded, one
+    /// line (as [`Snapshot::tracking`] shows it): the mechanism (`cgroup v2`, `cgroup
+    /// v1 pids`, or `subreaper and /proc scan` where the host cannot create
+    /// cgroups), the process limit, and why it is weaker when it is (README, "Process
+    /// tracking").
+    pub fn tracking(&self) -> &str {
+        &self.inner.tracking
     }
 
     /// The operator's sandbox policy ([`SessionsConfig::sandbox`]).
@@ -1018,10 +1597,13 @@ impl Sessions {
     }
 
     /// Checks a start request against the host's hard rules and resolves it, without
-    /// starting anything: no NUL in the command, a timeout in (0, 24 h], valid env
+    /// starting anything: sizes within [`MAX_COMMAND_BYTES`], [`MAX_ENV_VARS`],
+    /// [`MAX_ENV_BYTES`], [`MAX_STDIN_BYTES`], [`MAX_CWD_BYTES`] and
+    /// [`MAX_SHELL_BYTES`] (checked first, in constant time), no NUL in the command, a timeout in (0, 24 h], valid env
     /// names, an absolute executable shell (`None`: `/bin/sh`), and a cwd that
     /// resolves (symlinks included) inside the workspace, opened here so the child
-    /// `fchdir`s to the very directory that was checked. `policy` (e.g. from the
+    /// `fchdir`s to the very directory that was checked, and, unless the sandbox is
+    /// `full-access`, not inside the hidden state dir. `policy` (e.g. from the
     /// calling plugin's manifest) is combined with the operator's sandbox by
     /// [`SandboxPolicy::stricter`]. What a permission check should judge is in the
     /// returned [`ResolvedStart`].
@@ -1033,6 +1615,7 @@ impl Sessions {
         policy: &SandboxPolicy,
     ) -> Result<ResolvedStart, SessionError> {
         let inner = &self.inner;
+        check_sizes(&req)?;
         if req.command.contains('\0') {
             return Err(SessionError::InvalidRequest(
                 "the command contains a NUL byte".into(),
@@ -1057,11 +1640,25 @@ impl Sessions {
         }
         let shell = process::resolve_shell(req.shell.as_deref())?;
         let (cwd_fd, cwd) = process::open_cwd(&inner.workspace, req.cwd.as_deref())?;
+        let sandbox = inner.config.sandbox.stricter(policy);
+        // The state dir is hidden from confined commands; a cwd inside it would keep
+        // them a way in beneath the cover (the child `fchdir`s before the sandbox).
+        if sandbox.mode != crate::sandbox::SandboxMode::FullAccess
+            && cwd.starts_with(&inner.state_dir)
+            && !inner.workspace.starts_with(&inner.state_dir)
+        {
+            return Err(SessionError::InvalidRequest(format!(
+                "cwd `{}` is inside the host's state dir `{}`, which sandboxed commands cannot \
+                 see; use a directory of the workspace outside it",
+                cwd.display(),
+                inner.state_dir.display()
+            )));
+        }
         Ok(ResolvedStart {
             shell,
             cwd,
             cwd_fd,
-            sandbox: inner.config.sandbox.stricter(policy),
+            sandbox,
             request: req,
         })
     }
@@ -1074,56 +1671,86 @@ impl Sessions {
     /// host and installed in the child right before `exec`. Its one-line summary is in
     /// [`Snapshot::sandbox`] and [`SessionEventKind::Started`].
     ///
-    /// Errors: [`SessionError::ResourceLimit`] (`max_sessions` running),
-    /// [`SessionError::Io`] (log, sandbox or spawn failure). Nothing is created on error.
+    /// Cancel-safe: the start runs to its end in a task of its own (the file and
+    /// sandbox work on the blocking pool), and when the caller has gone away by then
+    /// (e.g. a plugin call cancelled by its wall-time limit) the new session is ended
+    /// at once, its whole group, with reason `Killed("start-cancelled")`; no process is
+    /// left behind.
+    ///
+    /// Errors: [`SessionError::ResourceLimit`] (`max_sessions` running, or the calling
+    /// plugin's quota, named in the text), [`SessionError::Io`] (log, sandbox or
+    /// spawn failure). Nothing is created on error.
     pub async fn spawn(
         &self,
         caller: &Caller,
         resolved: ResolvedStart,
     ) -> Result<SessionId, SessionError> {
-        let inner = &self.inner;
+        let slot = self.inner.reserve(caller)?;
+        let this = self.clone();
+        let owner = caller.owner();
+        let task = self
+            .inner
+            .handle
+            .spawn(async move { this.spawn_owned(owner, slot, resolved).await });
+        match task.await {
+            Ok(Ok(mut launched)) => Ok(launched.keep()),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(SessionError::Io(format!("the start task failed: {e}"))),
+        }
+    }
+
+    /// The body of [`Sessions::spawn`], in a task that is never cancelled with the
+    /// caller; the [`Launched`] it returns ends the session unless the caller keeps it.
+    async fn spawn_owned(
+        self,
+        owner: Option<Arc<str>>,
+        slot: Slot,
+        resolved: ResolvedStart,
+    ) -> Result<Launched, SessionError> {
+        let inner = self.inner.clone();
         let ResolvedStart {
             shell,
             cwd_fd,
             sandbox,
-            request: req,
+            request: mut req,
             ..
         } = resolved;
-        let slot = inner.reserve()?;
-        let (id, output_path, log) = inner.create_log()?;
-        let session_dir = output_path.parent().unwrap_or(&output_path).to_path_buf();
-        let private_tmp = session_dir.join("tmp");
-        let confinement = match sandbox.prepare(&inner.sandbox_paths(private_tmp.clone())) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&session_dir);
-                return Err(SessionError::Io(format!("cannot set up the sandbox: {e}")));
-            }
-        };
-        inner.log_sandbox_warnings(confinement.effective());
-        let env = process::build_env(&private_tmp, &inner.config.extra_env, &req.env);
-        let (stdin_setup, stdin_bytes, stdin_open) = match req.stdin {
+        let stdin = std::mem::take(&mut req.stdin);
+        let (stdin_setup, stdin_bytes, stdin_open) = match stdin {
             StdinMode::Closed => (process::StdinSetup::Null, None, false),
             StdinMode::Bytes(b) => (process::StdinSetup::Piped, Some(b), false),
             StdinMode::Open => (process::StdinSetup::Piped, None, true),
         };
-        let effective = Arc::new(confinement.effective().clone());
-        let launched = match process::Launch::new(
-            &shell,
-            &req.command,
-            env,
-            cwd_fd,
-            stdin_setup,
-            confinement,
-            process::ChildStreams {
-                nofile: inner.config.child_nofile.unwrap_or(0),
-                merge_stderr: req.streams == OutputStreams::Merged,
-            },
-        ) {
-            Ok(launch) => inner.spawner.spawn(launch).await,
-            Err(e) => Err(e),
-        };
-        let started = match launched {
+        let command = std::mem::take(&mut req.command);
+        let request_env = std::mem::take(&mut req.env);
+        let merge_stderr = req.streams == OutputStreams::Merged;
+        // Files, the sandbox and the command's memfd: blocking work, off the workers.
+        let prep = inner.clone();
+        let prepared = tokio::task::spawn_blocking(move || {
+            prep.prepare_launch(
+                &shell,
+                command,
+                &request_env,
+                cwd_fd,
+                sandbox,
+                stdin_setup,
+                merge_stderr,
+            )
+        })
+        .await
+        .map_err(|e| SessionError::Io(format!("preparing the start failed: {e}")))??;
+        let Prepared {
+            id,
+            output_path,
+            session_dir,
+            log,
+            launch,
+            effective,
+            tree,
+            command,
+            shell,
+        } = prepared;
+        let started = match inner.spawner.spawn(launch).await {
             Ok(started) => started,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&session_dir);
@@ -1148,38 +1775,44 @@ impl Sessions {
                 )));
             }
         };
-        let (open_pipe, bytes_pipe) = if stdin_open {
-            (stdin, None)
-        } else {
-            (None, stdin)
-        };
         let session = Session::new(SessionInit {
-            id: id.clone(),
-            owner: caller.owner(),
-            command: req.command,
+            id,
+            owner,
+            command,
             tool_call_id: req.tool_call_id,
             output_path,
             pid,
             group: true,
-            stdin: open_pipe,
+            stdin,
             stdin_open,
             memory_bytes: inner.config.output_memory_bytes,
             observer: inner.config.observer.clone(),
             sandbox: Some(effective),
+            tree: Some(tree),
+            tracking: inner.tracking.clone(),
         });
-        if let (Some(bytes), Some(mut pipe)) = (stdin_bytes, bytes_pipe) {
-            inner.handle.spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let _ = pipe.write_all(&bytes).await;
-                // Dropping the pipe closes it: the process reads end-of-file.
-            });
+        if let Some(bytes) = stdin_bytes {
+            session::feed_stdin(&session, bytes, &inner.handle);
         }
-        self.launch(session, child, Some(stdout), stderr, log, req.timeout);
-        drop(slot);
-        Ok(id)
+        self.launch(
+            session.clone(),
+            child,
+            Some(stdout),
+            stderr,
+            log,
+            req.timeout,
+            slot,
+        );
+        Ok(Launched {
+            session: Some(session),
+            timing: inner.timing(),
+            handle: inner.handle.clone(),
+        })
     }
 
-    /// Registers a session and starts its task.
+    /// Registers a session and starts its task, which holds `slot` until the session
+    /// ends and then counts it among the finished sessions ([`Inner::retire`]).
+    #[allow(clippy::too_many_arguments)] // Two call sites; each is a distinct part.
     fn launch(
         &self,
         session: Arc<Session>,
@@ -1188,13 +1821,28 @@ impl Sessions {
         stderr: Option<pipe::Receiver>,
         log: std::fs::File,
         timeout: Option<Duration>,
+        slot: Slot,
     ) {
         let inner = &self.inner;
         inner
             .registry()
             .sessions
             .insert(session.id.clone(), session.clone());
-        inner.running.fetch_add(1, Ordering::AcqRel);
+        let weak = Arc::downgrade(inner);
+        let retire = Box::new(move |session: &Arc<Session>| {
+            // The private temp dir goes with the session (retention, README "Disk").
+            retention::remove_private_tmp(&session.output_path);
+            if let Some(inner) = weak.upgrade() {
+                inner.retire(session);
+            }
+        });
+        let caps = output::LogCaps {
+            max_bytes: inner.config.output_log_max_bytes,
+            head_bytes: inner.config.output_log_head_bytes,
+            pressed_tail_bytes: inner.config.output_log_head_bytes,
+            policy: inner.config.output_cap_policy,
+        };
+        let log = output::OutputLog::new(log, caps, inner.log_budget.clone());
         inner.handle.spawn(session::run(
             session,
             child,
@@ -1203,7 +1851,8 @@ impl Sessions {
             Some(log),
             timeout,
             inner.timing(),
-            inner.running.clone(),
+            slot,
+            retire,
         ));
     }
 
@@ -1229,7 +1878,7 @@ impl Sessions {
                 "the child has already been waited for; there is nothing to adopt".into(),
             )
         })?;
-        let slot = inner.reserve()?;
+        let slot = inner.reserve(caller)?;
         let (id, output_path, log) = inner.create_log()?;
         let io =
             |e: std::io::Error| SessionError::Io(format!("cannot adopt the child's pipes: {e}"));
@@ -1265,10 +1914,11 @@ impl Sessions {
             memory_bytes: inner.config.output_memory_bytes,
             observer: inner.config.observer.clone(),
             sandbox: None,
+            tree: None,
+            tracking: "process group only (adopted)".to_owned(),
         });
         let child = process::ChildProcess::Adopted(child);
-        self.launch(session, child, stdout, stderr, log, None);
-        drop(slot);
+        self.launch(session, child, stdout, stderr, log, None, slot);
         Ok(id)
     }
 
@@ -1301,6 +1951,55 @@ impl Sessions {
             .iter()
             .map(|s| s.snapshot())
             .collect()
+    }
+
+    /// What the engine holds for `caller`: its running and finished sessions and the
+    /// bytes the finished ones keep in memory ([`Caller::Host`]: everything). Finished
+    /// sessions are bounded by [`SessionsConfig::max_finished_sessions`],
+    /// [`SessionsConfig::max_finished_per_plugin`],
+    /// [`SessionsConfig::max_finished_bytes`] and
+    /// [`SessionsConfig::max_finished_bytes_per_plugin`].
+    pub fn usage(&self, caller: &Caller) -> SessionUsage {
+        let inner = &self.inner;
+        let mut reg = inner.registry();
+        inner.purge(&mut reg);
+        let mine = |owner: &Option<Arc<str>>| match caller {
+            Caller::Host => true,
+            Caller::Plugin(name) => owner.as_deref() == Some(&**name),
+        };
+        let (finished, finished_bytes) = reg
+            .finished
+            .iter()
+            .filter(|f| mine(&f.owner))
+            .fold((0, 0), |(n, b), f| (n + 1, b + f.bytes));
+        let evicted = match caller {
+            Caller::Host => reg.evicted,
+            Caller::Plugin(name) => reg.evicted_by.get(name).copied().unwrap_or(0),
+        };
+        drop(reg);
+        let ledger = lock_ledger(&inner.ledger);
+        let running = match caller {
+            Caller::Host => ledger.active,
+            Caller::Plugin(name) if inner.privileged(caller) => {
+                drop(ledger);
+                return SessionUsage {
+                    running: self
+                        .inner
+                        .select(|s| s.owner.as_deref() == Some(&**name) && s.lock().exit.is_none())
+                        .len(),
+                    finished,
+                    finished_bytes,
+                    evicted,
+                };
+            }
+            Caller::Plugin(name) => ledger.per_plugin.get(name).copied().unwrap_or(0),
+        };
+        SessionUsage {
+            running,
+            finished,
+            finished_bytes,
+            evicted,
+        }
     }
 
     /// Subscribes to the events with seq `>= from_seq` (0 and 1 both mean all). A
@@ -1561,7 +2260,7 @@ async fn read_range(
     max_bytes: u32,
 ) -> Result<OutputRange, SessionError> {
     let max = max_bytes.min(MAX_READ_BYTES) as u64;
-    let (total, ended, memory, log_error) = {
+    let (total, ended, memory, log_error, offset, len) = {
         let st = session.lock();
         let total = st.output.total();
         if offset > total {
@@ -1569,15 +2268,18 @@ async fn read_range(
                 "offset {offset} is past the end of the output ({total} bytes so far)"
             )));
         }
-        let len = max.min(total - offset) as usize;
+        // A start in the middle output.log omitted (its cap) moves to the kept tail.
+        let (offset, end) = st.output.readable(offset, max);
+        let len = (end - offset) as usize;
         (
             total,
             st.exit.is_some(),
             st.output.read(offset, len),
             st.log_error.clone(),
+            offset,
+            len,
         )
     };
-    let len = max.min(total - offset) as usize;
     let data = match memory {
         Some(data) => data,
         None if len == 0 => Vec::new(),
@@ -1620,4 +2322,48 @@ fn read_at(path: &std::path::Path, offset: u64, len: usize) -> std::io::Result<V
     }
     buf.truncate(filled);
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_requests_are_refused_naming_the_limit() {
+        let refusal = |req: StartRequest| match check_sizes(&req) {
+            Err(SessionError::InvalidRequest(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        let m = refusal(StartRequest::new("x".repeat(MAX_COMMAND_BYTES + 1)));
+        assert!(
+            m.contains("MAX_COMMAND_BYTES") && m.contains("1048576"),
+            "{m}"
+        );
+        let m = refusal(StartRequest {
+            stdin: StdinMode::Bytes(vec![0; MAX_STDIN_BYTES + 1]),
+            ..StartRequest::new("cat")
+        });
+        assert!(m.contains("MAX_STDIN_BYTES"), "{m}");
+        let m = refusal(StartRequest {
+            env: vec![("A".into(), String::new()); MAX_ENV_VARS + 1],
+            ..StartRequest::new("true")
+        });
+        assert!(m.contains("MAX_ENV_VARS"), "{m}");
+        let m = refusal(StartRequest {
+            env: vec![("A".into(), "v".repeat(MAX_ENV_BYTES))],
+            ..StartRequest::new("true")
+        });
+        assert!(m.contains("MAX_ENV_BYTES"), "{m}");
+        let m = refusal(StartRequest {
+            cwd: Some("d".repeat(MAX_CWD_BYTES + 1)),
+            ..StartRequest::new("true")
+        });
+        assert!(m.contains("MAX_CWD_BYTES"), "{m}");
+        let m = refusal(StartRequest {
+            shell: Some("/".repeat(MAX_SHELL_BYTES + 1)),
+            ..StartRequest::new("true")
+        });
+        assert!(m.contains("MAX_SHELL_BYTES"), "{m}");
+        assert!(check_sizes(&StartRequest::new("x".repeat(MAX_COMMAND_BYTES))).is_ok());
+    }
 }

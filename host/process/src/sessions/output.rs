@@ -3,8 +3,13 @@
 //! char-boundary helpers used to cut text without splitting a code point.
 
 use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{Buf, Bytes};
+use serde::{Deserialize, Serialize};
 
 use encoding_rs::{Decoder, UTF_8};
 
@@ -98,6 +103,8 @@ pub(crate) struct OutputBuffer {
     text: String,
     text_dropped: bool,
     released: bool,
+    /// The bytes `output.log` no longer holds (see [`OutputLog`]): reads skip them.
+    omitted: Option<OutputOmission>,
 }
 
 impl OutputBuffer {
@@ -115,11 +122,41 @@ impl OutputBuffer {
             text: String::new(),
             text_dropped: false,
             released: false,
+            omitted: None,
         }
     }
 
     pub(crate) fn total(&self) -> u64 {
         self.total
+    }
+
+    /// Records what the session's `output.log` omits (from [`OutputLog::omission`]).
+    pub(crate) fn set_omitted(&mut self, omitted: Option<OutputOmission>) {
+        self.omitted = omitted;
+    }
+
+    /// What the session's `output.log` omits, if anything.
+    pub(crate) fn omitted(&self) -> Option<&OutputOmission> {
+        self.omitted.as_ref()
+    }
+
+    /// Where a read of up to `max` bytes from `offset` really starts and how long it
+    /// is: a start inside the omitted range moves to its end (the kept tail), and a
+    /// read that would run into the omitted range stops at its start. `offset` must
+    /// be at most [`OutputBuffer::total`].
+    pub(crate) fn readable(&self, offset: u64, max: u64) -> (u64, u64) {
+        let mut start = offset;
+        let mut end = offset.saturating_add(max).min(self.total);
+        if let Some(o) = &self.omitted {
+            let (from, to) = (o.offset, o.offset + o.len);
+            if start >= from && start < to {
+                start = to;
+                end = start.saturating_add(max).min(self.total);
+            } else if start < from && end > from {
+                end = from;
+            }
+        }
+        (start, end.max(start))
     }
 
     /// Appends one chunk: O(chunk length) while the head fills, then O(1) plus
@@ -200,6 +237,26 @@ impl OutputBuffer {
         self.decode(OutputStream::Stderr, &[], true);
     }
 
+    /// Bytes this buffer holds in memory: the raw head and tail and the text's
+    /// allocation.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.head.capacity() + self.tail_len + self.text.capacity()
+    }
+
+    /// For a finished session: keeps only the shown part of the text
+    /// ([`OUTPUT_TAIL_MAX_BYTES`]) and frees the rest of its allocation.
+    pub(crate) fn compact(&mut self) {
+        if self.text.len() > OUTPUT_TAIL_MAX_BYTES {
+            let keep_from = ceil_char_boundary(
+                self.text.as_bytes(),
+                self.text.len() - OUTPUT_TAIL_MAX_BYTES,
+            );
+            self.text.drain(..keep_from);
+            self.text_dropped = true;
+        }
+        self.text.shrink_to_fit();
+    }
+
     /// Frees the raw head/tail bytes (reads then come from the log file).
     pub(crate) fn release(&mut self) {
         self.released = true;
@@ -221,6 +278,12 @@ impl OutputBuffer {
     /// The bytes `offset..offset+len` if they are all held in memory.
     pub(crate) fn read(&self, offset: u64, len: usize) -> Option<Vec<u8>> {
         if self.released {
+            return None;
+        }
+        if let Some(o) = &self.omitted
+            && offset < o.offset + o.len
+            && offset + len as u64 > o.offset
+        {
             return None;
         }
         let end = offset.checked_add(len as u64)?;
@@ -249,6 +312,284 @@ impl OutputBuffer {
             return Some(out);
         }
         None
+    }
+}
+
+/// What happens to a running session when its `output.log` reaches its cap
+/// ([`SessionsConfig::output_log_max_bytes`](super::SessionsConfig::output_log_max_bytes)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputCapPolicy {
+    /// The process keeps running; the log keeps its head and its newest bytes and
+    /// drops the middle. The default: a long build or test run is not killed for
+    /// being verbose.
+    #[default]
+    Keep,
+    /// The session's group is ended (SIGTERM, grace, SIGKILL) with reason
+    /// `Killed("output-cap")`; the log keeps the head and the newest bytes.
+    Stop,
+}
+
+impl OutputCapPolicy {
+    /// `keep` or `stop`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputCapPolicy::Keep => "keep",
+            OutputCapPolicy::Stop => "stop",
+        }
+    }
+}
+
+/// The bytes of a session's output that its `output.log` no longer holds: the range
+/// `offset..offset + len` of the combined output, in bytes. Everything before it (the
+/// head) and after it (the tail) is kept byte-exact at its own offset: `output.log`
+/// is a sparse file whose omitted middle is a hole (it reads as zeros), so an offset
+/// is always a file position. [`Sessions::read_output`](super::Sessions::read_output)
+/// never returns omitted bytes: a read that starts inside the range returns bytes
+/// from its end, with [`OutputRange::offset`](super::OutputRange::offset) saying
+/// where they start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputOmission {
+    /// Log offset of the first omitted byte (the size of the kept head), in bytes.
+    pub offset: u64,
+    /// Bytes omitted so far.
+    pub len: u64,
+    /// What the cap did to the process.
+    pub policy: OutputCapPolicy,
+    /// Which cap and what it keeps, e.g. `output.log keeps the first 1048576 and the
+    /// last 66060288 bytes (output_log_max_bytes = 67108864); the process keeps
+    /// running (output_cap_policy = keep)`.
+    pub reason: String,
+}
+
+/// Least bytes between two hole punches of one log: the omitted middle is given
+/// back to the file system in steps of at least this much (so at most this much
+/// over the cap is on disk at any time), and once more when the session ends.
+const PUNCH_STEP: u64 = 256 * 1024;
+
+/// The bytes the `output.log`s of one engine's running sessions keep on disk
+/// together, against the host-wide cap
+/// ([`SessionsConfig::output_logs_max_bytes`](super::SessionsConfig::output_logs_max_bytes)).
+#[derive(Debug)]
+pub(crate) struct LogBudget {
+    used: AtomicU64,
+    max: u64,
+}
+
+impl LogBudget {
+    /// A budget of `max` bytes.
+    pub(crate) fn new(max: u64) -> LogBudget {
+        LogBudget {
+            used: AtomicU64::new(0),
+            max,
+        }
+    }
+
+    /// Bytes the running sessions' logs keep on disk now.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn over(&self) -> bool {
+        self.used() > self.max
+    }
+
+    fn add(&self, bytes: u64) {
+        self.used.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn sub(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(bytes))
+            });
+    }
+}
+
+/// The caps one [`OutputLog`] applies, in bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogCaps {
+    /// Most bytes the log keeps (head plus tail).
+    pub(crate) max_bytes: u64,
+    /// Bytes of the head kept (at most `max_bytes`).
+    pub(crate) head_bytes: u64,
+    /// The tail kept while the host-wide budget is exceeded (at most
+    /// `max_bytes - head_bytes`).
+    pub(crate) pressed_tail_bytes: u64,
+    /// What the cap does to the process.
+    pub(crate) policy: OutputCapPolicy,
+}
+
+/// A session's `output.log` writer with a cap: up to `max_bytes` it is the byte-exact
+/// log; past it the file keeps its first `head_bytes` and its newest
+/// `max_bytes - head_bytes` bytes at their offsets and gives the middle back to the
+/// file system (`fallocate(FALLOC_FL_PUNCH_HOLE)`), so the disk it uses stays bounded
+/// while offsets keep their meaning. While the host's running logs together exceed
+/// their budget, only `pressed_tail_bytes` of tail are kept. Holds a shared `flock` on
+/// the file while the session runs, so a sweep ([`super::retention`]) never removes
+/// a live log.
+pub(crate) struct OutputLog {
+    file: File,
+    caps: LogCaps,
+    budget: Arc<LogBudget>,
+    /// Bytes of output so far (the file's length).
+    written: u64,
+    /// The omitted range is `caps.head_bytes..omit_end` when `omit_end > head_bytes`.
+    omit_end: u64,
+    /// Holes are punched up to here.
+    punched: u64,
+    /// Bytes this log counts in the budget now.
+    counted: u64,
+    /// The file system cannot punch holes: from this offset on nothing more is
+    /// written (the tail is lost instead of the middle).
+    stopped_at: Option<u64>,
+    /// What `omission` says, built when the cap is first reached.
+    reason: Option<String>,
+}
+
+impl OutputLog {
+    /// Wraps a freshly created, empty `output.log`.
+    pub(crate) fn new(file: File, caps: LogCaps, budget: Arc<LogBudget>) -> OutputLog {
+        // A shared lock for the session's life: a sweep takes an exclusive one to
+        // know the log is not in use.
+        if let Err(e) = file.lock_shared() {
+            tracing::debug!("cannot lock an output log: {e}");
+        }
+        let mut caps = caps;
+        caps.head_bytes = caps.head_bytes.min(caps.max_bytes);
+        caps.pressed_tail_bytes = caps
+            .pressed_tail_bytes
+            .min(caps.max_bytes - caps.head_bytes);
+        OutputLog {
+            file,
+            caps,
+            budget,
+            written: 0,
+            omit_end: 0,
+            punched: caps.head_bytes,
+            counted: 0,
+            stopped_at: None,
+            reason: None,
+        }
+    }
+
+    /// Appends `data` (the next bytes of output) and applies the caps. Returns true
+    /// when this write made the log reach its cap for the first time (the caller
+    /// records it and applies [`OutputCapPolicy`]). Errors: the write failed (the
+    /// caller stops logging).
+    pub(crate) fn write_all(&mut self, data: &[u8]) -> std::io::Result<bool> {
+        let first = self.reason.is_none();
+        if self.stopped_at.is_none() {
+            self.file.write_all(data)?;
+        }
+        self.written += data.len() as u64;
+        let tail = if self.budget.over() {
+            self.caps.pressed_tail_bytes
+        } else {
+            self.caps.max_bytes - self.caps.head_bytes
+        };
+        if self.written > self.caps.head_bytes + tail {
+            self.omit_end = self.omit_end.max(self.written - tail);
+            if self.reason.is_none() {
+                self.reason = Some(self.describe(tail));
+            }
+        }
+        if self.omit_end >= self.punched + PUNCH_STEP {
+            self.punch();
+        }
+        if let Some(at) = self.stopped_at {
+            self.omit_end = self.written.max(at);
+        }
+        self.recount();
+        Ok(first && self.reason.is_some())
+    }
+
+    fn describe(&self, tail: u64) -> String {
+        let what = match self.caps.policy {
+            OutputCapPolicy::Keep => "the process keeps running (output_cap_policy = keep)",
+            OutputCapPolicy::Stop => "the process is stopped (output_cap_policy = stop)",
+        };
+        let pressed = if tail < self.caps.max_bytes - self.caps.head_bytes {
+            format!(
+                "; the host's running output logs exceed output_logs_max_bytes = {}, so only \
+                 {tail} bytes of tail are kept",
+                self.budget.max
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "output.log keeps the first {} and the last {} bytes (output_log_max_bytes = {}){pressed}; {what}",
+            self.caps.head_bytes,
+            self.caps.max_bytes - self.caps.head_bytes,
+            self.caps.max_bytes,
+        )
+    }
+
+    /// Gives the omitted middle up to `omit_end` back to the file system. If the file
+    /// system cannot, logging stops here instead (the tail is lost, not the disk).
+    fn punch(&mut self) {
+        if self.omit_end <= self.punched || self.stopped_at.is_some() {
+            return;
+        }
+        let (from, len) = (self.punched, self.omit_end - self.punched);
+        let flags = nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE
+            | nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE;
+        match nix::fcntl::fallocate(&self.file, flags, from as i64, len as i64) {
+            Ok(()) => self.punched = self.omit_end,
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    "the file system cannot punch holes in output logs; logging stops at the cap"
+                );
+                self.stopped_at = Some(self.written);
+                self.omit_end = self.written;
+                if let Some(reason) = &mut self.reason {
+                    reason.push_str(&format!(
+                        " (this file system cannot drop the middle of a file ({e}): nothing \
+                         after the cap is logged)"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn recount(&mut self) {
+        let omitted = self.omit_end.saturating_sub(self.caps.head_bytes);
+        let kept = self.written - omitted.min(self.written);
+        if kept > self.counted {
+            self.budget.add(kept - self.counted);
+        } else {
+            self.budget.sub(self.counted - kept);
+        }
+        self.counted = kept;
+    }
+
+    /// The session ended: punches the rest of the omitted middle, releases the lock
+    /// and leaves the budget (a finished log is bounded by retention instead).
+    pub(crate) fn finish(mut self) -> Option<OutputOmission> {
+        self.punch();
+        self.budget.sub(self.counted);
+        self.counted = 0;
+        self.omission()
+    }
+
+    /// What the log omits so far (`None` below the cap).
+    pub(crate) fn omission(&self) -> Option<OutputOmission> {
+        let reason = self.reason.clone()?;
+        Some(OutputOmission {
+            offset: self.caps.head_bytes,
+            len: self.omit_end.saturating_sub(self.caps.head_bytes),
+            policy: self.caps.policy,
+            reason,
+        })
+    }
+}
+
+impl Drop for OutputLog {
+    fn drop(&mut self) {
+        self.budget.sub(self.counted);
     }
 }
 
@@ -293,6 +634,30 @@ impl EventBacklog {
         // stops before dropping the last event (see `drop_oldest_output`).
         let last = self.events.len() - 1;
         &self.events[last]
+    }
+
+    /// Bytes the backlog holds in memory: the output bytes it keeps plus each event's
+    /// own size.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.output_bytes_held + self.events.capacity() * std::mem::size_of::<SessionEvent>()
+    }
+
+    /// For a finished session: folds the oldest output events into omitted ranges
+    /// until at most `max_output_bytes` of output and `max_events` events are kept,
+    /// copies the kept chunks out of the (up to 64 KiB) read blocks they share, so a
+    /// small chunk does not pin a whole block, and frees the spare capacity.
+    pub(crate) fn shrink(&mut self, max_output_bytes: usize, max_events: usize) {
+        while self.output_bytes_held > max_output_bytes || self.events.len() > max_events {
+            if !self.drop_oldest_output() {
+                break;
+            }
+        }
+        for event in &mut self.events {
+            if let SessionEventKind::Output(chunk) = &mut event.kind {
+                chunk.data = Bytes::copy_from_slice(&chunk.data);
+            }
+        }
+        self.events.shrink_to_fit();
     }
 
     /// Folds the oldest output event into an omitted range. False if there is none
@@ -380,6 +745,54 @@ mod tests {
     use crate::OutputChunk;
 
     #[test]
+    fn a_capped_log_omits_the_middle_and_shrinks_its_tail_under_host_pressure() {
+        let dir = tempfile::tempdir().unwrap();
+        let caps = LogCaps {
+            max_bytes: 1000,
+            head_bytes: 100,
+            pressed_tail_bytes: 50,
+            policy: OutputCapPolicy::Keep,
+        };
+        let roomy = Arc::new(LogBudget::new(u64::MAX));
+        let mut log = OutputLog::new(File::create(dir.path().join("a")).unwrap(), caps, roomy);
+        assert!(!log.write_all(&[1; 1000]).unwrap());
+        assert_eq!(log.omission(), None);
+        assert!(
+            log.write_all(&[2; 10]).unwrap(),
+            "the first write past the cap"
+        );
+        assert!(!log.write_all(&[3; 10]).unwrap());
+        let o = log.finish().unwrap();
+        assert_eq!((o.offset, o.len), (100, 20));
+        // Over the host budget: only `pressed_tail_bytes` of tail.
+        let full = Arc::new(LogBudget::new(10));
+        let mut log = OutputLog::new(
+            File::create(dir.path().join("b")).unwrap(),
+            caps,
+            full.clone(),
+        );
+        log.write_all(&[1; 200]).unwrap();
+        assert_eq!(log.omission(), None, "within the budget when written");
+        assert!(log.write_all(&[1; 200]).unwrap());
+        assert_eq!(log.omission().map(|o| (o.offset, o.len)), Some((100, 250)));
+        assert_eq!(full.used(), 150);
+        drop(log);
+        assert_eq!(full.used(), 0, "a finished log leaves the budget");
+        // Reads skip the omitted range.
+        let mut b = OutputBuffer::new(8);
+        b.push(OutputStream::Stdout, &Bytes::from(vec![0; 400]));
+        b.set_omitted(Some(OutputOmission {
+            offset: 100,
+            len: 250,
+            policy: OutputCapPolicy::Keep,
+            reason: String::new(),
+        }));
+        assert_eq!(b.readable(0, 1000), (0, 100));
+        assert_eq!(b.readable(120, 10), (350, 360));
+        assert_eq!(b.readable(360, 1000), (360, 400));
+    }
+
+    #[test]
     fn head_and_tail_stay_bounded_and_readable() {
         let mut b = OutputBuffer::new(8);
         b.push(
@@ -421,6 +834,37 @@ mod tests {
             assert!(whole.ends_with(&tail), "split {split}: {:?}", &tail[..8]);
             assert!(!tail.contains('\u{FFFD}'), "split {split}");
         }
+    }
+
+    #[test]
+    fn a_finished_backlog_shrinks_to_its_bounds() {
+        let mut log = EventBacklog::new(1 << 20);
+        let block = Bytes::from(vec![b'x'; 64 * 1024]);
+        for i in 0..64u64 {
+            log.push(
+                SessionEventKind::Output(OutputChunk {
+                    stream: OutputStream::Stdout,
+                    offset: i * 1024,
+                    data: block.slice(0..1024),
+                }),
+                0,
+            );
+        }
+        log.shrink(4096, 3);
+        assert!(log.output_bytes_held <= 4096);
+        let all = log.since(1, 1000, None);
+        assert!(matches!(
+            all[0].kind,
+            SessionEventKind::Omitted(OmittedRange { first_seq: 1, .. })
+        ));
+        assert_eq!(all.last().unwrap().seq, 64);
+        // The kept chunks no longer share the 64 KiB block.
+        for e in &all {
+            if let SessionEventKind::Output(c) = &e.kind {
+                assert!(!std::ptr::eq(c.data.as_ptr(), block.as_ptr()));
+            }
+        }
+        assert!(log.memory_bytes() < 8 * 1024);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use nix::unistd::{self, AccessFlags, Pid};
 use tokio::sync::oneshot;
 
 use super::SessionError;
+use super::tree::{self, Tree};
 use crate::sandbox::Confinement;
 
 /// Environment variables copied from the host when set (plus every `LC_*`). The host's
@@ -268,6 +269,8 @@ pub(crate) struct Launch {
     merge_stderr: bool,
     /// A long command's text ([`INLINE_COMMAND_MAX`]), for [`SCRIPT_FD`].
     script: Option<OwnedFd>,
+    /// The session's process tree: the child joins its cgroups first thing.
+    tree: Option<Arc<Tree>>,
 }
 
 /// How a child's descriptors are set up besides its stdin and cwd.
@@ -276,6 +279,8 @@ pub(crate) struct ChildStreams {
     pub(crate) nofile: u64,
     /// One pipe for stdout and stderr.
     pub(crate) merge_stderr: bool,
+    /// The session's process tree ([`Tree`]), when it is tracked.
+    pub(crate) tree: Option<Arc<Tree>>,
 }
 
 impl Launch {
@@ -296,6 +301,7 @@ impl Launch {
         let ChildStreams {
             nofile,
             merge_stderr,
+            tree,
         } = streams;
         let (inline, script) = if command.len() <= INLINE_COMMAND_MAX {
             (command.to_owned(), None)
@@ -318,6 +324,7 @@ impl Launch {
             confinement,
             nofile,
             merge_stderr,
+            tree,
         })
     }
 }
@@ -352,19 +359,80 @@ pub(crate) struct Started {
     pub(crate) stdout: OwnedFd,
     /// `None` when stderr shares the stdout pipe ([`OutputStreams::Merged`](super::OutputStreams::Merged)).
     pub(crate) stderr: Option<OwnedFd>,
+    /// Ends the child's whole group unless disarmed once a session owns the child:
+    /// a start whose requester went away never leaves a process behind.
+    pub(crate) guard: GroupGuard,
+}
+
+/// Owns a just-started child until a session takes it over: dropped while armed, it
+/// SIGKILLs the child's process group (the child leads it: `child_setup` calls
+/// `setsid`) and every other member of its session found in `/proc`, then reaps the
+/// child. The child is not reaped before that, so its pid cannot be reused meanwhile.
+pub(crate) struct GroupGuard {
+    pid: u32,
+    armed: bool,
+    /// Its tree: killed whole (descendants that left the group included).
+    tree: Option<Arc<Tree>>,
+}
+
+impl GroupGuard {
+    /// A guard for child `pid` (unreaped, leading its own session and group) and
+    /// its tree.
+    pub(crate) fn new(pid: u32, tree: Option<Arc<Tree>>) -> GroupGuard {
+        GroupGuard {
+            pid,
+            armed: true,
+            tree,
+        }
+    }
+
+    /// A session owns the child now: nothing happens on drop.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        tracing::debug!(
+            pid = self.pid,
+            "ending the group of a child no session took over"
+        );
+        let mut seen = HashSet::new();
+        let table = proc_table(Instant::now());
+        if let Some(tree) = &self.tree {
+            tree.kill(Some(&table));
+        }
+        signal_processes(self.pid, true, Signal::SIGKILL, &mut seen, Some(&table));
+        // The leader itself, in case the group signal could not reach it.
+        let _ = signal::kill(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+        reap_in_background(self.pid);
+    }
 }
 
 /// Runs in the child between `clone` and `exec`: async-signal-safe, no allocation.
-/// Then the kernel sandbox goes on last, so `fchdir` and `setsid` happen unconfined
-/// and nothing after it can loosen it (a no-op under full-access; if a layer it
-/// reports cannot be applied, the spawn fails: fail closed).
+/// The child first joins its session's cgroups (`cgroups`: open `cgroup.procs`
+/// fds, `-1` for none; see `tree.rs`), so the command never runs outside them and
+/// a failed join fails the spawn. The kernel sandbox goes on last, so `fchdir` and
+/// `setsid` happen unconfined and nothing after it can loosen it (a no-op under
+/// full-access; if a layer it reports cannot be applied, the spawn fails: fail
+/// closed).
 fn child_setup(
+    cgroups: [std::os::fd::RawFd; 2],
     cwd: &OwnedFd,
     parent: Pid,
     inherited_nofile: u64,
     confinement: &Confinement,
 ) -> io::Result<()> {
     let errno = |e: Errno| io::Error::from_raw_os_error(e as i32);
+    for fd in cgroups {
+        if fd >= 0 {
+            tree::join_cgroup(fd)?;
+        }
+    }
     unistd::fchdir(cwd.as_fd()).map_err(errno)?;
     unistd::setsid().map_err(errno)?;
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
@@ -421,8 +489,20 @@ fn start(launch: Launch) -> io::Result<Started> {
         extra: launch.script.as_ref().map(|fd| (fd.as_raw_fd(), SCRIPT_FD)),
     };
     let parent = Pid::this();
-    let setup = || child_setup(&launch.cwd, parent, launch.nofile, &launch.confinement);
+    let cgroups = launch.tree.as_ref().map_or([-1, -1], |t| t.join_fds());
+    let setup = || {
+        child_setup(
+            cgroups,
+            &launch.cwd,
+            parent,
+            launch.nofile,
+            &launch.confinement,
+        )
+    };
     let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup)?;
+    if let Some(tree) = &launch.tree {
+        tree.set_leader(spawned.pid);
+    }
     raise_pipe_size(&stdout_r);
     let stderr_r = stderr.map(|(r, _)| r);
     if let Some(r) = &stderr_r {
@@ -434,6 +514,7 @@ fn start(launch: Launch) -> io::Result<Started> {
         stdin: stdin_host,
         stdout: stdout_r,
         stderr: stderr_r,
+        guard: GroupGuard::new(spawned.pid, launch.tree.clone()),
     })
 }
 
@@ -594,15 +675,9 @@ impl Spawner {
             .spawn(move || {
                 while let Ok(job) = rx.recv() {
                     let result = start(job.launch);
-                    if let Err(Ok(started)) = job.reply.send(result) {
-                        // The requester went away: do not leave the child running.
-                        // SAFETY: plain kill of our own child; the session task that
-                        // would reap it never existed, so reap it here.
-                        unsafe {
-                            libc::kill(started.pid as i32, libc::SIGKILL);
-                            libc::waitpid(started.pid as i32, std::ptr::null_mut(), 0);
-                        }
-                    }
+                    // The requester went away: dropping the child's guard ends its
+                    // whole group and reaps it (a reply dropped unread does the same).
+                    drop(job.reply.send(result));
                 }
             })?;
         Ok(Spawner { jobs })
@@ -621,8 +696,11 @@ impl Spawner {
 /// Fields of `/proc/<pid>/stat` we use.
 struct ProcStat {
     state: char,
+    ppid: u32,
     pgrp: i32,
     session: i32,
+    /// Clock ticks after boot when it started (with the pid, names one process).
+    start_time: u64,
 }
 
 fn read_stat(pid: i32) -> Option<ProcStat> {
@@ -631,13 +709,17 @@ fn read_stat(pid: i32) -> Option<ProcStat> {
     let rest = &text[text.rfind(')')? + 1..];
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
     let session = fields.next()?.parse().ok()?;
+    // `starttime` is field 22; `session` was field 6.
+    let start_time = fields.nth(15)?.parse().ok()?;
     Some(ProcStat {
         state,
+        ppid,
         pgrp,
         session,
+        start_time,
     })
 }
 
@@ -648,6 +730,11 @@ pub(crate) struct ProcTable {
     /// When the scan began: every process alive from then until it was read is in it.
     pub(crate) started: Instant,
     members: HashMap<i32, Vec<u32>>,
+    /// Every process read (zombies too): its parent, start time and whether it is
+    /// a zombie.
+    procs: HashMap<u32, (u32, u64, bool)>,
+    /// Children by parent pid (zombies too).
+    children: HashMap<u32, Vec<u32>>,
 }
 
 impl ProcTable {
@@ -655,6 +742,8 @@ impl ProcTable {
         let started = Instant::now();
         let me = std::process::id();
         let mut members: HashMap<i32, Vec<u32>> = HashMap::new();
+        let mut procs = HashMap::new();
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
         let pids = std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
@@ -664,7 +753,10 @@ impl ProcTable {
             let Some(stat) = read_stat(pid as i32) else {
                 continue;
             };
-            if stat.state == 'Z' {
+            let zombie = stat.state == 'Z';
+            procs.insert(pid, (stat.ppid, stat.start_time, zombie));
+            children.entry(stat.ppid).or_default().push(pid);
+            if zombie {
                 continue;
             }
             members.entry(stat.session).or_default().push(pid);
@@ -672,12 +764,37 @@ impl ProcTable {
                 members.entry(stat.pgrp).or_default().push(pid);
             }
         }
-        ProcTable { started, members }
+        ProcTable {
+            started,
+            members,
+            procs,
+            children,
+        }
     }
 
     /// Live processes whose session id or process group id is `sid`.
     pub(crate) fn members(&self, sid: u32) -> &[u32] {
         self.members.get(&(sid as i32)).map_or(&[], Vec::as_slice)
+    }
+
+    /// True when `pid` was running (not a zombie) at the scan.
+    pub(crate) fn is_live(&self, pid: u32) -> bool {
+        self.procs.get(&pid).is_some_and(|p| !p.2)
+    }
+
+    /// The start time of `pid` at the scan.
+    pub(crate) fn start_time(&self, pid: u32) -> Option<u64> {
+        self.procs.get(&pid).map(|p| p.1)
+    }
+
+    /// The parent of `pid` at the scan.
+    pub(crate) fn parent(&self, pid: u32) -> Option<u32> {
+        self.procs.get(&pid).map(|p| p.0)
+    }
+
+    /// The children of `pid` at the scan (zombies too).
+    pub(crate) fn children(&self, pid: u32) -> impl Iterator<Item = u32> + '_ {
+        self.children.get(&pid).into_iter().flatten().copied()
     }
 }
 

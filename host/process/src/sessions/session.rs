@@ -2,8 +2,6 @@
 //! exit, and the terminate (TERM, grace, KILL) sequence.
 
 use std::collections::{HashSet, VecDeque};
-use std::fs::File;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -13,8 +11,9 @@ use nix::sys::signal::Signal;
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
-use super::output::{EventBacklog, OutputBuffer};
+use super::output::{EventBacklog, OutputBuffer, OutputCapPolicy, OutputLog, OutputOmission};
 use super::process;
+use super::tree::Tree;
 use super::{
     DetachInfo, EndReason, ExitStatus, OutputChunk, OutputStream, SessionEventKind, SessionId,
     SessionObserver, SessionStatus, Snapshot, StartedInfo,
@@ -43,6 +42,10 @@ pub(crate) struct Session {
     pub(crate) effective: Option<Arc<EffectiveSandbox>>,
     /// Its one-line summary, as snapshots and the `Started` event show it.
     pub(crate) sandbox: String,
+    /// Its whole process tree (`None`: adopted; only its group is known).
+    pub(crate) tree: Option<Arc<Tree>>,
+    /// How the tree is tracked, as snapshots show it (`Tracker::describe`).
+    pub(crate) tracking: String,
     state: Mutex<State>,
     /// Bumped (to the last seq) on every event; subscribers wait on it.
     notify: watch::Sender<u64>,
@@ -86,6 +89,10 @@ pub(crate) struct SessionInit {
     pub(crate) observer: Option<Arc<dyn SessionObserver>>,
     /// `None` for adopted processes.
     pub(crate) sandbox: Option<Arc<EffectiveSandbox>>,
+    /// `None` for adopted processes.
+    pub(crate) tree: Option<Arc<Tree>>,
+    /// How the tree is tracked (see [`Snapshot::tracking`]).
+    pub(crate) tracking: String,
 }
 
 impl Session {
@@ -110,6 +117,8 @@ impl Session {
             read_cursor: tokio::sync::Mutex::new(0),
             effective: init.sandbox,
             sandbox,
+            tree: init.tree,
+            tracking: init.tracking,
             state: Mutex::new(State {
                 exit: None,
                 ended_at: None,
@@ -163,6 +172,30 @@ impl Session {
         seq
     }
 
+    /// What an observer is told about this session.
+    pub(crate) fn observed(&self) -> super::ObservedSession<'_> {
+        super::ObservedSession {
+            id: &self.id,
+            command: &self.command,
+            tool_call_id: self.tool_call_id.as_deref(),
+            output_path: &self.output_path,
+        }
+    }
+
+    /// Bytes this session keeps in memory, roughly: its command, kept output events,
+    /// tail text and bookkeeping (what the bounds on finished sessions count).
+    pub(crate) fn retained_bytes(&self) -> usize {
+        /// The session's fixed parts: ids, paths, locks, channels.
+        const OVERHEAD: usize = 1024;
+        let st = self.lock();
+        OVERHEAD
+            + self.command.len()
+            + self.output_path.as_os_str().len()
+            + self.tool_call_id.as_ref().map_or(0, String::len)
+            + st.events.memory_bytes()
+            + st.output.memory_bytes()
+    }
+
     pub(crate) fn watch(&self) -> watch::Receiver<u64> {
         self.notify.subscribe()
     }
@@ -187,6 +220,15 @@ impl Session {
             output_path: self.output_path.clone(),
             sandbox: self.sandbox.clone(),
             sandbox_denial,
+            tracking: self.tracking.clone(),
+            output_omitted: st.output.omitted().cloned(),
+        }
+    }
+
+    /// Tells the observer what the capped `output.log` omits (under the lock).
+    fn report_omission(&self, omission: &OutputOmission) {
+        if let Some(observer) = &self.observer {
+            observer.on_output_omitted(&self.observed(), omission);
         }
     }
 
@@ -223,10 +265,18 @@ impl Session {
         }
     }
 
-    fn record_output(&self, log: &mut Option<File>, stream: OutputStream, data: Bytes) {
-        let write_error = match log.as_mut().map(|f| f.write_all(&data)) {
-            Some(Err(e)) => Some(e),
-            _ => None,
+    /// Logs and records one chunk. Returns true when the log reached its cap with
+    /// this chunk and the policy is to stop the process.
+    fn record_output(
+        &self,
+        log: &mut Option<OutputLog>,
+        stream: OutputStream,
+        data: Bytes,
+    ) -> bool {
+        let (write_error, capped) = match log.as_mut().map(|f| f.write_all(&data)) {
+            Some(Err(e)) => (Some(e), false),
+            Some(Ok(capped)) => (None, capped),
+            None => (None, false),
         };
         let mut st = self.lock();
         if let Some(e) = write_error {
@@ -240,6 +290,17 @@ impl Session {
         }
         let offset = st.output.total();
         st.output.push(stream, &data);
+        let omission = log.as_ref().and_then(OutputLog::omission);
+        let stop = capped
+            && omission
+                .as_ref()
+                .is_some_and(|o| o.policy == OutputCapPolicy::Stop);
+        if capped && let Some(o) = &omission {
+            self.report_omission(o);
+        }
+        if omission.is_some() {
+            st.output.set_omitted(omission);
+        }
         self.push_event(
             &mut st,
             SessionEventKind::Output(OutputChunk {
@@ -248,6 +309,7 @@ impl Session {
                 data,
             }),
         );
+        stop
     }
 }
 
@@ -293,6 +355,10 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
     }
 }
 
+/// Called by the session task once its session has ended (the engine counts it
+/// among the finished sessions and applies their bounds).
+pub(crate) type Retire = Box<dyn FnOnce(&Arc<Session>) + Send>;
+
 /// Durations the session task and the terminate sequence use.
 #[derive(Clone, Copy)]
 pub(crate) struct Timing {
@@ -309,10 +375,11 @@ pub(crate) async fn run(
     mut child: process::ChildProcess,
     mut stdout: Option<pipe::Receiver>,
     mut stderr: Option<pipe::Receiver>,
-    mut log: Option<File>,
+    mut log: Option<OutputLog>,
     timeout: Option<Duration>,
     timing: Timing,
-    running: Arc<std::sync::atomic::AtomicUsize>,
+    slot: super::Slot,
+    retire: Retire,
 ) {
     let mut out_buf = BytesMut::new();
     let mut err_buf = BytesMut::new();
@@ -321,9 +388,16 @@ pub(crate) async fn run(
     let mut timed_out = false;
     let mut exit: Option<std::io::Result<std::process::ExitStatus>> = None;
     let mut drain_deadline: Option<tokio::time::Instant> = None;
+    // While the shell is gone but its tree is not: when to look at the tree again,
+    // and the bound on waiting for the leftovers' kill.
+    let mut tree_check: Option<tokio::time::Instant> = None;
+    let mut leftover_deadline: Option<tokio::time::Instant> = None;
     loop {
         if exit.is_some() && stdout.is_none() && stderr.is_none() {
-            break;
+            if !tree_alive(&session).await {
+                break;
+            }
+            tree_check = Some(tokio::time::Instant::now() + process::SURVIVOR_POLL);
         }
         tokio::select! {
             result = child.wait(), if exit.is_none() => {
@@ -332,11 +406,19 @@ pub(crate) async fn run(
                 drain_deadline = Some(tokio::time::Instant::now() + timing.drain_grace);
             }
             result = read_some(&mut stdout, &mut out_buf) => match result {
-                Ok(chunk) if !chunk.is_empty() => session.record_output(&mut log, OutputStream::Stdout, chunk),
+                Ok(chunk) if !chunk.is_empty() => {
+                    if session.record_output(&mut log, OutputStream::Stdout, chunk) {
+                        stop_for_output_cap(&session, timing);
+                    }
+                }
                 _ => stdout = None,
             },
             result = read_some(&mut stderr, &mut err_buf) => match result {
-                Ok(chunk) if !chunk.is_empty() => session.record_output(&mut log, OutputStream::Stderr, chunk),
+                Ok(chunk) if !chunk.is_empty() => {
+                    if session.record_output(&mut log, OutputStream::Stderr, chunk) {
+                        stop_for_output_cap(&session, timing);
+                    }
+                }
                 _ => stderr = None,
             },
             () = sleep_until_opt(timeout_at), if !timed_out && exit.is_none() => {
@@ -346,14 +428,37 @@ pub(crate) async fn run(
                     terminate(&session, EndReason::TimedOut, None, timing).await;
                 });
             }
-            () = sleep_until_opt(drain_deadline) => break,
+            () = sleep_until_opt(tree_check) => tree_check = None,
+            () = sleep_until_opt(drain_deadline) => {
+                drain_deadline = None;
+                // The shell exited a drain grace ago: what still runs in its tree
+                // is ended, as a terminal's session is on hang-up (README, "Process
+                // tracking"), and the session is not reported as a plain exit.
+                let Some(reason) = leftovers(&session).await else {
+                    break;
+                };
+                tracing::debug!(session = %session.id, ?reason, "ending leftover processes");
+                let bound = timing.kill_grace + timing.drain_grace + Duration::from_secs(5);
+                leftover_deadline = Some(tokio::time::Instant::now() + bound);
+                let session = session.clone();
+                tokio::spawn(async move {
+                    terminate(&session, reason, None, timing).await;
+                });
+            }
+            () = sleep_until_opt(leftover_deadline) => break,
         }
     }
     // A grandchild may still hold the pipes: drop our ends and end the run anyway.
     drop(stdout);
     drop(stderr);
+    // The rest of a capped log's middle goes back to the file system.
+    let omission = log.take().and_then(OutputLog::finish);
     let exit = {
         let mut st = session.lock();
+        if let Some(o) = omission {
+            session.report_omission(&o);
+            st.output.set_omitted(Some(o));
+        }
         let reason = st.kill_reason.clone().unwrap_or(EndReason::Exited);
         let exit = match exit {
             Some(Ok(status)) => ExitStatus::from_std(status, reason),
@@ -373,14 +478,40 @@ pub(crate) async fn run(
         st.exit = Some(exit.clone());
         st.ended_at = Some(Instant::now());
         // Before anyone can see the exit, so a waiter may start another at once.
-        running.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        drop(slot);
         session.push_event(&mut st, SessionEventKind::Exited(exit.clone()));
+        // A finished session keeps little: the newest output events and the tail text
+        // (the bytes stay in output.log).
+        st.events
+            .shrink(super::FINISHED_OUTPUT_BYTES, super::FINISHED_EVENTS_MAX);
+        st.output.compact();
         session.finished.send_replace(true);
         exit
     };
+    // The tree is gone (or its processes were killed and are going): remove its
+    // cgroups now; what cannot be removed yet goes when the session is dropped.
+    if let Some(tree) = &session.tree {
+        tree.release();
+    }
     // A kill, a timeout or the exit drops what is still queued for stdin.
     session.stdin_queue().end();
     tracing::debug!(session = %session.id, ?exit, "session ended");
+    retire(&session);
+}
+
+/// The session's log reached its cap under [`OutputCapPolicy::Stop`]: end its group
+/// with reason `Killed("output-cap")`.
+fn stop_for_output_cap(session: &Arc<Session>, timing: Timing) {
+    let session = session.clone();
+    tokio::spawn(async move {
+        terminate(
+            &session,
+            EndReason::Killed("output-cap".to_owned()),
+            None,
+            timing,
+        )
+        .await;
+    });
 }
 
 /// Signals the session's processes. `signal: None` is the terminate sequence:
@@ -401,6 +532,9 @@ pub(crate) async fn terminate(
         if st.exit.is_none() && st.kill_reason.is_none() {
             st.kill_reason = Some(reason);
         }
+    }
+    if let Some(tree) = &session.tree {
+        return terminate_tree(session, tree, signal, timing).await;
     }
     let mut seen = HashSet::new();
     // A `/proc` snapshot begun at or after `not_before`, for a group session.
@@ -465,6 +599,109 @@ pub(crate) async fn terminate(
             &mut seen,
             t.as_deref(),
         );
+    }
+    let bound = timing.drain_grace + Duration::from_secs(5);
+    let _ = tokio::time::timeout(bound, session.ended()).await;
+    seen.len() as u32
+}
+
+/// A `/proc` snapshot begun at or after `not_before` when `tree` is found by
+/// scanning (the subreaper mechanism), else `None` (cgroups list their members).
+async fn tree_table(tree: &Tree, not_before: Instant) -> Option<Arc<process::ProcTable>> {
+    if tree.needs_scan() {
+        Some(process::proc_table_async(not_before).await)
+    } else {
+        None
+    }
+}
+
+/// True while any process of the session's tree runs (the shell included).
+async fn tree_alive(session: &Session) -> bool {
+    match &session.tree {
+        Some(tree) => {
+            let table = tree_table(tree, Instant::now()).await;
+            tree.alive(table.as_deref())
+        }
+        None => false,
+    }
+}
+
+/// Why the session ends its leftovers, when processes of its tree still run after
+/// the shell exited (and no kill or timeout is already ending them).
+async fn leftovers(session: &Session) -> Option<EndReason> {
+    let tree = session.tree.as_ref()?;
+    let table = tree_table(tree, Instant::now()).await;
+    let n = tree.members(table.as_deref()).len();
+    if n == 0 && !tree.alive(table.as_deref()) {
+        return None;
+    }
+    let processes = if n == 1 {
+        "1 process was".to_owned()
+    } else {
+        format!("{n} processes were")
+    };
+    let mut why = format!("the host ({processes} still running after the shell exited");
+    if let Some((limit, hits)) = tree.limit_hits()
+        && hits > 0
+    {
+        why.push_str(&format!(
+            "; {hits} fork(s) were refused at the session's limit of {limit} processes"
+        ));
+    }
+    why.push(')');
+    Some(EndReason::Killed(why))
+}
+
+/// [`terminate`] for a session whose whole tree is tracked: every member is
+/// signalled, descendants that left the shell's group included, and the final
+/// SIGKILL is `cgroup.kill` where there is one (no fork escapes it).
+async fn terminate_tree(
+    session: &Arc<Session>,
+    tree: &Tree,
+    signal: Option<Signal>,
+    timing: Timing,
+) -> u32 {
+    let mut seen: HashSet<u32> = HashSet::new();
+    if let Some(sig) = signal {
+        let t = tree_table(tree, Instant::now()).await;
+        seen.extend(tree.signal(sig, t.as_deref()));
+        return seen.len() as u32;
+    }
+    // Whom the SIGTERM reaches: for scans, a snapshot begun after the session
+    // started and at most SIGNAL_SCAN_MAX_AGE old, so concurrent kills share it
+    // (benchmark P5); later checks use newer ones.
+    let sent = Instant::now();
+    let recent = sent
+        .checked_sub(process::SIGNAL_SCAN_MAX_AGE)
+        .map_or(session.started, |t| t.max(session.started));
+    let t = tree_table(tree, recent).await;
+    seen.extend(tree.signal(Signal::SIGTERM, t.as_deref()));
+    let deadline = sent + timing.kill_grace;
+    let mut last = sent;
+    let mut alive = true;
+    while Instant::now() < deadline {
+        tokio::time::sleep(process::SURVIVOR_POLL).await;
+        let not_before = last.max(sent) + Duration::from_nanos(1);
+        let t = tree_table(tree, not_before).await;
+        last = t.as_ref().map_or(not_before, |t| t.started);
+        if !tree.alive(t.as_deref()) {
+            alive = false;
+            break;
+        }
+    }
+    if alive {
+        // A few rounds for scans: processes forked between a scan and its kills
+        // are found by the next one.
+        for _ in 0..8 {
+            let t = tree_table(tree, Instant::now()).await;
+            let killed = tree.kill(t.as_deref());
+            let done = killed.is_empty() || !tree.needs_scan();
+            seen.extend(killed);
+            if done {
+                break;
+            }
+            tokio::time::sleep(process::SURVIVOR_POLL).await;
+        }
     }
     let bound = timing.drain_grace + Duration::from_secs(5);
     let _ = tokio::time::timeout(bound, session.ended()).await;
@@ -640,6 +877,34 @@ pub(crate) fn write_stdin(
         handle.spawn(drain_stdin(session.clone(), pipe));
     }
     Ok(())
+}
+
+/// Size of the pieces [`feed_stdin`] queues (each is freed once written): 64 KiB.
+const STDIN_PIECE: usize = 64 * 1024;
+
+/// Gives a session started with [`StdinMode::Bytes`](super::StdinMode::Bytes) its
+/// whole stdin: `bytes` are queued in [`STDIN_PIECE`] pieces (the caller's buffer is
+/// freed at once, each piece once it is written) and the pipe is closed after the
+/// last; a writer task spawned on `handle` writes them as the process reads. The
+/// session's end drops what is left.
+pub(crate) fn feed_stdin(session: &Arc<Session>, bytes: Vec<u8>, handle: &tokio::runtime::Handle) {
+    let mut q = session.stdin_queue();
+    for piece in bytes.chunks(STDIN_PIECE) {
+        q.chunks.push_back(Bytes::copy_from_slice(piece));
+        q.queued += piece.len();
+    }
+    drop(bytes);
+    q.closing = true;
+    if q.queued == 0 {
+        q.shut(StdinClosed::Requested);
+        return;
+    }
+    if !q.writer
+        && let Some(pipe) = q.pipe.take()
+    {
+        q.writer = true;
+        handle.spawn(drain_stdin(session.clone(), pipe));
+    }
 }
 
 /// Closes the session's stdin: at once when nothing is queued, otherwise once the

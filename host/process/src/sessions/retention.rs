@@ -1,0 +1,281 @@
+//! Disk retention (README, "Disk: caps and retention"): what the state dir keeps of
+//! finished process sessions (`<state>/sessions/<id>/`: `output.log` and the private
+//! `tmp/`) and of host-session logs (`<state>/hosts/<hs_id>/`), and the sweep that
+//! removes the rest (`toolhost gc`, and `toolhost serve` on start and every
+//! [`SWEEP_INTERVAL`]).
+//!
+//! An entry is in use while its lock file is locked: a running session's
+//! `output.log` holds a shared `flock` (`output::OutputLog`), a running host
+//! session's `events.jsonl` an exclusive one. The sweep takes an exclusive lock
+//! without waiting and skips whatever it cannot lock, so it never removes the log or
+//! temp dir of a running session, whichever host process runs it. Entries younger
+//! than [`SWEEP_GRACE`] are never removed (a session being created has no lock yet).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// How long a finished session's directory (its `output.log`) is kept after its
+/// last write: 24 hours, long enough to read a night's background job next morning.
+pub const FINISHED_SESSION_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Most bytes (allocated on disk) the finished sessions' directories keep together:
+/// 1 GiB (1 073 741 824). Beyond it the oldest are removed first.
+pub const FINISHED_SESSIONS_MAX_BYTES: u64 = 1 << 30;
+
+/// How long a stopped or interrupted host session's directory (`events.jsonl`,
+/// `attach.cursor`) is kept after its last event: 7 days, the span in which
+/// `serve --host-session` resumes are useful.
+pub const HOST_SESSION_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// Most bytes the stopped host sessions' directories keep together: 256 MiB
+/// (268 435 456). Beyond it the oldest are removed first.
+pub const HOST_SESSIONS_MAX_BYTES: u64 = 256 << 20;
+
+/// How often `toolhost serve` sweeps: every 10 minutes (and once on start).
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
+
+/// Entries modified less than this long ago are never removed: 60 s.
+pub const SWEEP_GRACE: Duration = Duration::from_secs(60);
+
+/// What the sweep keeps; [`RetentionPolicy::default`] holds the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetentionPolicy {
+    /// Finished sessions older than this (since their last output) are removed.
+    /// Default: [`FINISHED_SESSION_MAX_AGE`] (24 h).
+    pub finished_max_age: Duration,
+    /// Most bytes the finished sessions keep on disk together. Default:
+    /// [`FINISHED_SESSIONS_MAX_BYTES`] (1 GiB).
+    pub finished_max_bytes: u64,
+    /// Host sessions not running whose last event is older than this are removed.
+    /// Default: [`HOST_SESSION_MAX_AGE`] (7 days).
+    pub host_max_age: Duration,
+    /// Most bytes the host sessions not running keep together. Default:
+    /// [`HOST_SESSIONS_MAX_BYTES`] (256 MiB).
+    pub host_max_bytes: u64,
+}
+
+impl Default for RetentionPolicy {
+    fn default() -> Self {
+        RetentionPolicy {
+            finished_max_age: FINISHED_SESSION_MAX_AGE,
+            finished_max_bytes: FINISHED_SESSIONS_MAX_BYTES,
+            host_max_age: HOST_SESSION_MAX_AGE,
+            host_max_bytes: HOST_SESSIONS_MAX_BYTES,
+        }
+    }
+}
+
+/// What one [`sweep`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// Finished sessions removed (ids), oldest first.
+    pub sessions_removed: Vec<String>,
+    /// Sessions skipped because they are running (their log is locked).
+    pub sessions_running: usize,
+    /// Finished sessions kept.
+    pub sessions_kept: usize,
+    /// Private temp dirs of finished sessions removed (their logs may stay).
+    pub tmp_dirs_removed: usize,
+    /// Host sessions removed (ids), oldest first.
+    pub host_sessions_removed: Vec<String>,
+    /// Host sessions skipped because they are running.
+    pub host_sessions_running: usize,
+    /// Bytes (allocated on disk) freed.
+    pub bytes_freed: u64,
+    /// What could not be removed, and why.
+    pub errors: Vec<String>,
+}
+
+/// Removes from `state_dir` what `policy` does not keep, as of `now`: every finished
+/// session's `tmp/` (sessions end with theirs removed; this catches those of a host
+/// that crashed); finished sessions older than `finished_max_age`, then the
+/// oldest ones while all together exceed `finished_max_bytes`; the same for host
+/// sessions not running. Running sessions and host sessions (locked, see the module
+/// doc) and entries younger than [`SWEEP_GRACE`] are kept. Blocking (file system
+/// work): call it on a blocking thread. Never fails; problems are in
+/// [`SweepReport::errors`].
+pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> SweepReport {
+    let mut report = SweepReport::default();
+    let sessions = sweep_dir(
+        &state_dir.join("sessions"),
+        "output.log",
+        policy.finished_max_age,
+        policy.finished_max_bytes,
+        now,
+        true,
+        &mut report,
+    );
+    report.sessions_removed = sessions.removed;
+    report.sessions_running = sessions.running;
+    report.sessions_kept = sessions.kept;
+    let hosts = sweep_dir(
+        &state_dir.join("hosts"),
+        "events.jsonl",
+        policy.host_max_age,
+        policy.host_max_bytes,
+        now,
+        false,
+        &mut report,
+    );
+    report.host_sessions_removed = hosts.removed;
+    report.host_sessions_running = hosts.running;
+    report
+}
+
+/// Removes the private temp dir beside a finished session's `output.log` (it does
+/// not outlive its session). Runs on the blocking pool when called inside a tokio
+/// runtime.
+pub(crate) fn remove_private_tmp(output_path: &Path) {
+    let Some(dir) = output_path.parent() else {
+        return;
+    };
+    let tmp = dir.join("tmp");
+    let remove = move || {
+        if let Err(e) = std::fs::remove_dir_all(&tmp)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %tmp.display(), error = %e, "cannot remove a session's temp dir");
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => drop(handle.spawn_blocking(remove)),
+        Err(_) => remove(),
+    }
+}
+
+struct DirSweep {
+    removed: Vec<String>,
+    running: usize,
+    kept: usize,
+}
+
+struct Entry {
+    name: String,
+    path: PathBuf,
+    modified: SystemTime,
+    bytes: u64,
+    /// Held until the entry is removed or kept.
+    _lock: Option<std::fs::File>,
+}
+
+/// Sweeps the entries (directories) of `root`, each in use while `lock_name` in it
+/// is locked.
+fn sweep_dir(
+    root: &Path,
+    lock_name: &str,
+    max_age: Duration,
+    max_bytes: u64,
+    now: SystemTime,
+    sessions: bool,
+    report: &mut SweepReport,
+) -> DirSweep {
+    let mut out = DirSweep {
+        removed: Vec::new(),
+        running: 0,
+        kept: 0,
+    };
+    let Ok(read) = std::fs::read_dir(root) else {
+        return out;
+    };
+    let mut entries = Vec::new();
+    for entry in read.flatten() {
+        let path = entry.path();
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let lock_path = path.join(lock_name);
+        let lock = match std::fs::File::open(&lock_path) {
+            Ok(file) => match file.try_lock() {
+                Ok(()) => Some(file),
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    out.running += 1;
+                    continue;
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    report
+                        .errors
+                        .push(format!("cannot lock {}: {e}", lock_path.display()));
+                    continue;
+                }
+            },
+            Err(_) => None,
+        };
+        let modified = std::fs::metadata(&lock_path)
+            .or_else(|_| std::fs::metadata(&path))
+            .and_then(|m| m.modified())
+            .unwrap_or(now);
+        let young = now.duration_since(modified).unwrap_or_default() < SWEEP_GRACE;
+        if sessions && !young {
+            let tmp = path.join("tmp");
+            if tmp.exists() {
+                let bytes = allocated_bytes(&tmp);
+                match std::fs::remove_dir_all(&tmp) {
+                    Ok(()) => {
+                        report.tmp_dirs_removed += 1;
+                        report.bytes_freed += bytes;
+                    }
+                    Err(e) => report
+                        .errors
+                        .push(format!("cannot remove {}: {e}", tmp.display())),
+                }
+            }
+        }
+        entries.push(Entry {
+            name,
+            bytes: allocated_bytes(&path),
+            path,
+            modified,
+            _lock: lock,
+        });
+    }
+    // Oldest first.
+    entries.sort_by(|a, b| a.modified.cmp(&b.modified).then(a.name.cmp(&b.name)));
+    let mut total: u64 = entries.iter().map(|e| e.bytes).sum();
+    for entry in entries {
+        let age = now.duration_since(entry.modified).unwrap_or_default();
+        let remove = age >= SWEEP_GRACE && (age > max_age || total > max_bytes);
+        if !remove {
+            out.kept += 1;
+            continue;
+        }
+        match std::fs::remove_dir_all(&entry.path) {
+            Ok(()) => {
+                total = total.saturating_sub(entry.bytes);
+                report.bytes_freed += entry.bytes;
+                out.removed.push(entry.name);
+            }
+            Err(e) => {
+                out.kept += 1;
+                report
+                    .errors
+                    .push(format!("cannot remove {}: {e}", entry.path.display()));
+            }
+        }
+    }
+    out
+}
+
+/// Bytes allocated on disk under `path` (a sparse `output.log` counts only what it
+/// holds), not following symlinks.
+fn allocated_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    let own = meta.blocks() * 512;
+    if !meta.is_dir() {
+        return own;
+    }
+    let children = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| allocated_bytes(&e.path()))
+        .sum::<u64>();
+    own + children
+}

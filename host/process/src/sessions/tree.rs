@@ -1,0 +1,669 @@
+//! A session's whole process tree: every descendant of its shell, including those
+//! that leave its process group (`setsid`, double forks), is tracked, counted,
+//! bounded and killed (ARCHITECTURE.md, "Where each invariant is enforced").
+//!
+//! The mechanism is chosen once per process, at [`Tracker::detect`], best first:
+//!
+//! 1. **cgroup v2**: one cgroup per session under `toolhost-<host pid>`, created
+//!    beneath the host's own cgroup (or the hierarchy's root) of the v2 mount found
+//!    in `/proc/self/mountinfo`. Members are `cgroup.procs`, "alive" is
+//!    `cgroup.events` `populated 1`, a kill is `cgroup.kill`. The process limit is
+//!    the v2 `pids` controller when the host can enable it for its cgroups, else a
+//!    cgroup v1 `pids` hierarchy when one is mounted (hybrid systems).
+//! 2. **cgroup v1 pids**: no usable v2 hierarchy but a writable v1 `pids` one:
+//!    membership from its `cgroup.procs`, kills signal every member until none is
+//!    left, the limit is its `pids.max`.
+//! 3. **subreaper**: no writable cgroup (non-root without delegation): the host
+//!    becomes `PR_SET_CHILD_SUBREAPER`, so orphaned descendants are reparented to it
+//!    instead of init, and members are found by a `/proc` scan: the shell's session
+//!    and group, everything whose parent chain leads to a member, and every member
+//!    seen by an earlier scan (pid and start time). No process limit.
+//!
+//! The child joins its cgroups in `child_setup` before anything else, by writing
+//! `0` to `cgroup.procs` descriptors the host opened (async-signal-safe), so the
+//! command never runs outside them; a failed join fails the spawn. Detection
+//! probes exactly that with a throwaway child ([`crate::spawn::in_child`]), so a
+//! cgroup the host may create but not move processes into degrades to the next
+//! mechanism instead of failing every start.
+//!
+//! Cleanup: a session's cgroups are removed when its tree is gone, the
+//! `toolhost-<pid>` parents when the last engine of the process is dropped, and
+//! parents of hosts that died without cleaning up (`toolhost-<pid>` whose pid no
+//! longer runs) are killed and removed when a host starts.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{self, Signal};
+use nix::unistd::Pid;
+
+use super::process::ProcTable;
+
+/// Default of [`SessionsConfig::max_processes_per_session`](super::SessionsConfig::max_processes_per_session):
+/// processes (and threads: the `pids` controller counts tasks) one session's tree
+/// may hold at once.
+pub const DEFAULT_MAX_PROCESSES_PER_SESSION: u32 = 512;
+
+/// Which mechanisms [`Tracker::detect`] may use
+/// ([`SessionsConfig::process_tracking`](super::SessionsConfig::process_tracking)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProcessTracking {
+    /// cgroup v2 when the host can create and join one, else a cgroup v1 `pids`
+    /// hierarchy, else the subreaper and `/proc` scans.
+    #[default]
+    Auto,
+    /// Never create cgroups: the subreaper and `/proc` scans only (what a host
+    /// without a writable cgroup gets; no process limit).
+    Subreaper,
+}
+
+/// How a session's tree is tracked (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mechanism {
+    CgroupV2,
+    CgroupV1Pids,
+    Subreaper,
+}
+
+/// One `toolhost-<pid>` directory of a cgroup hierarchy, removed on drop (after
+/// ending what is left in it).
+struct Parent {
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl Drop for Parent {
+    fn drop(&mut self) {
+        remove_tree_dir(&self.dir, self.v2, Duration::from_secs(1));
+    }
+}
+
+/// The cgroup parents of this process, shared by every engine in it (one
+/// `toolhost-<pid>` per hierarchy); recreated when all engines went away.
+#[derive(Default)]
+struct Parents {
+    v2: Option<Weak<Parent>>,
+    v1: Option<Weak<Parent>>,
+}
+
+static PARENTS: Mutex<Parents> = Mutex::new(Parents { v2: None, v1: None });
+
+/// Names session cgroups uniquely within this process (engines may reuse ids).
+static NEXT_GROUP: AtomicU64 = AtomicU64::new(1);
+
+/// The host-wide half: which mechanism holds and where session cgroups go.
+pub(crate) struct Tracker {
+    mechanism: Mechanism,
+    v2: Option<Arc<Parent>>,
+    /// A v1 `pids` parent (the limit on hybrid systems, or the whole mechanism).
+    v1: Option<Arc<Parent>>,
+    /// The limit written to each session's `pids.max` (0: none).
+    limit: u32,
+    /// Why the mechanism is weaker than cgroup v2 with a limit, if it is.
+    note: Option<String>,
+}
+
+impl Tracker {
+    /// Picks the best mechanism `allowed` lets this host use (see the module docs)
+    /// with a per-session limit of `limit` processes (0: none). Never fails: what
+    /// cannot be set up degrades to the next mechanism, with the reason in
+    /// [`Tracker::describe`] and the log.
+    pub(crate) fn detect(allowed: ProcessTracking, limit: u32) -> Tracker {
+        let mut notes = Vec::new();
+        let (v2, v1) = if allowed == ProcessTracking::Auto {
+            let mut parents = PARENTS.lock().unwrap_or_else(|e| e.into_inner());
+            let v2 = shared_parent(&mut parents.v2, true, &mut notes);
+            let v1 = shared_parent(&mut parents.v1, false, &mut notes);
+            (v2, v1)
+        } else {
+            notes.push("cgroups not used by configuration".to_owned());
+            (None, None)
+        };
+        let v2_pids = v2
+            .as_ref()
+            .is_some_and(|p| p.dir.join("cgroup.subtree_control").exists() && enable_pids(&p.dir));
+        let mechanism = match (&v2, &v1) {
+            (Some(_), _) => Mechanism::CgroupV2,
+            (None, Some(_)) => Mechanism::CgroupV1Pids,
+            (None, None) => Mechanism::Subreaper,
+        };
+        // The v1 hierarchy is only needed for the limit when v2 cannot give one.
+        let v1 = if mechanism == Mechanism::CgroupV2 && (v2_pids || limit == 0) {
+            None
+        } else {
+            v1
+        };
+        if mechanism == Mechanism::Subreaper {
+            // SAFETY: a plain prctl on the host process.
+            if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+                notes.push(format!(
+                    "PR_SET_CHILD_SUBREAPER failed: {}",
+                    io::Error::last_os_error()
+                ));
+            }
+        }
+        let limited = limit > 0 && (v2_pids || v1.is_some());
+        if limit > 0 && !limited {
+            notes.push("no pids controller: the number of processes is not limited".to_owned());
+        }
+        let tracker = Tracker {
+            mechanism,
+            v2,
+            v1,
+            limit: if limited { limit } else { 0 },
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        };
+        tracing::info!("process tracking: {}", tracker.describe());
+        tracker
+    }
+
+    /// One line for snapshots and logs, e.g. `cgroup v2, at most 512 processes`
+    /// or `subreaper and /proc scan, no process limit (no writable cgroup ...)`.
+    pub(crate) fn describe(&self) -> String {
+        let what = match self.mechanism {
+            Mechanism::CgroupV2 => "cgroup v2",
+            Mechanism::CgroupV1Pids => "cgroup v1 pids",
+            Mechanism::Subreaper => "subreaper and /proc scan",
+        };
+        let limit = if self.limit > 0 {
+            let how = match (&self.v1, self.mechanism) {
+                (Some(_), Mechanism::CgroupV2) => " (cgroup v1 pids.max)",
+                _ => " (pids.max)",
+            };
+            format!("at most {} processes{how}", self.limit)
+        } else {
+            "no process limit".to_owned()
+        };
+        match &self.note {
+            Some(note) if self.mechanism != Mechanism::CgroupV2 || self.limit == 0 => {
+                format!("{what}, {limit} ({note})")
+            }
+            _ => format!("{what}, {limit}"),
+        }
+    }
+
+    /// A tree for a new session named `name` (its cgroups created, their
+    /// `cgroup.procs` open for the child). Blocking (a few file operations).
+    ///
+    /// Errors: creating or configuring a cgroup failed (nothing is left behind).
+    ///
+    /// `tmpdir` is the session's private `TMPDIR`: under the subreaper, an orphan
+    /// reparented to the host is taken for a member when its environment holds it
+    /// (descendants inherit it, `setsid` ones too).
+    pub(crate) fn create(&self, name: &str, tmpdir: &Path) -> io::Result<Tree> {
+        let n = NEXT_GROUP.fetch_add(1, Ordering::Relaxed);
+        let leaf = format!("{name}-{n}");
+        let mut tree = Tree {
+            mechanism: self.mechanism,
+            v2: None,
+            v1: None,
+            limit: self.limit,
+            leader: AtomicU32::new(0),
+            seen: Mutex::new(HashMap::new()),
+            marker: {
+                use std::os::unix::ffi::OsStrExt;
+                let mut m = b"TMPDIR=".to_vec();
+                m.extend_from_slice(tmpdir.as_os_str().as_bytes());
+                m
+            },
+        };
+        if let Some(parent) = &self.v2 {
+            let group = Group::create(parent, &leaf)?;
+            if self.limit > 0 && self.v1.is_none() {
+                fs::write(group.dir.join("pids.max"), self.limit.to_string())?;
+            }
+            tree.v2 = Some(group);
+        }
+        if let Some(parent) = &self.v1 {
+            let group = Group::create(parent, &leaf)?;
+            if self.limit > 0 {
+                fs::write(group.dir.join("pids.max"), self.limit.to_string())?;
+            }
+            tree.v1 = Some(group);
+        }
+        Ok(tree)
+    }
+}
+
+/// The parent in `slot` while an engine still holds it, else a new one (sweeping
+/// parents of dead hosts first).
+fn shared_parent(
+    slot: &mut Option<Weak<Parent>>,
+    v2: bool,
+    notes: &mut Vec<String>,
+) -> Option<Arc<Parent>> {
+    if let Some(parent) = slot.as_ref().and_then(Weak::upgrade) {
+        return Some(parent);
+    }
+    let what = if v2 { "cgroup v2" } else { "cgroup v1 pids" };
+    let found = if v2 { find_v2() } else { find_v1_pids() };
+    let Some((mount, own)) = found else {
+        if v2 {
+            notes.push("no cgroup v2 hierarchy mounted".to_owned());
+        }
+        return None;
+    };
+    let name = format!("toolhost-{}", std::process::id());
+    let mut last_err = None;
+    for base in [own.as_path(), mount.as_path()] {
+        sweep_dead_hosts(base, v2);
+        let dir = base.join(&name);
+        match fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                last_err = Some(format!("cannot create {}: {e}", dir.display()));
+                continue;
+            }
+        }
+        let parent = Parent { dir, v2 };
+        match probe_join(&parent) {
+            Ok(()) => {
+                let parent = Arc::new(parent);
+                *slot = Some(Arc::downgrade(&parent));
+                return Some(parent);
+            }
+            Err(e) => {
+                last_err = Some(format!(
+                    "cannot move a process into {}: {e}",
+                    parent.dir.display()
+                ));
+            }
+        }
+    }
+    if let Some(e) = last_err {
+        tracing::debug!("{what} not usable: {e}");
+        notes.push(format!("{what} not writable: {e}"));
+    }
+    None
+}
+
+/// Creates a probe cgroup under `parent`, moves a throwaway child into it the way
+/// `child_setup` will, and removes it again.
+fn probe_join(parent: &Parent) -> io::Result<()> {
+    let probe = parent.dir.join("probe");
+    match fs::create_dir(&probe) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let result = (|| {
+        let procs = open_procs(&probe)?;
+        let fd = procs.as_raw_fd();
+        crate::spawn::in_child(&|| join_cgroup(fd))
+    })();
+    // The child has exited and was reaped: the probe is empty.
+    let _ = fs::remove_dir(&probe);
+    result
+}
+
+/// `(mount point, the host's own cgroup dir)` of the cgroup v2 hierarchy.
+fn find_v2() -> Option<(PathBuf, PathBuf)> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let (root, mount) = mountinfo.lines().find_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        let fstype = post.split(' ').next()?;
+        (fstype == "cgroup2").then(|| mount_fields(pre))?
+    })?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some((mount.clone(), own_dir(&mount, &root, own)))
+}
+
+/// `(mount point, the host's own cgroup dir)` of a cgroup v1 `pids` hierarchy.
+fn find_v1_pids() -> Option<(PathBuf, PathBuf)> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let (root, mount) = mountinfo.lines().find_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        let mut fields = post.split(' ');
+        let fstype = fields.next()?;
+        let superopts = fields.nth(1)?;
+        (fstype == "cgroup" && superopts.split(',').any(|o| o == "pids"))
+            .then(|| mount_fields(pre))?
+    })?;
+    let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = cgroups.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let controllers = parts.next()?;
+        let path = parts.next()?;
+        controllers.split(',').any(|c| c == "pids").then_some(path)
+    })?;
+    Some((mount.clone(), own_dir(&mount, &root, own)))
+}
+
+/// `(root, mount point)` from the fields before ` - ` of a mountinfo line.
+fn mount_fields(pre: &str) -> Option<(String, PathBuf)> {
+    let mut fields = pre.split(' ');
+    let root = fields.nth(3)?.to_owned();
+    let mount = fields.next()?;
+    if mount.contains('\\') {
+        return None; // an escaped character: not a path we can use as is
+    }
+    Some((root, PathBuf::from(mount)))
+}
+
+/// The directory of cgroup `own` in a hierarchy mounted at `mount` from `root`.
+fn own_dir(mount: &Path, root: &str, own: &str) -> PathBuf {
+    let rel = own
+        .strip_prefix(root)
+        .unwrap_or(own)
+        .trim_start_matches('/');
+    if rel.is_empty() {
+        mount.to_path_buf()
+    } else {
+        mount.join(rel)
+    }
+}
+
+/// Enables the v2 `pids` controller for the cgroups under `dir`.
+fn enable_pids(dir: &Path) -> bool {
+    let available = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+    available.split_whitespace().any(|c| c == "pids")
+        && fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok()
+}
+
+/// Ends and removes `toolhost-<pid>` directories under `base` whose host no longer
+/// runs (a host killed with SIGKILL cannot clean up).
+fn sweep_dead_hosts(base: &Path, v2: bool) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("toolhost-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        tracing::info!(dir = %entry.path().display(), "ending what a dead host left behind");
+        remove_tree_dir(&entry.path(), v2, Duration::from_millis(500));
+    }
+}
+
+/// Ends every process in cgroup `dir` and its children, then removes them,
+/// waiting at most `wait` for the processes to go.
+fn remove_tree_dir(dir: &Path, v2: bool, wait: Duration) {
+    let children: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    let deadline = Instant::now() + wait;
+    for child in children.iter().chain(std::iter::once(&dir.to_path_buf())) {
+        loop {
+            kill_all_in(child, v2);
+            match fs::remove_dir(child) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => {
+                    tracing::warn!(dir = %child.display(), error = %e, "cannot remove a cgroup");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// SIGKILLs every process in cgroup `dir` (`cgroup.kill` when there is one).
+fn kill_all_in(dir: &Path, v2: bool) {
+    if v2 && fs::write(dir.join("cgroup.kill"), "1").is_ok() {
+        return;
+    }
+    for pid in read_pids(&dir.join("cgroup.procs")) {
+        let _ = signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+}
+
+/// True when the environment `pid` started with holds exactly `entry`.
+fn has_env_entry(pid: u32, entry: &[u8]) -> bool {
+    fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == entry))
+}
+
+fn read_pids(path: &Path) -> Vec<u32> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn open_procs(dir: &Path) -> io::Result<OwnedFd> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.procs"))?;
+    Ok(OwnedFd::from(file))
+}
+
+/// In the child (async-signal-safe, no allocation): moves the calling process into
+/// the cgroup whose `cgroup.procs` is open at `fd`.
+pub(crate) fn join_cgroup(fd: RawFd) -> io::Result<()> {
+    // SAFETY: a write of a static byte to an fd the parent keeps open.
+    if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One session cgroup: its directory and its `cgroup.procs`, open for the child.
+struct Group {
+    dir: PathBuf,
+    procs: OwnedFd,
+    /// Keeps `toolhost-<pid>` until this group is gone.
+    _parent: Arc<Parent>,
+    v2: bool,
+}
+
+impl Group {
+    fn create(parent: &Arc<Parent>, leaf: &str) -> io::Result<Group> {
+        let dir = parent.dir.join(leaf);
+        fs::create_dir(&dir)?;
+        match open_procs(&dir) {
+            Ok(procs) => Ok(Group {
+                dir,
+                procs,
+                _parent: parent.clone(),
+                v2: parent.v2,
+            }),
+            Err(e) => {
+                let _ = fs::remove_dir(&dir);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if fs::remove_dir(&self.dir).is_err_and(|e| e.kind() != io::ErrorKind::NotFound) {
+            // Still populated (a running session's engine went away): end it. The
+            // parent removes the directory once the processes are gone.
+            kill_all_in(&self.dir, self.v2);
+        }
+    }
+}
+
+/// A session's process tree (see the module docs).
+pub(crate) struct Tree {
+    mechanism: Mechanism,
+    v2: Option<Group>,
+    v1: Option<Group>,
+    limit: u32,
+    /// The shell's pid, once started.
+    leader: AtomicU32,
+    /// Subreaper scans: members seen so far, by pid, with their start time (so a
+    /// reused pid is not taken for a member).
+    seen: Mutex<HashMap<u32, u64>>,
+    /// Subreaper scans: `TMPDIR=<the session's private temp dir>`, which marks an
+    /// orphan reparented to the host as a member.
+    marker: Vec<u8>,
+}
+
+impl Tree {
+    /// The `cgroup.procs` descriptors the child writes `0` to (`-1`: none).
+    pub(crate) fn join_fds(&self) -> [RawFd; 2] {
+        let fd = |g: &Option<Group>| g.as_ref().map_or(-1, |g| g.procs.as_raw_fd());
+        [fd(&self.v2), fd(&self.v1)]
+    }
+
+    /// Records the shell's pid (it leads its own session and process group).
+    pub(crate) fn set_leader(&self, pid: u32) {
+        self.leader.store(pid, Ordering::Relaxed);
+    }
+
+    /// True when members are found by a `/proc` scan (the caller passes one to
+    /// [`Tree::members`]); cgroup trees read their member list directly.
+    pub(crate) fn needs_scan(&self) -> bool {
+        self.mechanism == Mechanism::Subreaper
+    }
+
+    /// The live members. `table` is required for a tree that [needs a
+    /// scan](Tree::needs_scan) (without one only the shell's pid is known).
+    pub(crate) fn members(&self, table: Option<&ProcTable>) -> Vec<u32> {
+        if let Some(g) = self.v2.as_ref().or(self.v1.as_ref()) {
+            return read_pids(&g.dir.join("cgroup.procs"));
+        }
+        let leader = self.leader.load(Ordering::Relaxed);
+        let Some(table) = table else {
+            let alive = leader != 0 && Path::new(&format!("/proc/{leader}")).exists();
+            return if alive { vec![leader] } else { Vec::new() };
+        };
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut queue: Vec<u32> = table.members(leader).to_vec();
+        if table.is_live(leader) {
+            queue.push(leader);
+        }
+        // Orphans the host (the subreaper) adopted, marked by the session's TMPDIR.
+        let me = std::process::id();
+        let adopted = table
+            .children(me)
+            .filter(|&pid| pid != leader && table.is_live(pid) && !seen.contains_key(&pid))
+            .filter(|&pid| has_env_entry(pid, &self.marker));
+        queue.extend(adopted.collect::<Vec<_>>());
+        queue.extend(
+            seen.iter()
+                .filter(|&(&pid, &start)| table.start_time(pid) == Some(start))
+                .map(|(&p, _)| p),
+        );
+        let mut members = Vec::new();
+        let mut found = std::collections::HashSet::new();
+        while let Some(pid) = queue.pop() {
+            if !found.insert(pid) {
+                continue;
+            }
+            if table.is_live(pid) {
+                members.push(pid);
+            }
+            queue.extend(table.children(pid));
+        }
+        // Orphans reparented to the host (the subreaper) that died: reap them.
+        for &pid in &found {
+            if pid != leader && !table.is_live(pid) && table.parent(pid) == Some(me) {
+                // SAFETY: waitpid on a zombie child of ours that no session waits for.
+                unsafe { libc::waitpid(pid as i32, std::ptr::null_mut(), libc::WNOHANG) };
+            }
+        }
+        seen.clear();
+        for &pid in &members {
+            if let Some(start) = table.start_time(pid) {
+                seen.insert(pid, start);
+            }
+        }
+        members
+    }
+
+    /// True while any member runs. Cheap for cgroup v2 (`cgroup.events`).
+    pub(crate) fn alive(&self, table: Option<&ProcTable>) -> bool {
+        if let Some(g) = &self.v2
+            && let Ok(events) = fs::read_to_string(g.dir.join("cgroup.events"))
+        {
+            return events.lines().any(|l| l == "populated 1");
+        }
+        !self.members(table).is_empty()
+    }
+
+    /// Sends `sig` to every member; returns the pids signalled.
+    pub(crate) fn signal(&self, sig: Signal, table: Option<&ProcTable>) -> Vec<u32> {
+        let mut sent = Vec::new();
+        for pid in self.members(table) {
+            if pid as i32 <= 1 || pid == std::process::id() {
+                continue;
+            }
+            if signal::kill(Pid::from_raw(pid as i32), sig).is_ok() {
+                sent.push(pid);
+            }
+        }
+        sent
+    }
+
+    /// SIGKILLs every member: `cgroup.kill` (atomic: no fork escapes it) when
+    /// there is one, else every member found, a few rounds so that processes
+    /// forked meanwhile are caught too. Returns the pids signalled (cgroup.kill:
+    /// the members it found just before).
+    pub(crate) fn kill(&self, table: Option<&ProcTable>) -> Vec<u32> {
+        if let Some(g) = &self.v2 {
+            let before = read_pids(&g.dir.join("cgroup.procs"));
+            if fs::write(g.dir.join("cgroup.kill"), "1").is_ok() {
+                return before;
+            }
+        }
+        let mut all = Vec::new();
+        for _ in 0..4 {
+            let sent = self.signal(Signal::SIGKILL, table);
+            let done = sent.is_empty() || table.is_some();
+            all.extend(sent);
+            if done {
+                break;
+            }
+        }
+        all
+    }
+
+    /// How often a fork in this tree was refused at its process limit (`pids.events`
+    /// `max`), when it has one.
+    pub(crate) fn limit_hits(&self) -> Option<(u32, u64)> {
+        if self.limit == 0 {
+            return None;
+        }
+        let g = self.v1.as_ref().or(self.v2.as_ref())?;
+        let events = fs::read_to_string(g.dir.join("pids.events")).ok()?;
+        let hits = events
+            .lines()
+            .find_map(|l| l.strip_prefix("max ")?.trim().parse().ok())?;
+        Some((self.limit, hits))
+    }
+
+    /// Removes the session's cgroups once its tree is gone (they are removed on
+    /// drop otherwise).
+    pub(crate) fn release(&self) {
+        for g in self.v2.iter().chain(&self.v1) {
+            let _ = fs::remove_dir(&g.dir);
+        }
+    }
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dir = |g: &Option<Group>| g.as_ref().map(|g| g.dir.clone());
+        f.debug_struct("Tree")
+            .field("mechanism", &self.mechanism)
+            .field("v2", &dir(&self.v2))
+            .field("v1", &dir(&self.v1))
+            .finish()
+    }
+}

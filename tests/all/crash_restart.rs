@@ -1,0 +1,325 @@
+//! Crash and restart (issue 17, item 5), with the real binary and a real `kill -9`:
+//! `toolhost serve` dies while a foreground, a detached and a background command
+//! run; `serve --host-session ID` then replays a whole log (a torn last line is cut
+//! and noted), reports the open call and sessions interrupted, leaves no process of
+//! the old host alive, and continues tool-call ids above the old ones. An unknown
+//! `--host-session` is an error.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// `toolhost serve` over stdio with raw JSON-RPC lines.
+struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Responses read while waiting for another one.
+    early: Vec<Value>,
+}
+
+fn serve_command(ws: &Path, state: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    cmd.arg("serve")
+        .arg("--policy")
+        .arg(crate::support::allow_all_policy(state))
+        .args(extra)
+        .arg("--workspace")
+        .arg(ws)
+        .arg("--state-dir")
+        .arg(state)
+        .env_remove("TOOLHOST_LOG");
+    cmd
+}
+
+impl Serve {
+    fn start(ws: &Path, state: &Path, extra: &[&str]) -> Serve {
+        let mut child = serve_command(ws, state, extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut serve = Serve {
+            child,
+            stdin,
+            stdout,
+            early: Vec::new(),
+        };
+        serve.send(
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},
+            "clientInfo":{"name":"crash","version":"1"}}}),
+        );
+        let init = serve.response(0);
+        assert!(init["result"].is_object(), "{init}");
+        serve.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        serve
+    }
+
+    fn send(&mut self, msg: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(msg.to_string().as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn call(&mut self, id: u64, arguments: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"bash","arguments":arguments}}));
+    }
+
+    /// The response with `id` (responses come in any order), skipping notifications.
+    fn response(&mut self, id: u64) -> Value {
+        if let Some(i) = self.early.iter().position(|m| m["id"] == json!(id)) {
+            return self.early.remove(i);
+        }
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "serve closed stdout"
+            );
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            if msg.get("id") == Some(&json!(id)) {
+                return msg;
+            }
+            if msg.get("id").is_some() && msg.get("method").is_none() {
+                self.early.push(msg);
+                continue;
+            }
+            assert!(msg.get("method").is_some(), "unexpected message {msg}");
+        }
+    }
+}
+
+/// The lines of `events.jsonl`, each parsed (panics on a line that is not JSON).
+fn events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("line {}: {e}: {l}", i + 1))
+        })
+        .collect()
+}
+
+fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// True while `pid` is a live (non-zombie) process.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat[stat.rfind(')').unwrap() + 2..].chars().next().unwrap();
+            state != 'Z'
+        }
+        Err(_) => false,
+    }
+}
+
+fn read_pid(path: &PathBuf) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[test]
+fn kill_9_then_resume_reports_interrupted_kills_leftovers_and_continues_ids() {
+    let (ws, state) = crate::support::dirs();
+    let w = ws.path();
+    let mut serve = Serve::start(w, state.path(), &[]);
+    // Each command starts a long `sleep` of its own (the shell's child: PDEATHSIG
+    // does not reach it) and writes that pid to a file; the background one also
+    // starts one that leaves the group with setsid.
+    serve.call(
+        1,
+        json!({"command": "sleep 300 & echo $! > fg.pid; wait", "timeout_ms": 600000}),
+    );
+    serve.call(
+        2,
+        json!({"command": "sleep 301 & echo $! > det.pid; wait", "yield_ms": 300,
+               "timeout_ms": 600000}),
+    );
+    serve.call(
+        3,
+        json!({"command": "sleep 302 & echo $! > bg.pid; setsid sleep 303 & echo $! > esc.pid; wait",
+               "run_in_background": true}),
+    );
+    let detached = serve.response(2);
+    assert!(
+        detached.to_string().contains("Detached to background task"),
+        "{detached}"
+    );
+    let background = serve.response(3);
+    assert!(background["result"].is_object(), "{background}");
+    let files = ["fg.pid", "det.pid", "bg.pid", "esc.pid"].map(|f| w.join(f));
+    let pids: Vec<u32> = files
+        .iter()
+        .map(|f| {
+            poll(&format!("{}", f.display()), || {
+                read_pid(f).filter(|&p| alive(p))
+            })
+        })
+        .collect();
+    let hosts = state.path().join("hosts");
+    let id = std::fs::read_dir(&hosts)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+    let log = hosts.join(&id).join("events.jsonl");
+    let before = poll("three process_started events", || {
+        let e = events(&log);
+        (e.iter().filter(|e| e["kind"] == "process_started").count() == 3).then_some(e)
+    });
+    let old_calls: Vec<String> = before
+        .iter()
+        .filter(|e| e["kind"] == "tool_call_started")
+        .map(|e| e["tool_call_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(old_calls.len(), 3);
+    let sessions: Vec<String> = before
+        .iter()
+        .filter(|e| e["kind"] == "process_started")
+        .map(|e| e["session_id"].as_str().unwrap().to_string())
+        .collect();
+    for e in before.iter().filter(|e| e["kind"] == "process_started") {
+        assert!(e["start_time"].as_u64().is_some(), "{e}");
+    }
+
+    // kill -9: nothing of the host runs its shutdown.
+    serve.child.kill().unwrap();
+    serve.child.wait().unwrap();
+    drop(serve);
+    // The old sleeps outlive it (only the shells get PDEATHSIG).
+    for &pid in &pids {
+        assert!(
+            alive(pid),
+            "{pid} died with the host: the test proves nothing"
+        );
+    }
+    // And it died mid-write: a torn last line.
+    let torn = br#"{"seq":999,"ts_ms":1,"kind":"process_out"#;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(torn)
+        .unwrap();
+    let whole_len = std::fs::metadata(&log).unwrap().len() - torn.len() as u64;
+
+    let mut serve = Serve::start(w, state.path(), &["--host-session", &id]);
+    // The old processes are gone.
+    for &pid in &pids {
+        poll(&format!("pid {pid} to end"), || (!alive(pid)).then_some(()));
+    }
+    // A new call gets an id above every old one.
+    serve.call(10, json!({"command": "echo after"}));
+    let after = serve.response(10);
+    assert!(after.to_string().contains("after"), "{after}");
+    serve.stdin.take();
+    poll("serve to exit", || serve.child.try_wait().unwrap());
+
+    let all = events(&log);
+    for (i, e) in all.iter().enumerate() {
+        assert_eq!(e["seq"], json!(i as u64 + 1), "event {i}: {e}");
+    }
+    assert_eq!(&all[..before.len()], &before[..], "history was rewritten");
+    let resumed = &all[before.len()..];
+    // The torn line was cut and noted first.
+    assert_eq!(resumed[0]["kind"], "omitted", "{}", resumed[0]);
+    assert_eq!(resumed[0]["what"], "event_line");
+    assert_eq!(resumed[0]["offset"], json!(whole_len));
+    assert_eq!(resumed[0]["len"], json!(torn.len()));
+    assert_eq!(resumed[1]["kind"], "lifecycle");
+    assert_eq!(resumed[1]["state"], "interrupted");
+    // Every session left open is closed as interrupted, and so is the open call
+    // (the foreground one; the detached and background calls had returned).
+    let exited: Vec<&str> = resumed
+        .iter()
+        .filter(|e| e["kind"] == "process_exited" && e["status"] == "interrupted")
+        .map(|e| e["session_id"].as_str().unwrap())
+        .collect();
+    let mut expected_sessions: Vec<&str> = sessions.iter().map(String::as_str).collect();
+    expected_sessions.sort();
+    assert_eq!(exited, expected_sessions);
+    let failed: Vec<&Value> = resumed
+        .iter()
+        .filter(|e| e["kind"] == "tool_call_failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    // Calls run concurrently, so ids follow arrival, not request order: find the
+    // foreground call by its command.
+    let foreground = before
+        .iter()
+        .find(|e| {
+            e["kind"] == "process_started" && e["command"].as_str().unwrap().contains("fg.pid")
+        })
+        .unwrap();
+    assert_eq!(failed[0]["tool_call_id"], foreground["tool_call_id"]);
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted:")
+    );
+    let new_calls: Vec<&str> = resumed
+        .iter()
+        .filter(|e| e["kind"] == "tool_call_started")
+        .map(|e| e["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(new_calls.len(), 1);
+    let max_old = old_calls.iter().max().unwrap();
+    assert!(
+        new_calls[0] > max_old.as_str(),
+        "{new_calls:?} vs {max_old}"
+    );
+    // Only one process_started per session id in the whole log.
+    let mut started: Vec<&str> = all
+        .iter()
+        .filter(|e| e["kind"] == "process_started")
+        .map(|e| e["session_id"].as_str().unwrap())
+        .collect();
+    let n = started.len();
+    started.sort();
+    started.dedup();
+    assert_eq!(started.len(), n, "a session id came back");
+}
+
+#[test]
+fn an_unknown_host_session_is_an_error() {
+    let (ws, state) = crate::support::dirs();
+    let out = serve_command(
+        ws.path(),
+        state.path(),
+        &["--host-session", "hs_doesnotexist"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert!(!out.status.success(), "{}", crate::support::describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown host session `hs_doesnotexist`"),
+        "{stderr}"
+    );
+    assert!(!state.path().join("hosts/hs_doesnotexist").exists());
+}

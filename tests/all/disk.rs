@@ -1,0 +1,314 @@
+//! Disk is bounded (issue 17, item 4): a session's `output.log` past its cap keeps
+//! exactly its head and its tail at their offsets, the omitted middle is recorded
+//! (host-session event and snapshot) and reads never return it; the cap's policy
+//! keeps the process running or stops it; `toolhost gc` removes finished sessions by
+//! age and total size and keeps running ones.
+
+use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use toolhost_process::*;
+use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, LogObserver};
+
+const HANG: Duration = Duration::from_secs(30);
+const HOST: Caller = Caller::Host;
+
+/// Cap, head and tail of the small log these tests use, in bytes.
+const CAP: u64 = 64 * 1024;
+const HEAD: u64 = 16 * 1024;
+const TAIL: u64 = CAP - HEAD;
+
+struct Env {
+    _ws: tempfile::TempDir,
+    state: tempfile::TempDir,
+    sessions: Sessions,
+    log: Arc<HostSessionLog>,
+}
+
+fn env(policy: OutputCapPolicy) -> Env {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let log = Arc::new(HostSessionLog::in_memory("hs_disk"));
+    let mut config = SessionsConfig::new(ws.path(), state.path());
+    config.kill_grace = Duration::from_millis(500);
+    config.output_log_max_bytes = CAP;
+    config.output_log_head_bytes = HEAD;
+    config.output_cap_policy = policy;
+    config.observer = Some(Arc::new(LogObserver::new(log.clone())));
+    let sessions = Sessions::new(config).unwrap();
+    Env {
+        _ws: ws,
+        state,
+        sessions,
+        log,
+    }
+}
+
+async fn wait_end(s: &Sessions, id: &SessionId) -> Snapshot {
+    let mut sub = s.subscribe(&HOST, id, 1).unwrap();
+    tokio::time::timeout(HANG, async {
+        while !sub.finished() {
+            sub.ready().await;
+            sub.next(256);
+        }
+    })
+    .await
+    .expect("session did not end in time");
+    s.check(&HOST, id).unwrap()
+}
+
+/// What `seq 1 N` prints: every line differs, so a misplaced byte shows.
+fn seq_output(n: u32) -> Vec<u8> {
+    (1..=n)
+        .map(|i| format!("{i}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_log_keeps_exactly_head_and_tail_and_records_the_middle() {
+    let env = env(OutputCapPolicy::Keep);
+    let expected = seq_output(40_000);
+    let total = expected.len() as u64;
+    assert!(total > 3 * CAP, "the pattern must go well past the cap");
+    let id = env
+        .sessions
+        .start(&HOST, StartRequest::new("seq 1 40000"))
+        .await
+        .unwrap();
+    let snap = wait_end(&env.sessions, &id).await;
+    assert_eq!(snap.status, SessionStatus::Exited);
+    assert_eq!(snap.exit.as_ref().unwrap().code, Some(0));
+    assert_eq!(snap.output_bytes, total);
+
+    // The snapshot says what is omitted and that the process was kept running.
+    let omitted = snap
+        .output_omitted
+        .clone()
+        .expect("omission in the snapshot");
+    assert_eq!(omitted.offset, HEAD);
+    assert_eq!(omitted.len, total - HEAD - TAIL);
+    assert_eq!(omitted.policy, OutputCapPolicy::Keep);
+    assert!(
+        omitted.reason.contains("keeps running"),
+        "{}",
+        omitted.reason
+    );
+
+    // The file: the head and the tail byte-exact at their offsets, the middle a hole.
+    let file = std::fs::read(&snap.output_path).unwrap();
+    assert_eq!(file.len() as u64, total, "offsets stay file positions");
+    assert_eq!(&file[..HEAD as usize], &expected[..HEAD as usize]);
+    let tail_at = (total - TAIL) as usize;
+    assert_eq!(&file[tail_at..], &expected[tail_at..]);
+    assert!(file[HEAD as usize..tail_at].iter().all(|&b| b == 0));
+    let allocated = std::fs::metadata(&snap.output_path).unwrap().blocks() * 512;
+    assert!(
+        allocated <= CAP + 8 * 1024,
+        "{allocated} bytes on disk for a {CAP}-byte cap"
+    );
+
+    // Reads: the head, then (from inside the omitted range) the tail with its offset.
+    let head = env
+        .sessions
+        .read_output(&HOST, &id, 0, MAX_READ_BYTES)
+        .await
+        .unwrap();
+    assert_eq!(
+        (head.offset, head.data.as_slice()),
+        (0, &expected[..HEAD as usize])
+    );
+    let tail = env
+        .sessions
+        .read_output(&HOST, &id, HEAD + 100, MAX_READ_BYTES)
+        .await
+        .unwrap();
+    assert_eq!(tail.offset, total - TAIL);
+    assert_eq!(tail.data, &expected[tail_at..]);
+    assert!(tail.eof);
+    // Following the output with read_new_output yields exactly head + tail.
+    let mut followed = Vec::new();
+    let mut offsets = Vec::new();
+    loop {
+        let r = env
+            .sessions
+            .read_new_output(&HOST, &id, 8 * 1024)
+            .await
+            .unwrap();
+        if r.data.is_empty() {
+            break;
+        }
+        offsets.push(r.offset);
+        followed.extend_from_slice(&r.data);
+    }
+    assert_eq!(offsets[2], total - TAIL, "the third read jumps the gap");
+    let mut kept = expected[..HEAD as usize].to_vec();
+    kept.extend_from_slice(&expected[tail_at..]);
+    assert_eq!(followed, kept, "nothing but the documented middle is lost");
+
+    // The host-session log: the cap reached (once) and the final range, before exit.
+    let events: Vec<HostEventKind> = env
+        .log
+        .replay(0, 1000)
+        .events
+        .iter()
+        .map(|e| e.event().unwrap().kind)
+        .filter(|k| {
+            matches!(
+                k,
+                HostEventKind::Omitted { .. } | HostEventKind::ProcessExited { .. }
+            )
+        })
+        .collect();
+    assert_eq!(events.len(), 3, "{events:?}");
+    let HostEventKind::Omitted {
+        what, offset, len, ..
+    } = &events[1]
+    else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        (what.as_str(), *offset, *len),
+        ("output", Some(HEAD), Some(total - HEAD - TAIL))
+    );
+    assert!(
+        matches!(&events[0], HostEventKind::Omitted { what, offset: Some(HEAD), .. } if what == "output")
+    );
+    assert!(matches!(&events[2], HostEventKind::ProcessExited { .. }));
+    // The private temp dir went with the session.
+    let tmp = snap.output_path.parent().unwrap().join("tmp");
+    let deadline = std::time::Instant::now() + HANG;
+    while tmp.exists() {
+        assert!(std::time::Instant::now() < deadline, "tmp dir kept");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(env.state);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stop_policy_ends_a_flood_at_the_cap() {
+    let env = env(OutputCapPolicy::Stop);
+    let id = env
+        .sessions
+        .start(&HOST, StartRequest::new("yes"))
+        .await
+        .unwrap();
+    let snap = wait_end(&env.sessions, &id).await;
+    assert_eq!(snap.status, SessionStatus::Killed);
+    assert_eq!(
+        snap.exit.unwrap().reason,
+        EndReason::Killed("output-cap".into())
+    );
+    let omitted = snap.output_omitted.expect("omission");
+    assert_eq!(omitted.policy, OutputCapPolicy::Stop);
+    assert_eq!(omitted.offset, HEAD);
+    assert_eq!(omitted.len, snap.output_bytes - HEAD - TAIL);
+    let file = std::fs::read(&snap.output_path).unwrap();
+    let tail_at = (snap.output_bytes - TAIL) as usize;
+    assert!(file[..HEAD as usize].chunks(2).all(|c| c == b"y\n"));
+    // `yes` writes whole "y\n" pairs; the tail starts at an even offset or odd.
+    let tail = &file[tail_at..];
+    assert_eq!(tail.len() as u64, TAIL);
+    assert!(tail.iter().all(|&b| b == b'y' || b == b'\n'));
+    assert_eq!(*tail.last().unwrap(), b'\n');
+}
+
+/// Writes a fake finished session (an `output.log` of `bytes` and a `tmp/`) last
+/// modified `age` ago.
+fn fake_session(state: &std::path::Path, id: &str, bytes: usize, age: Duration) {
+    let dir = state.join("sessions").join(id);
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    std::fs::write(dir.join("tmp/scratch"), vec![1u8; 8192]).unwrap();
+    let log = dir.join("output.log");
+    std::fs::write(&log, vec![b'x'; bytes]).unwrap();
+    let when = SystemTime::now() - age;
+    std::fs::File::options()
+        .write(true)
+        .open(&log)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_removes_old_and_oversized_finished_sessions_and_keeps_running_ones() {
+    let env = env(OutputCapPolicy::Keep);
+    let state = env.state.path();
+    let running = env
+        .sessions
+        .start(&HOST, StartRequest::new("sleep 30"))
+        .await
+        .unwrap();
+    let min = Duration::from_secs(60);
+    fake_session(state, "bg_00000000a001", 100 * 1024, 48 * 60 * min); // 2 days
+    fake_session(state, "bg_00000000a002", 100 * 1024, 4 * min);
+    fake_session(state, "bg_00000000a003", 100 * 1024, 3 * min);
+    fake_session(state, "bg_00000000a004", 100 * 1024, 2 * min);
+    // Younger than the sweep's grace: never removed, even over the size.
+    fake_session(state, "bg_00000000a005", 100 * 1024, Duration::ZERO);
+    // A stopped host session 8 days old goes; a fresh one stays.
+    for (id, age) in [("hs_old", 8 * 24 * 60 * min), ("hs_new", min * 2)] {
+        let dir = state.join("hosts").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("events.jsonl"), "{}\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join("events.jsonl"))
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+    }
+
+    // Logs of 100 KiB in 4 KiB dirs (their tmp removed first; the youngest keeps its
+    // 12 KiB tmp): 330 KiB keeps the three newest once the 2-day-old one is gone.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["gc", "--json", "--max-bytes", &(330 * 1024).to_string()])
+        .arg("--state-dir")
+        .arg(state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::support::describe(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["sessions_removed"],
+        serde_json::json!(["bg_00000000a001", "bg_00000000a002"]),
+        "{report}"
+    );
+    assert_eq!(report["sessions_running"], 1, "{report}");
+    assert_eq!(
+        report["host_sessions_removed"],
+        serde_json::json!(["hs_old"])
+    );
+    assert_eq!(report["tmp_dirs_removed"], 4, "{report}");
+    let sessions = state.join("sessions");
+    let running_dir = sessions.join(running.as_str());
+    assert!(running_dir.join("output.log").exists());
+    assert!(
+        running_dir.join("tmp").exists(),
+        "a running session's tmp stays"
+    );
+    for gone in ["bg_00000000a001", "bg_00000000a002"] {
+        assert!(!sessions.join(gone).exists(), "{gone}");
+    }
+    for kept in ["bg_00000000a003", "bg_00000000a004"] {
+        assert!(sessions.join(kept).join("output.log").exists(), "{kept}");
+        assert!(!sessions.join(kept).join("tmp").exists(), "{kept}/tmp");
+    }
+    assert!(
+        sessions.join("bg_00000000a005/tmp").exists(),
+        "within the grace"
+    );
+    assert!(state.join("hosts/hs_new").exists());
+    assert!(!state.join("hosts/hs_old").exists());
+    // Still running after the sweep.
+    assert_eq!(
+        env.sessions.check(&HOST, &running).unwrap().status,
+        SessionStatus::Running
+    );
+    env.sessions
+        .kill(&HOST, &running, None, "test")
+        .await
+        .unwrap();
+}
