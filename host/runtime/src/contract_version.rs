@@ -2,14 +2,21 @@
 //! manifests validate against it, the bindings in [`crate::contract`] take their
 //! version from it). `bindgen!` needs literal paths and world names, so the
 //! per-version binding modules repeat the string there and only there.
+//!
+//! The rules (ARCHITECTURE.md, "Contract versions"): a released `wit/vX.Y.Z/`
+//! is frozen, its bytes checked by `tests/all/contract.rs`; a change is a new
+//! version in a new directory with its own binding module under `contract/`;
+//! a version, once in [`SUPPORTED`], stays there, so plugin binaries built for
+//! it keep loading (the v0.1.0 fixture in `tests/fixtures/compat/` proves it
+//! on every host).
 
-/// `toolhost:plugin@0.1.0` (`wit/v0.1.0`).
+/// `toolhost:plugin@0.1.0` (`wit/v0.1.0`), released and frozen.
 pub const V0_1_0: &str = "0.1.0";
 
 /// Every contract version this host links, oldest first; a manifest's
-/// `contract` must be one of them.
+/// `contract` must be one of them. Versions are only ever appended.
 pub const SUPPORTED: &[&str] = &[V0_1_0];
 
 /// The newest supported version (what a plugin without a manifest is taken
-/// to target).
+/// to target, and what `toolhost plugin new` and `plugin wit` write).
 pub const LATEST: &str = V0_1_0;

@@ -1,14 +1,26 @@
-//! `toolhost plugin inspect FILE`: what a component imports and exports, its
-//! tools, its manifest and what that grants (ARCHITECTURE.md, "Plugins").
+//! `toolhost plugin inspect FILE` and the check behind `toolhost plugin add`:
+//! what a component imports and exports, its tools, its manifest and what that
+//! grants, and whether the host can load it (ARCHITECTURE.md, "Plugins").
+//!
+//! The cheap checks come first, from the bytes alone: the manifest, the
+//! `sha256` pin, and the component's import and export names against the
+//! world ([`crate::plugin::check_world`]). Only a plugin that passes them is
+//! compiled, through the same on-disk cache `serve` uses
+//! ([`InspectOptions::cache_dir`]), and loaded as the host loads it
+//! (`describe` with no session access).
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use crate::engine::{EngineOptions, Runtime, sha256_hex};
+use crate::display::{escape, escape_line};
+use crate::engine::{CompileSource, EngineOptions, Runtime, sha256_hex};
 use crate::host::manifest_for;
 use crate::manifest::{ExecGrant, Manifest};
-use crate::plugin::{ToolPlugin, ToolSpec, imports_and_exports};
+use crate::plugin::{
+    LoadError, PluginKind, RefusedTool, ToolPlugin, ToolSpec, check_world, component_names,
+};
 
-/// Errors that stop an inspection.
+/// Errors that stop an inspection before anything can be reported.
 #[derive(Debug, thiserror::Error)]
 pub enum InspectError {
     /// The file could not be read.
@@ -19,13 +31,52 @@ pub enum InspectError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The bytes are not a WebAssembly component (or the engine failed).
-    #[error("{path} is not a valid component: {message}")]
-    Invalid {
+    /// The wasmtime engine could not be set up.
+    #[error("cannot set up the engine to inspect {path}: {message}")]
+    Engine {
         /// The component file.
         path: PathBuf,
         /// What wasmtime said.
         message: String,
+    },
+}
+
+/// How to inspect.
+#[derive(Debug, Clone, Default)]
+pub struct InspectOptions {
+    /// The manifest to judge the plugin by; `None`: `name.toml` beside
+    /// `name.wasm` ([`manifest_for`]).
+    pub manifest: Option<PathBuf>,
+    /// The compiled-code cache (`<state-dir>/compiled`, as `serve` uses): a
+    /// component compiled once is loaded from it afterwards, by inspect and
+    /// by the host. `None`: compile in memory only.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// What [`inspect_with`] reports while it works (the CLI prints it on
+/// stderr: compiling an interpreted plugin takes tens of seconds).
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// Compiling starts (no cache entry): the file and its size in bytes.
+    Compiling {
+        /// The component file.
+        path: &'a Path,
+        /// Its size in bytes.
+        size: usize,
+    },
+    /// The compiled code comes from the cache: no compile.
+    Cached {
+        /// The component file.
+        path: &'a Path,
+        /// Its size in bytes.
+        size: usize,
+    },
+    /// Compiling (or loading from the cache) ended, successfully or not.
+    Done {
+        /// Where the code came from.
+        source: CompileSource,
+        /// How long it took.
+        elapsed: Duration,
     },
 }
 
@@ -38,78 +89,200 @@ pub struct Inspection {
     pub size: usize,
     /// Its sha256 (lowercase hex): what a manifest's `sha256` pin must say.
     pub sha256: String,
-    /// Import names (interfaces such as `wasi:cli/stdout@0.2.6`, or functions).
+    /// Import names (interfaces such as `wasi:cli/stdout@0.2.6`, or
+    /// functions), read from the bytes; empty when they are not a component.
     pub imports: Vec<String>,
-    /// Export names.
+    /// Export names, read from the bytes.
     pub exports: Vec<String>,
     /// The manifest in effect (a deny-all one when there is no file), or why
     /// it is invalid.
     pub manifest: Result<Manifest, String>,
-    /// Whether a manifest file exists beside the component.
+    /// The manifest file, when there is one (`--manifest`, or beside the
+    /// component).
     pub manifest_file: Option<PathBuf>,
-    /// Its tools from `describe`, or why they could not be listed (wrong
-    /// world, sha256 mismatch, `describe` failed...).
+    /// Its tools from `describe` that the host would offer (see
+    /// [`crate::plugin::check_tools`]), or why they could not be listed: the
+    /// reason the plugin cannot be loaded ([`Inspection::load_error`]).
     pub tools: Result<Vec<ToolSpec>, String>,
+    /// The tools `describe` returned that the host would refuse, with why.
+    pub refused_tools: Vec<RefusedTool>,
+    /// Where the compiled code came from, when it got that far.
+    pub compiled: Option<CompileSource>,
 }
 
-/// Inspects the component at `path` (and its manifest beside it). The tools
-/// come from a real `describe` call in a fresh instance under the manifest's
-/// limits, with no session access.
+/// Inspects the component at `path` with its manifest beside it, compiling
+/// in memory ([`inspect_with`] with default options, no progress).
 ///
-/// Errors: [`InspectError`] when the file cannot be read or is not a
-/// component; everything else is reported inside the [`Inspection`].
+/// Errors: as [`inspect_with`].
 pub async fn inspect(path: &Path) -> Result<Inspection, InspectError> {
+    inspect_with(path, &InspectOptions::default(), &|_| {}).await
+}
+
+/// Inspects the component at `path` under `options`: the manifest, the pin
+/// and the world (from the bytes, before compiling), then compile or cache
+/// (`progress` is told which, and when it ends) and a real `describe` in a
+/// fresh instance under the manifest's limits with no session access (as at
+/// every load: [`ToolPlugin::load`]), its tools checked as the host checks
+/// them. The first failing step is why the plugin cannot be loaded
+/// ([`Inspection::load_error`]); later steps are then skipped.
+///
+/// Errors: [`InspectError`] when the file cannot be read or no engine can
+/// be built; everything else is reported inside the [`Inspection`].
+pub async fn inspect_with(
+    path: &Path,
+    options: &InspectOptions,
+    progress: &(dyn Fn(Progress<'_>) + Sync),
+) -> Result<Inspection, InspectError> {
     let bytes = std::fs::read(path).map_err(|source| InspectError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let invalid = |message: String| InspectError::Invalid {
-        path: path.to_path_buf(),
-        message,
+    let sha256 = sha256_hex(&bytes);
+    let (manifest, manifest_file) = match &options.manifest {
+        Some(file) => (
+            Manifest::load(file).map_err(|e| e.to_string()),
+            Some(file.clone()),
+        ),
+        None => {
+            let toml = path.with_extension("toml");
+            (
+                manifest_for(path).map_err(|e| e.to_string()),
+                toml.exists().then_some(toml),
+            )
+        }
     };
-    let manifest = manifest_for(path).map_err(|e| e.to_string());
-    let max_memory = manifest
-        .as_ref()
-        .map(|m| m.limits.memory_bytes as u64)
-        .unwrap_or(64 << 20);
-    let runtime = Runtime::with_options(
-        None,
-        EngineOptions {
-            pooling: false,
-            max_memory_bytes: max_memory,
-            ..EngineOptions::default()
-        },
-    )
-    .map_err(|e| invalid(format!("{e:#}")))?;
-    let (component, _) = runtime
-        .compile(&bytes)
-        .map_err(|e| invalid(format!("{e:#}")))?;
-    let (imports, exports) = imports_and_exports(runtime.engine(), &component);
-    let tools = match &manifest {
-        Ok(m) => ToolPlugin::load(&runtime, m.clone(), &bytes, None)
-            .await
-            .map(|p| p.tools().to_vec())
-            .map_err(|e| e.to_string()),
-        Err(_) => Err("not loaded: the manifest is invalid".to_string()),
+    let id = match &manifest {
+        Ok(m) => m.id.clone(),
+        Err(_) => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
     };
-    let toml = path.with_extension("toml");
-    Ok(Inspection {
+    let names = component_names(&bytes);
+    let (imports, exports) = match &names {
+        Ok(n) => (n.import_names(), n.exports.clone()),
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    let mut report = Inspection {
         path: path.to_path_buf(),
         size: bytes.len(),
-        sha256: sha256_hex(&bytes),
+        sha256,
         imports,
         exports,
         manifest,
-        manifest_file: toml.exists().then_some(toml),
-        tools,
-    })
+        manifest_file,
+        tools: Err(String::new()),
+        refused_tools: Vec::new(),
+        compiled: None,
+    };
+    // The checks that need no compile, in the host's order.
+    let early = match (&report.manifest, &names) {
+        (Err(e), _) => Some(format!("the manifest is invalid: {e}")),
+        (Ok(m), _) if m.sha256.as_ref().is_some_and(|p| *p != report.sha256) => Some(
+            LoadError::Sha256Mismatch {
+                plugin: id.clone(),
+                expected: m.sha256.clone().unwrap_or_default(),
+                actual: report.sha256.clone(),
+            }
+            .to_string(),
+        ),
+        (_, Err(message)) => Some(
+            LoadError::Invalid {
+                plugin: id.clone(),
+                message: message.clone(),
+            }
+            .to_string(),
+        ),
+        (_, Ok(n)) => check_world(n, &id, PluginKind::Tool)
+            .err()
+            .map(|e| e.to_string()),
+    };
+    if let Some(why) = early {
+        report.tools = Err(why);
+        return Ok(report);
+    }
+    let Ok(manifest) = report.manifest.clone() else {
+        unreachable!("an invalid manifest stops at the early checks")
+    };
+    let engine_error = |e: wasmtime::Error| InspectError::Engine {
+        path: path.to_path_buf(),
+        message: format!("{e:#}"),
+    };
+    let engine_options = EngineOptions {
+        pooling: false,
+        max_memory_bytes: manifest.limits.memory_bytes as u64,
+        ..EngineOptions::default()
+    };
+    let runtime = match Runtime::with_options(options.cache_dir.clone(), engine_options) {
+        Ok(r) => r,
+        Err(e) if options.cache_dir.is_some() => {
+            tracing::warn!("the compiled cache is unusable ({e:#}); compiling in memory");
+            Runtime::with_options(None, engine_options).map_err(engine_error)?
+        }
+        Err(e) => return Err(engine_error(e)),
+    };
+    // Compile (or load) once here, on the blocking pool, so progress can be
+    // shown; the load below then finds it in the cache.
+    let size = bytes.len();
+    progress(if runtime.is_cached(&bytes) {
+        Progress::Cached { path, size }
+    } else {
+        Progress::Compiling { path, size }
+    });
+    let started = Instant::now();
+    let compiled = {
+        let (runtime, bytes) = (runtime.clone(), bytes.clone());
+        tokio::task::spawn_blocking(move || runtime.compile(&bytes).map(|(_, source)| source)).await
+    };
+    let compiled = match compiled {
+        Ok(Ok(source)) => source,
+        Ok(Err(e)) => {
+            progress(Progress::Done {
+                source: CompileSource::Compiled,
+                elapsed: started.elapsed(),
+            });
+            report.tools = Err(LoadError::Invalid {
+                plugin: id,
+                message: format!("{e:#}"),
+            }
+            .to_string());
+            return Ok(report);
+        }
+        Err(e) => {
+            report.tools = Err(format!("compiling failed: {e}"));
+            return Ok(report);
+        }
+    };
+    progress(Progress::Done {
+        source: compiled,
+        elapsed: started.elapsed(),
+    });
+    report.compiled = Some(compiled);
+    match ToolPlugin::load(&runtime, manifest, &bytes, None).await {
+        Ok(p) => {
+            report.refused_tools = p.refused_tools().to_vec();
+            report.tools = Ok(p.tools().to_vec());
+        }
+        Err(e) => report.tools = Err(e.to_string()),
+    }
+    Ok(report)
 }
 
 impl Inspection {
+    /// Why the host cannot load this plugin (the first failing step: the
+    /// manifest, the sha256 pin, not a component, the world, the compile or
+    /// link, `describe`, too many tools), or `None` when it loads.
+    pub fn load_error(&self) -> Option<&str> {
+        self.tools.as_ref().err().map(String::as_str)
+    }
+
     /// The report as JSON: `path`, `size`, `sha256`, `imports`, `exports`,
     /// `manifest_file`, `manifest` (see [`Manifest::to_json`]) or
     /// `manifest_error`, `tools` (`name`, `description`, `inputSchema`) or
-    /// `tools_error`.
+    /// `tools_error`, `refused_tools` (`name`, `reason`), `loads` (bool),
+    /// `load_error` (why not, or null) and `compiled` (`"cache"`,
+    /// `"compiled"`, or null when it did not get that far). Strings are exact
+    /// (JSON escapes control characters).
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::json!({
             "path": self.path.display().to_string(),
@@ -138,11 +311,30 @@ impl Inspection {
             }
             Err(e) => v["tools_error"] = e.clone().into(),
         }
+        v["refused_tools"] = self
+            .refused_tools
+            .iter()
+            .map(|r| serde_json::json!({"name": r.name, "reason": r.reason}))
+            .collect();
+        v["loads"] = self.load_error().is_none().into();
+        v["load_error"] = self.load_error().into();
+        v["compiled"] = match self.compiled {
+            Some(CompileSource::Cache) => "cache".into(),
+            Some(CompileSource::Compiled) => "compiled".into(),
+            None => serde_json::Value::Null,
+        };
         v
     }
 
-    /// The report as text for people.
+    /// The report as text for people. Everything the plugin or its manifest
+    /// wrote is escaped ([`crate::display`]): one-line fields with
+    /// [`escape_line`], and the whole report once more with [`escape`], so no
+    /// control character reaches the terminal.
     pub fn to_text(&self) -> String {
+        escape(&self.text_unescaped()).into_owned()
+    }
+
+    fn text_unescaped(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
         let _ = writeln!(s, "component  {}", self.path.display());
@@ -161,17 +353,23 @@ impl Inspection {
             Ok(tools) => {
                 for t in tools {
                     let summary = t.description.lines().next().unwrap_or_default();
-                    let _ = writeln!(s, "  {:<16} {summary}", t.name);
+                    let _ = writeln!(s, "  {:<16} {}", escape_line(&t.name), escape_line(summary));
                 }
             }
             Err(e) => {
-                let _ = writeln!(s, "  (none: {e})");
+                let _ = writeln!(s, "  (none: {})", escape_line(e));
+            }
+        }
+        if !self.refused_tools.is_empty() {
+            let _ = writeln!(s, "\nrefused tools (not offered):");
+            for r in &self.refused_tools {
+                let _ = writeln!(s, "  {}: {}", escape_line(&r.name), escape_line(&r.reason));
             }
         }
         let _ = writeln!(s, "\nmanifest:");
         match (&self.manifest, &self.manifest_file) {
             (Err(e), _) => {
-                let _ = writeln!(s, "  invalid: {e}");
+                let _ = writeln!(s, "  invalid: {}", escape_line(e));
             }
             (Ok(m), file) => {
                 match file {
@@ -206,7 +404,7 @@ impl Inspection {
                     "  exec       {}",
                     match &m.exec {
                         ExecGrant::None => "none".to_string(),
-                        g => g.to_string(),
+                        g => escape_line(&g.to_string()).into_owned(),
                     }
                 );
                 if m.preopens.is_empty() {
@@ -216,8 +414,8 @@ impl Inspection {
                     let _ = writeln!(
                         s,
                         "  preopen    {} -> {} ({})",
-                        p.host.display(),
-                        p.guest,
+                        escape_line(&p.host.display().to_string()),
+                        escape_line(&p.guest),
                         p.mode.as_str()
                     );
                 }
@@ -228,7 +426,7 @@ impl Inspection {
                     if keys.is_empty() {
                         "none".to_string()
                     } else {
-                        keys.join(", ")
+                        escape_line(&keys.join(", ")).into_owned()
                     }
                 );
                 // What its commands get under the default operator flags
@@ -258,8 +456,66 @@ impl Inspection {
                         "no"
                     }
                 );
+                let _ = writeln!(
+                    s,
+                    "  unix sockets {}",
+                    if m.unix_sockets {
+                        "yes, if the operator passes --allow-unix-sockets"
+                    } else {
+                        "no"
+                    }
+                );
+            }
+        }
+        let _ = writeln!(s, "\nverdict:");
+        match self.load_error() {
+            None => {
+                let _ = writeln!(s, "  loads");
+            }
+            Some(why) => {
+                let _ = writeln!(s, "  cannot be loaded: {}", escape_line(why));
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::Runtime;
+    use crate::plugin::component_names;
+
+    /// The names read from the bytes before compiling are the ones wasmtime
+    /// lists after compiling, in the same order (the world check relies on it).
+    #[test]
+    fn names_from_the_bytes_match_the_compiled_component() {
+        let runtime = Runtime::with_options(
+            None,
+            crate::engine::EngineOptions {
+                pooling: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for bytes in [crate::builtin::BASH, crate::builtin::POLICY] {
+            let names = component_names(bytes).unwrap();
+            let (component, _) = runtime.compile(bytes).unwrap();
+            let ty = component.component_type();
+            let engine = runtime.engine();
+            let imports: Vec<String> = ty.imports(engine).map(|(n, _)| n.to_string()).collect();
+            let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
+            assert_eq!(names.import_names(), imports);
+            assert_eq!(names.exports, exports);
+        }
+    }
+
+    #[test]
+    fn a_core_module_is_named_as_one() {
+        let module = b"\0asm\x01\0\0\0";
+        let err = component_names(module).unwrap_err();
+        assert!(
+            err.starts_with("it is a core WebAssembly module, not a component"),
+            "{err}"
+        );
     }
 }

@@ -8,4 +8,5 @@ pub mod attach;
 pub mod control;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod scaffold;
 pub mod tty;

@@ -1,5 +1,7 @@
 //! The `toolhost` command line.
 
+mod plugin_cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -7,6 +9,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+use toolhost_runtime::display::{escape, escape_line};
 use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, Lifecycle};
 use toolhost_runtime::{Host, HostConfig};
 
@@ -46,6 +49,12 @@ struct HostArgs {
     /// always allows it).
     #[arg(long)]
     allow_network: bool,
+    /// Let sandboxed commands create UNIX sockets: connect to ssh-agent, a Docker
+    /// daemon, D-Bus or other local services whose socket they can reach, or bind
+    /// their own (blocked by default, separately from the network; full-access
+    /// always allows it). A plugin's manifest must ask for it too (`unix_sockets`).
+    #[arg(long)]
+    allow_unix_sockets: bool,
     /// Let sandboxed commands write the workspace's `.git` (`git commit`, `git add`,
     /// hooks, config); read-only by default under workspace-write, full-access always
     /// allows it. The state dir stays read-only.
@@ -59,22 +68,10 @@ struct HostArgs {
     /// file of the same name beside it; without one it gets no grants.
     #[arg(long = "plugin", value_name = "FILE")]
     plugins: Vec<PathBuf>,
-    /// Load every `*.wasm` in DIR (each with its `.toml` manifest).
+    /// Load every `*.wasm` in DIR (each with its `.toml` manifest). Default:
+    /// <state-dir>/plugins when it exists (where `toolhost plugin add` installs).
     #[arg(long, value_name = "DIR")]
     plugins_dir: Option<PathBuf>,
-}
-
-#[derive(Subcommand)]
-enum PluginCommand {
-    /// Show a component's imports and exports, its tools (from `describe`),
-    /// its manifest and what it is granted.
-    Inspect {
-        /// The component file (`name.wasm`; the manifest is `name.toml` beside it).
-        file: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
 }
 
 fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
@@ -176,10 +173,39 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
-    /// Work with plugin components.
+    /// Remove what the retention policy does not keep from the state dir.
+    ///
+    /// Removes the private temp dirs of finished sessions, finished sessions
+    /// (`<state-dir>/sessions/<id>`) older than --max-age or, oldest first,
+    /// beyond --max-bytes together, and stopped host sessions
+    /// (`<state-dir>/hosts/<id>`) older than --host-max-age or beyond
+    /// --host-max-bytes. Running sessions and host sessions (their logs are
+    /// locked) are never removed. `toolhost serve` does the same on start and
+    /// every 10 minutes with the defaults.
+    Gc {
+        /// Finished sessions older than this many seconds are removed (default: 24 h).
+        #[arg(long, value_name = "SECS", default_value_t = toolhost_process::retention::FINISHED_SESSION_MAX_AGE.as_secs())]
+        max_age: u64,
+        /// Most bytes finished sessions keep together (default: 1 GiB).
+        #[arg(long, value_name = "BYTES", default_value_t = toolhost_process::retention::FINISHED_SESSIONS_MAX_BYTES)]
+        max_bytes: u64,
+        /// Stopped host sessions older than this many seconds are removed (default: 7 days).
+        #[arg(long, value_name = "SECS", default_value_t = toolhost_process::retention::HOST_SESSION_MAX_AGE.as_secs())]
+        host_max_age: u64,
+        /// Most bytes stopped host sessions keep together (default: 256 MiB).
+        #[arg(long, value_name = "BYTES", default_value_t = toolhost_process::retention::HOST_SESSIONS_MAX_BYTES)]
+        host_max_bytes: u64,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+    /// Work with plugin components: inspect, add (install, compiled ahead),
+    /// new (a project from the examples), wit (the contract).
     Plugin {
         #[command(subcommand)]
-        command: PluginCommand,
+        command: plugin_cli::PluginCommand,
     },
 }
 
@@ -255,8 +281,10 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                         });
                         println!("{value}");
                     } else {
-                        print!("{}", result.text);
-                        if !result.text.ends_with('\n') {
+                        // Plugin text, for a terminal: controls escaped (`--json` is exact).
+                        let text = escape(&result.text);
+                        print!("{text}");
+                        if !text.ends_with('\n') {
                             println!();
                         }
                     }
@@ -271,7 +299,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     | toolhost_runtime::HostError::InvalidArguments { .. }),
                 ) => usage_error(e.to_string()),
                 Err(e) => {
-                    eprintln!("toolhost: {e}");
+                    eprintln!("toolhost: {}", escape(&e.to_string()));
                     ExitCode::from(1)
                 }
             }
@@ -313,31 +341,92 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             } else {
                 for t in host.tools() {
                     let summary = t.spec.description.lines().next().unwrap_or_default();
-                    println!("{:<16} {}", t.name, summary);
+                    println!("{:<16} {}", escape_line(&t.name), escape_line(summary));
+                }
+                if !host.refused_tools().is_empty() {
+                    println!();
+                    println!("refused tools (not offered):");
+                    for r in host.refused_tools() {
+                        println!(
+                            "  {}/{}: {}",
+                            r.plugin,
+                            escape_line(&r.name),
+                            escape_line(&r.reason)
+                        );
+                    }
+                }
+                if !host.skipped_plugins().is_empty() {
+                    println!();
+                    println!("skipped plugins (not loaded):");
+                    for p in host.skipped_plugins() {
+                        println!(
+                            "  {}: {}",
+                            escape_line(&p.file.display().to_string()),
+                            escape_line(&p.error)
+                        );
+                    }
                 }
                 println!();
                 println!("commands run under: {}", host.sessions().sandbox());
+                println!("process tracking: {}", host.sessions().tracking());
                 println!("the bash tool's shell: {}", bash_shell.display());
             }
             ExitCode::SUCCESS
         }
-        Command::Plugin {
-            command: PluginCommand::Inspect { file, json },
-        } => match toolhost_runtime::inspect::inspect(&file).await {
-            Ok(report) => {
-                if json {
-                    println!("{}", report.to_json());
-                } else {
-                    print!("{}", report.to_text());
-                }
-                if report.manifest.is_ok() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
-            }
-            Err(e) => usage_error(e.to_string()),
-        },
+        Command::Plugin { command } => plugin_cli::run(command).await,
+        Command::Gc {
+            max_age,
+            max_bytes,
+            host_max_age,
+            host_max_bytes,
+            json,
+            state,
+        } => gc(
+            state.dir(),
+            toolhost_process::retention::RetentionPolicy {
+                finished_max_age: std::time::Duration::from_secs(max_age),
+                finished_max_bytes: max_bytes,
+                host_max_age: std::time::Duration::from_secs(host_max_age),
+                host_max_bytes,
+            },
+            json,
+        ),
+    }
+}
+
+/// `toolhost gc`: one retention sweep of `state_dir`, reported on stdout.
+fn gc(
+    state_dir: PathBuf,
+    policy: toolhost_process::retention::RetentionPolicy,
+    json: bool,
+) -> ExitCode {
+    let report =
+        toolhost_process::retention::sweep(&state_dir, &policy, std::time::SystemTime::now());
+    if json {
+        match serde_json::to_string(&report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("toolhost: {e}"),
+        }
+    } else {
+        println!(
+            "removed {} finished sessions and {} temp dirs, kept {} ({} running); removed {} \
+             host sessions ({} running); freed {} bytes",
+            report.sessions_removed.len(),
+            report.tmp_dirs_removed,
+            report.sessions_kept,
+            report.sessions_running,
+            report.host_sessions_removed.len(),
+            report.host_sessions_running,
+            report.bytes_freed
+        );
+    }
+    for e in &report.errors {
+        eprintln!("toolhost gc: {e}");
+    }
+    if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 
@@ -356,10 +445,55 @@ async fn serve(
             state_dir.display()
         ));
     }
-    let log = match HostSessionLog::open(&state_dir, host_session.as_deref()) {
+    // An unknown --host-session id is an error, not a new host session. Resuming
+    // closes what a crashed run left open (ARCHITECTURE.md, "Host sessions").
+    let opened = match host_session.as_deref() {
+        Some(id) => HostSessionLog::resume(&state_dir, id),
+        None => HostSessionLog::open(&state_dir, None),
+    };
+    let log = match opened {
         Ok(log) => Arc::new(log),
         Err(e) => return usage_error(e.to_string()),
     };
+    let recovery = log.recovery();
+    if !recovery.interrupted_calls.is_empty() || !recovery.interrupted_sessions.is_empty() {
+        eprintln!(
+            "toolhost: resumed {}: {} tool calls and {} process sessions of the previous run \
+             recorded as interrupted; {} leftover processes killed",
+            log.id(),
+            recovery.interrupted_calls.len(),
+            recovery.interrupted_sessions.len(),
+            recovery.killed.len()
+        );
+    }
+    // Disk retention: sweep on start and periodically (README, "Disk: caps and retention").
+    let sweep_dir = state_dir.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(toolhost_process::retention::SWEEP_INTERVAL);
+        loop {
+            tick.tick().await;
+            let dir = sweep_dir.clone();
+            let report = tokio::task::spawn_blocking(move || {
+                toolhost_process::retention::sweep(
+                    &dir,
+                    &toolhost_process::retention::RetentionPolicy::default(),
+                    std::time::SystemTime::now(),
+                )
+            })
+            .await;
+            if let Ok(r) = report {
+                tracing::info!(
+                    sessions_removed = r.sessions_removed.len(),
+                    host_sessions_removed = r.host_sessions_removed.len(),
+                    bytes_freed = r.bytes_freed,
+                    "retention sweep"
+                );
+                for e in r.errors {
+                    tracing::warn!("retention sweep: {e}");
+                }
+            }
+        }
+    });
     let pid = std::process::id();
     let host = match start_host_with(
         args,
@@ -622,29 +756,34 @@ async fn start_host_with(
             .map_err(|e| usage_error(format!("cannot read policy file {}: {e}", path.display())))?,
         None => String::new(),
     };
-    let mut config = HostConfig::new(
-        workspace,
-        args.state_dir.unwrap_or_else(HostConfig::default_state_dir),
-    );
+    let state_dir = args.state_dir.unwrap_or_else(HostConfig::default_state_dir);
+    // Without --plugins-dir, the plugins `toolhost plugin add` installed.
+    let plugins_dir = args.plugins_dir.or_else(|| {
+        let installed = plugin_cli::default_plugins_dir(&state_dir);
+        installed.is_dir().then_some(installed)
+    });
+    let mut config = HostConfig::new(workspace, state_dir);
     config.policy_rules = policy_rules;
     config.sandbox = SandboxPolicy {
         mode: args.sandbox,
         network: args.allow_network,
+        unix_sockets: args.allow_unix_sockets,
         git_writable: args.allow_git_writes,
     };
     config.events = events;
     config.plugins = args.plugins;
     config.max_sessions = args.max_sessions as usize;
     config.max_instances = max_instances;
-    config.plugins_dir = args.plugins_dir;
+    config.plugins_dir = plugins_dir;
     config.child_nofile = child_nofile;
     Host::new(config)
         .await
         .map_err(|e| usage_error(e.to_string()))
 }
 
+/// Prints `message` (escaped: it can hold plugin text) on stderr; exit code 2.
 fn usage_error(message: String) -> ExitCode {
-    eprintln!("toolhost: {message}");
+    eprintln!("toolhost: {}", escape(&message));
     ExitCode::from(2)
 }
 

@@ -17,8 +17,9 @@ use sha2::{Digest, Sha256};
 /// Builds `plugins` (pairs of cargo package name and artifact stem, e.g.
 /// `("toolhost-bash", "toolhost_bash")`) with the workspace's `plugin` profile
 /// for `wasm32-wasip2`, then writes `<stem>.wasm` and `<stem>.sha256` (lowercase
-/// hex) into `OUT_DIR`. Prints `cargo:rerun-if-changed` for `plugins/`, `wit/`,
-/// `tests/plugins/`, `Cargo.toml` and `Cargo.lock` of the workspace at
+/// hex) into `OUT_DIR`. Prints `cargo:rerun-if-changed` for `plugins/` (but
+/// not `plugins/examples` and `plugins/sdk`), `wit/`, `tests/plugins/`,
+/// `host/pattern`, `Cargo.toml` and `Cargo.lock` of the workspace at
 /// `workspace_root`.
 ///
 /// Panics (the build script's way to fail) when cargo fails; when the
@@ -127,7 +128,9 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// Asks cargo to rerun the build script when any file under `dir` changes
-/// (build outputs excluded).
+/// (build outputs, the guest examples and SDKs, and Markdown excluded: no plugin
+/// crate built here reads them, and watching them would rebuild the host on
+/// every edit of the author's guide).
 fn rerun_for_tree(dir: &Path) {
     println!("cargo:rerun-if-changed={}", dir.display());
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -135,7 +138,13 @@ fn rerun_for_tree(dir: &Path) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.file_name().is_some_and(|n| n == "target") {
+        if path
+            .file_name()
+            .is_some_and(|n| n == "target" || n == "node_modules")
+            || path.ends_with("plugins/examples")
+            || path.ends_with("plugins/sdk")
+            || path.extension().is_some_and(|e| e == "md")
+        {
             continue;
         }
         if path.is_dir() {

@@ -1,0 +1,370 @@
+//! `toolhost plugin ...`: the commands for plugin authors and operators.
+//!
+//! - `inspect FILE`: what a component imports, exports and is granted, its
+//!   tools, and whether the host can load it (exit 1 and why when it cannot);
+//!   the world is checked from the bytes before any compile, and compiled code
+//!   goes to the same cache `serve` uses (`<state-dir>/compiled`).
+//! - `add FILE`: the same checks, then the component and its manifest are
+//!   copied into the plugins dir the host loads, compiled ahead of the first
+//!   call.
+//! - `new NAME --lang rust|python|js`: a starter project ([`toolhost::scaffold`]).
+//! - `wit --out DIR`: the contract, exactly as released.
+//!
+//! See ARCHITECTURE.md, "Plugins" and "Contract versions".
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use toolhost::scaffold::{self, Lang};
+use toolhost_runtime::HostConfig;
+use toolhost_runtime::display::{escape, escape_line};
+use toolhost_runtime::engine::CompileSource;
+use toolhost_runtime::inspect::{InspectOptions, Inspection, Progress, inspect_with};
+use toolhost_runtime::manifest::Manifest;
+
+/// The `plugin` subcommands.
+#[derive(clap::Subcommand)]
+pub enum PluginCommand {
+    /// Show a component's imports and exports, its tools (from `describe`),
+    /// its manifest and what it is granted, and whether the host can load it.
+    ///
+    /// Checks the manifest, the sha256 pin and the component's world from the
+    /// bytes first, then compiles (progress on stderr) into the compiled cache
+    /// `serve` uses, and calls `describe` with no session access. Exits 0 when
+    /// the plugin loads, 1 when it cannot (the last line of stderr says why),
+    /// 2 when FILE cannot be read.
+    Inspect {
+        /// The component file (`name.wasm`; the manifest is `name.toml` beside it).
+        file: PathBuf,
+        /// Judge it by this manifest instead of the one beside it.
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        state: StateDir,
+    },
+    /// Install a plugin: check it as `inspect` does (manifest, world,
+    /// compile, describe), cache its compiled code, and copy it with its
+    /// manifest into the plugins dir as ID.wasm and ID.toml.
+    ///
+    /// `serve`, `call` and `tools` with the same --state-dir then load it
+    /// without compiling. Replaces an installed plugin of the same id. Exits
+    /// 0 when added, 1 when the plugin cannot be loaded (nothing is copied),
+    /// 2 for unreadable files or an unwritable plugins dir.
+    Add {
+        /// The component file.
+        file: PathBuf,
+        /// Its manifest (default: the `.toml` beside FILE; none: no grants).
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// Where to install it (default: <state-dir>/plugins, which the host
+        /// loads when it is given no --plugins-dir).
+        #[arg(long, value_name = "DIR")]
+        plugins_dir: Option<PathBuf>,
+        #[command(flatten)]
+        state: StateDir,
+    },
+    /// Create a plugin project from the examples: a pure tool and one that runs
+    /// a command through `sessions`, its manifest, the guest SDK, the contract
+    /// (wit/) and build.sh. It builds and passes `inspect` with no edits, and
+    /// needs nothing from the toolhost repository.
+    New {
+        /// The plugin id (also the project, manifest and .wasm name):
+        /// [a-z][a-z0-9_-], at most 64 characters, no `__`.
+        name: String,
+        /// The language.
+        #[arg(long, value_enum)]
+        lang: Lang,
+        /// Where to create it (default: ./NAME); must not exist or be empty.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Write the WIT contract plugins target (the toolhost:plugin package and
+    /// the WASI packages it uses, in deps/), exactly as released.
+    Wit {
+        /// The directory to write it into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The contract version, e.g. 0.1.0 (default: the newest this toolhost
+        /// supports).
+        #[arg(long, value_name = "VERSION")]
+        contract: Option<String>,
+    },
+}
+
+/// The state dir whose compiled cache `inspect` and `add` use.
+#[derive(clap::Args)]
+pub struct StateDir {
+    /// The state dir `serve` uses; its `compiled/` cache is shared
+    /// (default: $XDG_STATE_HOME/toolhost or ~/.local/state/toolhost).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+impl StateDir {
+    fn dir(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(HostConfig::default_state_dir)
+    }
+}
+
+/// The plugins dir the host loads when given no `--plugins-dir`:
+/// `<state-dir>/plugins` (where `plugin add` installs by default).
+pub fn default_plugins_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("plugins")
+}
+
+/// Runs one `plugin` subcommand.
+pub async fn run(command: PluginCommand) -> ExitCode {
+    match command {
+        PluginCommand::Inspect {
+            file,
+            manifest,
+            json,
+            state,
+        } => {
+            let report = match check(&file, manifest, &state.dir()).await {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
+            if json {
+                println!("{}", report.to_json());
+            } else {
+                print!("{}", report.to_text());
+            }
+            match report.load_error() {
+                None => ExitCode::SUCCESS,
+                Some(why) => cannot_load(&file, why),
+            }
+        }
+        PluginCommand::Add {
+            file,
+            manifest,
+            plugins_dir,
+            state,
+        } => {
+            let state_dir = state.dir();
+            let report = match check(&file, manifest, &state_dir).await {
+                Ok(r) => r,
+                Err(code) => return code,
+            };
+            if let Some(why) = report.load_error() {
+                return cannot_load(&file, why);
+            }
+            let dir = plugins_dir.unwrap_or_else(|| default_plugins_dir(&state_dir));
+            match install(&report, &dir) {
+                Ok(installed) => {
+                    let tools = report.tools.as_deref().unwrap_or_default();
+                    let names: Vec<String> = tools
+                        .iter()
+                        .map(|t| escape_line(&t.name).into_owned())
+                        .collect();
+                    println!(
+                        "{} plugin `{}`: {} ({} tools: {}); compiled code cached in {}",
+                        if installed.replaced {
+                            "replaced"
+                        } else {
+                            "added"
+                        },
+                        installed.id,
+                        installed.wasm.display(),
+                        tools.len(),
+                        names.join(", "),
+                        state_dir.join("compiled").display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(message) => {
+                    eprintln!(
+                        "toolhost: cannot add {}: {}",
+                        file.display(),
+                        escape(&message)
+                    );
+                    ExitCode::from(2)
+                }
+            }
+        }
+        PluginCommand::New { name, lang, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            match scaffold::new_project(&name, lang, &dir) {
+                Ok(files) => {
+                    println!(
+                        "created {} plugin `{name}` in {} ({} files)",
+                        lang.as_str(),
+                        dir.display(),
+                        files.len()
+                    );
+                    println!(
+                        "next: cd {} && ./build.sh && toolhost plugin inspect {name}.wasm",
+                        dir.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("toolhost: {}", escape(&e.to_string()));
+                    ExitCode::from(2)
+                }
+            }
+        }
+        PluginCommand::Wit { out, contract } => {
+            let version = contract.unwrap_or_else(|| toolhost_runtime::contract::LATEST.into());
+            match scaffold::write_contract(&version, &out) {
+                Ok(files) => {
+                    println!(
+                        "wrote contract toolhost:plugin@{version} ({} files) to {}",
+                        files.len(),
+                        out.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("toolhost: {}", escape(&e.to_string()));
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
+}
+
+/// Inspects `file` with progress on stderr, through `<state_dir>/compiled`.
+async fn check(
+    file: &Path,
+    manifest: Option<PathBuf>,
+    state_dir: &Path,
+) -> Result<Inspection, ExitCode> {
+    let options = InspectOptions {
+        manifest,
+        cache_dir: Some(state_dir.join("compiled")),
+    };
+    inspect_with(file, &options, &print_progress)
+        .await
+        .map_err(|e| {
+            eprintln!("toolhost: {}", escape(&e.to_string()));
+            ExitCode::from(2)
+        })
+}
+
+/// Progress on stderr: `compiling NAME.wasm (13.4 MB)… done in 27.1 s`, or
+/// `NAME.wasm (13.4 MB): compiled code from the cache`.
+fn print_progress(progress: Progress<'_>) {
+    let name = |path: &Path| {
+        path.file_name()
+            .map(|n| escape_line(&n.to_string_lossy()).into_owned())
+            .unwrap_or_default()
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = match progress {
+        Progress::Compiling { path, size } => {
+            write!(err, "compiling {} ({})… ", name(path), human_size(size))
+        }
+        Progress::Cached { path, size } => writeln!(
+            err,
+            "{} ({}): compiled code from the cache",
+            name(path),
+            human_size(size)
+        ),
+        Progress::Done {
+            source: CompileSource::Compiled,
+            elapsed,
+        } => writeln!(err, "done in {:.1} s", elapsed.as_secs_f64()),
+        Progress::Done { .. } => Ok(()),
+    };
+    let _ = err.flush();
+}
+
+/// `13.4 MB`, `117 KB`, `512 B` (decimal units, as file sizes are quoted).
+fn human_size(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{} KB", b / 1_000),
+        b => format!("{b} B"),
+    }
+}
+
+/// Prints why `file` cannot be loaded on stderr; exit code 1.
+fn cannot_load(file: &Path, why: &str) -> ExitCode {
+    eprintln!(
+        "toolhost: {} cannot be loaded: {}",
+        file.display(),
+        escape(why)
+    );
+    ExitCode::from(1)
+}
+
+/// Where [`install`] put a plugin.
+struct Installed {
+    id: String,
+    wasm: PathBuf,
+    replaced: bool,
+}
+
+/// Copies the inspected component (and its manifest, if it has one) into
+/// `dir` as `ID.wasm` and `ID.toml`, each written to a temporary name and
+/// renamed, the manifest first. Without a manifest, a stale `ID.toml` is
+/// removed (the new plugin gets no grants). The manifest is first validated
+/// as it will read from `dir` (relative preopens resolve against its
+/// directory); if it would not hold there, nothing is copied.
+fn install(report: &Inspection, dir: &Path) -> Result<Installed, String> {
+    let Ok(manifest) = &report.manifest else {
+        return Err("its manifest is invalid".into());
+    };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create plugins dir {}: {e}", dir.display()))?;
+    let id = manifest.id.clone();
+    let wasm = dir.join(format!("{id}.wasm"));
+    let toml = dir.join(format!("{id}.toml"));
+    let replaced = wasm.exists();
+    // The manifest as it will read from its new place: relative preopens
+    // resolve against the manifest's directory.
+    if let Some(source) = &report.manifest_file {
+        let text = std::fs::read_to_string(source)
+            .map_err(|e| format!("cannot read {}: {e}", source.display()))?;
+        Manifest::parse(&text, &toml, dir, &|k| std::env::var(k).ok()).map_err(|e| {
+            format!(
+                "its manifest would not hold in {} (relative preopens resolve against the \
+                 manifest's directory): {e}",
+                dir.display()
+            )
+        })?;
+    }
+    let same_file = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
+    match &report.manifest_file {
+        Some(source) if !same_file(source, &toml) => copy_atomically(source, &toml)?,
+        Some(_) => {}
+        None => match std::fs::remove_file(&toml) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove the old {}: {e}", toml.display())),
+        },
+    }
+    if !same_file(&report.path, &wasm) {
+        copy_atomically(&report.path, &wasm)?;
+    }
+    Ok(Installed { id, wasm, replaced })
+}
+
+fn copy_atomically(from: &Path, to: &Path) -> Result<(), String> {
+    let tmp = to.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::copy(from, &tmp)
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), tmp.display()))?;
+    std::fs::rename(&tmp, to).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot rename {} to {}: {e}", tmp.display(), to.display())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_read_as_files_are_quoted() {
+        assert_eq!(human_size(13_400_000), "13.4 MB");
+        assert_eq!(human_size(117_342), "117 KB");
+        assert_eq!(human_size(512), "512 B");
+    }
+}
