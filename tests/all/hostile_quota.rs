@@ -417,3 +417,48 @@ async fn starts_cancelled_by_the_wall_limit_leave_no_process() {
     );
     drop(ws);
 }
+
+/// The instance pool is split in shares (`toolhost_runtime::engine::PoolShares`):
+/// more concurrent built-in `bash` calls than its share (3 of 8 instances here)
+/// queue for a slot instead of failing to instantiate, each starting a process
+/// (so each also needs a policy decision from the policy's share). Before the
+/// shares, the ninth instance failed with "maximum concurrent limit of 8".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bash_calls_beyond_their_share_of_the_pool_wait_instead_of_failing() {
+    let (ws, state) = dirs();
+    std::os::unix::fs::symlink(shared_cache(), state.path().join("compiled")).ok();
+    let config = HostConfig {
+        policy_rules: ALLOW_ALL.into(),
+        max_instances: 8,
+        ..HostConfig::new(ws.path(), state.path())
+    };
+    let shares = toolhost_runtime::engine::EngineOptions {
+        max_instances: 8,
+        ..Default::default()
+    }
+    .shares();
+    assert_eq!(
+        (shares.policy, shares.builtin, shares.third_party),
+        (1, 3, 4)
+    );
+    let host = Arc::new(Host::new(config).await.expect("host"));
+    let calls: Vec<_> = (0..12)
+        .map(|i| {
+            let host = host.clone();
+            tokio::spawn(async move {
+                let command = format!("sleep 0.2; echo call-{i}");
+                host.call_tool("bash", &serde_json::json!({ "command": command }))
+                    .await
+            })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        let out = tokio::time::timeout(Duration::from_secs(60), call)
+            .await
+            .expect("the call ends")
+            .unwrap()
+            .unwrap_or_else(|e| panic!("call {i} failed: {e}"));
+        assert!(!out.is_error, "call {i}: {}", out.text);
+        assert_eq!(out.text.trim_end(), format!("call-{i}"));
+    }
+}
