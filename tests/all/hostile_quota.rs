@@ -438,8 +438,13 @@ async fn bash_calls_beyond_their_share_of_the_pool_wait_instead_of_failing() {
     }
     .shares();
     assert_eq!(
-        (shares.policy, shares.builtin, shares.third_party),
-        (1, 3, 4)
+        (
+            shares.policy_builtin,
+            shares.policy_third_party,
+            shares.builtin,
+            shares.third_party
+        ),
+        (1, 1, 3, 3)
     );
     let host = Arc::new(Host::new(config).await.expect("host"));
     let calls: Vec<_> = (0..12)

@@ -78,9 +78,13 @@ pub struct EngineOptions {
 /// `max_instances`, so the pool itself is never exhausted: a call that is
 /// admitted always finds its instance.
 ///
-/// - `policy`: decisions of the policy plugin (`max_instances / 8`, at least 1;
-///   16 of 128). A tool call holds its own instance while the policy decides on
-///   a process it starts, so the policy has a share of its own, and waits for it.
+/// - `policy_builtin` and `policy_third_party`: decisions of the policy plugin on
+///   starts of the built-in `bash` and of third-party plugins (`max_instances /
+///   16` each, at least 1; 8 and 8 of 128). A tool call holds its own instance
+///   while the policy decides on a process it starts, so the policy has shares
+///   of its own, and a decision waits for a slot. Two shares, so third-party
+///   plugins asking for slow decisions (a 1 MiB command) never make a `bash`
+///   call wait for its decision.
 /// - `builtin`: calls of the built-in `bash` plugin (`3 × max_instances / 8`, at
 ///   least 1; 48 of 128). They wait for a slot rather than fail: a burst of an
 ///   agent's shell calls queues, whatever third-party plugins hold.
@@ -89,8 +93,10 @@ pub struct EngineOptions {
 ///   Past either quota a call is refused at once, naming it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolShares {
-    /// Policy decisions in flight at most.
-    pub policy: u32,
+    /// Policy decisions for the built-in `bash` in flight at most.
+    pub policy_builtin: u32,
+    /// Policy decisions for third-party plugins in flight at most.
+    pub policy_third_party: u32,
     /// Built-in `bash` calls in flight at most.
     pub builtin: u32,
     /// Third-party calls in flight at most, all plugins together.
@@ -112,13 +118,14 @@ impl EngineOptions {
     /// The split of the pool between policy decisions, built-in calls and
     /// third-party calls (see [`PoolShares`]).
     pub fn shares(&self) -> PoolShares {
-        let n = self.max_instances.max(3);
-        let policy = (n / 8).max(1);
+        let n = self.max_instances.max(4);
+        let policy = (n / 16).max(1);
         let builtin = (n * 3 / 8).max(1);
         PoolShares {
-            policy,
+            policy_builtin: policy,
+            policy_third_party: policy,
             builtin,
-            third_party: (n - policy - builtin).max(1),
+            third_party: (n - 2 * policy - builtin).max(1),
         }
     }
 }
@@ -132,8 +139,9 @@ struct Admission {
     state: Mutex<AdmissionState>,
     /// Slots of the built-in `bash` plugin's share.
     builtin: Arc<tokio::sync::Semaphore>,
-    /// Slots of the policy plugin's share.
-    policy: Arc<tokio::sync::Semaphore>,
+    /// Slots of the policy plugin's shares: decisions for `bash`, for the others.
+    policy_builtin: Arc<tokio::sync::Semaphore>,
+    policy_third_party: Arc<tokio::sync::Semaphore>,
 }
 
 #[derive(Default)]
@@ -162,6 +170,15 @@ impl Drop for CallPermit {
                 }
             }
         }
+    }
+}
+
+/// Waits for a slot of `share` (a semaphore that is never closed).
+async fn wait_for_slot(share: &Arc<tokio::sync::Semaphore>) -> CallPermit {
+    let slot = share.clone().acquire_owned().await.ok();
+    CallPermit {
+        counted: None,
+        _slot: slot,
     }
 }
 
@@ -259,40 +276,51 @@ impl Runtime {
                         third_party: shares.third_party,
                         state: Mutex::default(),
                         builtin: Arc::new(tokio::sync::Semaphore::new(shares.builtin as usize)),
-                        policy: Arc::new(tokio::sync::Semaphore::new(shares.policy as usize)),
+                        policy_builtin: Arc::new(tokio::sync::Semaphore::new(
+                            shares.policy_builtin as usize,
+                        )),
+                        policy_third_party: Arc::new(tokio::sync::Semaphore::new(
+                            shares.policy_third_party as usize,
+                        )),
                     })
                 },
             }),
         })
     }
 
-    /// Admits one call of `plugin`, for as long as the returned permit lives
-    /// ([`PoolShares`]). A built-in plugin's call (`bash`, `policy`) waits for a
-    /// slot of its share; a third-party call is refused at once when the plugin
-    /// already has [`EngineOptions::max_calls_per_plugin`] calls in flight, or
-    /// third-party plugins together have their share.
+    /// Admits one policy decision on a start asked for by plugin `requester`
+    /// (the host itself, e.g. validating the rules, counts as built-in), for as
+    /// long as the returned permit lives: it waits for a slot of the policy's
+    /// share for built-in or for third-party requesters ([`PoolShares`]).
+    pub async fn admit_decision(&self, requester: &str) -> CallPermit {
+        let admission = &self.inner.admission;
+        let share = if requester == crate::builtin::BASH_ID
+            || requester == crate::builtin::POLICY_ID
+            || requester.is_empty()
+        {
+            &admission.policy_builtin
+        } else {
+            &admission.policy_third_party
+        };
+        wait_for_slot(share).await
+    }
+
+    /// Admits one tool call of `plugin`, for as long as the returned permit lives
+    /// ([`PoolShares`]). A call of the built-in `bash` waits for a slot of its
+    /// share; a third-party call is refused at once when the plugin already has
+    /// [`EngineOptions::max_calls_per_plugin`] calls in flight, or third-party
+    /// plugins together have their share.
     ///
     /// Errors: the refusal, naming the quota and its default, e.g. ``resource-limit:
     /// plugin `x` has 16 calls in flight, its quota (max_calls_per_plugin = 16, default
     /// 16); wait for one to end``.
     pub async fn admit(&self, plugin: &str) -> std::result::Result<CallPermit, String> {
         let admission = &self.inner.admission;
-        let share = if plugin == crate::builtin::BASH_ID {
-            Some(&admission.builtin)
-        } else if plugin == crate::builtin::POLICY_ID {
-            Some(&admission.policy)
-        } else {
-            None
-        };
-        if let Some(share) = share {
-            // The semaphores are never closed, so this only waits.
-            let slot = share.clone().acquire_owned().await.map_err(|_| {
-                format!("resource-limit: the instance pool of `{plugin}` is closed")
-            })?;
-            return Ok(CallPermit {
-                counted: None,
-                _slot: Some(slot),
-            });
+        if plugin == crate::builtin::BASH_ID {
+            return Ok(wait_for_slot(&admission.builtin).await);
+        }
+        if plugin == crate::builtin::POLICY_ID {
+            return Ok(wait_for_slot(&admission.policy_builtin).await);
         }
         let mut st = admission.state.lock().unwrap_or_else(|e| e.into_inner());
         let mine = st.by_plugin.get(plugin).copied().unwrap_or(0);

@@ -19,6 +19,7 @@ mod store;
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,6 +170,31 @@ pub enum LoadError {
         /// The limit ([`MAX_TOOLS_PER_PLUGIN`]).
         limit: usize,
     },
+    /// A `[[preopen]]` contains the host's state dir or lies inside it (checked by
+    /// `Host::new` before any plugin code runs): through it the plugin would read
+    /// other sessions' output logs and the event logs, and could rename the state
+    /// dir's parents from under the host.
+    #[error(
+        "plugin `{plugin}`: preopen {guest} ({}) {relation} the host's state dir {}: a preopen \
+         may neither contain the state dir nor lie inside it (it holds other sessions' output \
+         logs, the host-session event logs, the control socket and the compiled cache); grant \
+         a directory beside the state dir, or move the state dir (--state-dir)",
+        preopen.display(),
+        state_dir.display()
+    )]
+    PreopenOverlapsStateDir {
+        /// The plugin id.
+        plugin: String,
+        /// Where the guest sees the preopen (e.g. `/ws`).
+        guest: String,
+        /// The preopen's real host path.
+        preopen: PathBuf,
+        /// The state dir's real path.
+        state_dir: PathBuf,
+        /// `contains` or `lies inside` (or `cannot be checked against`, with the
+        /// I/O error, which refuses it too).
+        relation: String,
+    },
 }
 
 /// A tool a plugin described that the host does not offer, and why (a name
@@ -206,7 +232,9 @@ impl RefusedTool {
 }
 
 /// Why `name` is not a tool name under `tool.wit` (1-64 characters of
-/// `[A-Za-z0-9_-]`), or `None` when it is one.
+/// `[A-Za-z0-9_-]`) and the host's naming rule (no [`PREFIX_SEPARATOR`] `__`,
+/// which the host reserves for the names it gives colliding tools), or `None`
+/// when it is one.
 pub fn tool_name_error(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("the name is empty (tool names are 1-64 characters of [A-Za-z0-9_-])".into());
@@ -228,8 +256,22 @@ pub fn tool_name_error(name: &str) -> Option<String> {
             describe_char(c)
         ));
     }
+    if name.contains(PREFIX_SEPARATOR) {
+        return Some(
+            "the name contains `__`, which is reserved: the host names a plugin's tool \
+             `<plugin id>__<tool>` when another tool has its name, so only the host may make \
+             such names"
+                .into(),
+        );
+    }
     None
 }
+
+/// What the host puts between a plugin id and a tool name when a tool's own name is
+/// taken (`<id>__<tool>`, `host.rs::merge_tools`). Reserved: [`tool_name_error`]
+/// refuses it in plugins' tool names and `manifest::validate_id` in plugin ids, so
+/// a name `<id>__*` can only be one the host gave plugin `<id>`.
+pub const PREFIX_SEPARATOR: &str = "__";
 
 /// `c` for an error message: printable ASCII quoted, anything else as U+XXXX.
 fn describe_char(c: char) -> String {
@@ -738,7 +780,7 @@ impl PolicyPlugin {
     /// Errors: as [`ToolPlugin::call`].
     pub async fn validate(&self) -> Result<Result<(), RulesError>, CallError> {
         let rules = self.rules.clone();
-        self.run(move |bindings, store| {
+        self.run("", move |bindings, store| {
             Box::pin(async move {
                 bindings
                     .toolhost_plugin_policy()
@@ -755,6 +797,7 @@ impl PolicyPlugin {
     pub async fn decide_start(&self, request: &PermissionRequest) -> Result<Decision, CallError> {
         use policy_plugin::exports::toolhost::plugin::policy as wit;
         let rules = self.rules.clone();
+        let requester = request.plugin.clone();
         let request = wit::PermissionRequest {
             plugin: request.plugin.clone(),
             tool: request.tool.clone(),
@@ -768,7 +811,7 @@ impl PolicyPlugin {
             }),
         };
         let decision = self
-            .run(move |bindings, store| {
+            .run(&requester, move |bindings, store| {
                 Box::pin(async move {
                     bindings
                         .toolhost_plugin_policy()
@@ -784,8 +827,11 @@ impl PolicyPlugin {
         })
     }
 
+    /// Runs one call of the policy for a start asked for by plugin `requester`
+    /// (`""`: the host itself).
     async fn run<R: Send + 'static>(
         &self,
+        requester: &str,
         f: impl for<'a> FnOnce(
             &'a policy_plugin::PolicyPlugin,
             &'a mut Store<CallState>,
@@ -793,16 +839,10 @@ impl PolicyPlugin {
             -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
         + Send,
     ) -> Result<R, CallError> {
-        // The policy's share of the instance pool (`Runtime::admit`): a decision
-        // waits for a slot rather than fail for want of an instance.
-        let _permit = self
-            ._runtime
-            .admit(&self.id)
-            .await
-            .map_err(|message| CallError::Host {
-                plugin: self.id.to_string(),
-                message,
-            })?;
+        // The policy's share of the instance pool for this requester
+        // (`Runtime::admit_decision`): a decision waits for a slot rather than
+        // fail for want of an instance.
+        let _permit = self._runtime.admit_decision(requester).await;
         let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
         let wall = info.manifest.limits.wall;
         run_call(&self.pre, info, wall, None, f).await
@@ -987,7 +1027,15 @@ mod tests {
 
     #[test]
     fn tool_names_follow_the_wit() {
-        for ok in ["a", "bash", "bash_output", "A-9_z", &"x".repeat(64)] {
+        for ok in [
+            "a",
+            "bash",
+            "bash_output",
+            "A-9_z",
+            "_a_",
+            "a_-_b",
+            &"x".repeat(64),
+        ] {
             assert_eq!(tool_name_error(ok), None, "{ok:?}");
         }
         for (bad, says) in [
@@ -998,6 +1046,9 @@ mod tests {
             ("caf\u{e9}", "U+00E9"),
             ("a/b", "`/`"),
             (&"x".repeat(65), "MAX_TOOL_NAME_LEN"),
+            ("zzz__run", "`__`, which is reserved"),
+            ("__", "`__`"),
+            ("a___b", "`__`"),
         ] {
             let e = tool_name_error(bad).unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert!(e.contains(says), "{bad:?}: {e}");
