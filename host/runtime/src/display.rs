@@ -41,6 +41,23 @@ pub fn escape_line(text: &str) -> Cow<'_, str> {
     escape_with(text, false)
 }
 
+/// Multi-line `text` for a terminal: each line escaped as by [`escape_line`]
+/// and every line after the first prefixed with `indent`, so a line break the
+/// text carries shows as a line break, but every line stays inside the block
+/// its first line starts (a person can tell the block's lines from the host's
+/// own). `\r\n` counts as one break.
+pub fn escape_block(text: &str, indent: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+            out.push_str(indent);
+        }
+        out.push_str(&escape_line(line.strip_suffix('\r').unwrap_or(line)));
+    }
+    out
+}
+
 /// Whether `c` is shown escaped (`keep_layout`: `\n` and `\t` are not).
 fn needs_escape(c: char, keep_layout: bool) -> bool {
     match c {
@@ -144,6 +161,24 @@ mod tests {
                     "{input:?} -> {out:?} still holds a control"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_block_keeps_its_lines_inside_it() {
+        let cases: &[(&str, &str)] = &[
+            ("one line", "one line"),
+            ("a\nb", "a\n| b"),
+            ("a\r\nb\n", "a\n| b\n| "),
+            // A smuggled line stays in the block, its controls escaped.
+            (
+                "Run `x`?\n  command: ls\u{1b}[2K\rok",
+                "Run `x`?\n|   command: ls\\x1b[2K\\rok",
+            ),
+            ("tab\there", "tab\\there"),
+        ];
+        for (input, shown) in cases {
+            assert_eq!(escape_block(input, "| "), *shown, "{input:?}");
         }
     }
 

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::display::{escape, escape_line};
+use crate::display::{escape, escape_block, escape_line};
 use crate::engine::{CompileSource, EngineOptions, Runtime, sha256_hex};
 use crate::host::manifest_for;
 use crate::manifest::{ExecGrant, Manifest};
@@ -357,7 +357,7 @@ impl Inspection {
                 }
             }
             Err(e) => {
-                let _ = writeln!(s, "  (none: {})", escape_line(e));
+                let _ = writeln!(s, "  (none: {})", escape_block(e, "    "));
             }
         }
         if !self.refused_tools.is_empty() {
@@ -369,7 +369,7 @@ impl Inspection {
         let _ = writeln!(s, "\nmanifest:");
         match (&self.manifest, &self.manifest_file) {
             (Err(e), _) => {
-                let _ = writeln!(s, "  invalid: {}", escape_line(e));
+                let _ = writeln!(s, "  invalid: {}", escape_block(e, "    "));
             }
             (Ok(m), file) => {
                 match file {
@@ -473,7 +473,7 @@ impl Inspection {
                 let _ = writeln!(s, "  loads");
             }
             Some(why) => {
-                let _ = writeln!(s, "  cannot be loaded: {}", escape_line(why));
+                let _ = writeln!(s, "  cannot be loaded: {}", escape_block(why, "    "));
             }
         }
         s

@@ -6,7 +6,7 @@ use std::pin::Pin;
 
 use tokio::sync::Mutex;
 
-use toolhost_runtime::display::escape_line;
+use toolhost_runtime::display::{escape_block, escape_line};
 use toolhost_runtime::permissions::{ApprovalOutcome, ApprovalRequest, Approver};
 
 /// Prompts on stderr and reads the answer from stdin. Only used when stdin is
@@ -27,15 +27,17 @@ impl TtyApprover {
     }
 }
 
-/// The prompt shown for `request`. The command and cwd are plugin text, and
-/// the policy's prompt quotes the command: each is shown on one line with
-/// every control character (newlines included) escaped
-/// (`toolhost_runtime::display::escape_line`), so no line can pose as another
-/// and what the person reads is what would run.
+/// The prompt shown for `request`. The command and cwd are plugin text, each
+/// shown on one line with every control character (newlines included)
+/// escaped (`toolhost_runtime::display::escape_line`). The policy's prompt
+/// quotes the command, so its lines are shown in a block, each prefixed with
+/// `| ` (`escape_block`): a line the command smuggles in stays inside the
+/// block and cannot pose as the host's `command:` line. What the person reads
+/// is what would run.
 pub fn prompt_text(request: &ApprovalRequest) -> String {
     format!(
-        "\n{}\n  command: {}\n  cwd:     {}\n  [1] allow once  [2] allow always  [3] reject once (default)  [4] reject always\n> ",
-        escape_line(&request.prompt),
+        "\n| {}\n  command: {}\n  cwd:     {}\n  [1] allow once  [2] allow always  [3] reject once (default)  [4] reject always\n> ",
+        escape_block(&request.prompt, "| "),
         escape_line(&request.command),
         escape_line(&request.cwd)
     )
