@@ -312,6 +312,17 @@ fn attach_cli_prints_history_and_reattach_catches_up() {
     assert!(!second.contains("first-call"), "{second}");
     assert!(!second.contains("[1] "), "{second}");
 
+    // A background command whose text carries terminal controls (an OSC title,
+    // a CSI erase, CR, a bidi override): `host-sessions` shows them escaped.
+    send(
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"bash","arguments":{
+            "command":"sleep 30; echo '\u{1b}]0;PWNED\u{7}\u{1b}[2K\rok\u{202e}'",
+            "run_in_background": true}}}),
+    );
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("bg_"), "{line}");
+
     let listed = Command::new(bin)
         .args(["host-sessions", "--state-dir"])
         .arg(state.path())
@@ -319,6 +330,14 @@ fn attach_cli_prints_history_and_reattach_catches_up() {
         .unwrap();
     let listed = String::from_utf8(listed.stdout).unwrap();
     assert!(listed.contains("running"), "{listed}");
+    assert!(
+        listed.contains(r"echo '\x1b]0;PWNED\x07\x1b[2K\rok\u{202e}'"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains(['\u{1b}', '\u{7}', '\r', '\u{202e}']),
+        "{listed:?}"
+    );
     drop(stdin);
     assert!(serve.wait().unwrap().success());
 }

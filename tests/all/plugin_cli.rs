@@ -377,6 +377,24 @@ fn plugin_add_compiles_ahead_so_the_first_call_does_not() {
         "anything.wasm (117 KB): compiled code from the cache\n"
     );
 
+    // The copy being worked on, named with --plugin, answers to its own tool
+    // names: the installed plugins are not loaded next to it (no `id__tool`
+    // renaming, no "id is already taken").
+    let out = call_logged(
+        ws.path(),
+        state.path(),
+        &["--plugin", wasm.to_str().unwrap()],
+        "greet",
+        r#"{"name":"Bo"}"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(stdout(&out), "Hello, Bo!\n", "{}", describe(&out));
+    assert!(
+        !stderr(&out).contains("already taken"),
+        "{}",
+        describe(&out)
+    );
+
     // Without `plugin add`, a fresh state dir compiles at the host's load.
     let (ws2, state2) = dirs();
     let out = call_logged(

@@ -65,11 +65,15 @@ struct HostArgs {
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_sessions: u32,
     /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
-    /// file of the same name beside it; without one it gets no grants.
+    /// file of the same name beside it; without one it gets no grants. With
+    /// `--plugin` and no `--plugins-dir`, only the named files are loaded (not
+    /// the installed plugins), so a plugin being developed answers to its own
+    /// tool names.
     #[arg(long = "plugin", value_name = "FILE")]
     plugins: Vec<PathBuf>,
     /// Load every `*.wasm` in DIR (each with its `.toml` manifest). Default:
-    /// <state-dir>/plugins when it exists (where `toolhost plugin add` installs).
+    /// <state-dir>/plugins when it exists (where `toolhost plugin add` installs)
+    /// and no `--plugin` is given.
     #[arg(long, value_name = "DIR")]
     plugins_dir: Option<PathBuf>,
 }
@@ -339,9 +343,16 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     .collect();
                 println!("{}", serde_json::Value::Array(tools));
             } else {
+                // Name, owning plugin, first line of the description: a prefixed
+                // `id__tool` is always plugin `id`'s, and the column says so.
                 for t in host.tools() {
                     let summary = t.spec.description.lines().next().unwrap_or_default();
-                    println!("{:<16} {}", escape_line(&t.name), escape_line(summary));
+                    println!(
+                        "{:<16} {:<12} {}",
+                        escape_line(&t.name),
+                        format!("[{}]", t.plugin.id()),
+                        escape_line(summary)
+                    );
                 }
                 if !host.refused_tools().is_empty() {
                     println!();
@@ -421,7 +432,7 @@ fn gc(
         );
     }
     for e in &report.errors {
-        eprintln!("toolhost gc: {e}");
+        eprintln!("toolhost gc: {}", escape_line(&e.to_string()));
     }
     if report.errors.is_empty() {
         ExitCode::SUCCESS
@@ -685,8 +696,8 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
     for (h, d) in &all {
         println!(
             "{}  {}  pid {}  last seq {}",
-            h.id,
-            h.state,
+            escape_line(&h.id),
+            escape_line(&h.state.to_string()),
             h.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
             h.last_seq
         );
@@ -696,11 +707,13 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
             .into_iter()
             .flatten()
         {
+            // Every field may carry plugin or agent text: controls escaped.
+            let field = |key: &str| escape_line(c[key].as_str().unwrap_or("?")).into_owned();
             println!(
                 "  call    {}  {}  running (via {})",
-                c["tool_call_id"].as_str().unwrap_or("?"),
-                c["tool"].as_str().unwrap_or("?"),
-                c["source"].as_str().unwrap_or("?")
+                field("tool_call_id"),
+                field("tool"),
+                field("source")
             );
         }
         for p in d
@@ -709,17 +722,19 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
             .into_iter()
             .flatten()
         {
+            let field =
+                |key: &str, none: &str| escape_line(p[key].as_str().unwrap_or(none)).into_owned();
             println!(
                 "  process {}  {:<8}  {}{}  {}",
-                p["id"].as_str().unwrap_or("?"),
-                p["status"].as_str().unwrap_or("?"),
-                p["tool_call_id"].as_str().unwrap_or("background"),
+                field("id", "?"),
+                field("status", "?"),
+                field("tool_call_id", "background"),
                 if p["detached"] == serde_json::json!(true) {
                     " (detached)"
                 } else {
                     ""
                 },
-                p["command"].as_str().unwrap_or("")
+                field("command", "")
             );
         }
     }
@@ -757,10 +772,13 @@ async fn start_host_with(
         None => String::new(),
     };
     let state_dir = args.state_dir.unwrap_or_else(HostConfig::default_state_dir);
-    // Without --plugins-dir, the plugins `toolhost plugin add` installed.
+    // Without --plugins-dir and --plugin, the plugins `toolhost plugin add`
+    // installed. Explicit `--plugin` files alone mean exactly those plugins: a
+    // plugin under development must not be renamed (`id__tool`) or shadowed by
+    // an installed copy of itself.
     let plugins_dir = args.plugins_dir.or_else(|| {
         let installed = plugin_cli::default_plugins_dir(&state_dir);
-        installed.is_dir().then_some(installed)
+        (args.plugins.is_empty() && installed.is_dir()).then_some(installed)
     });
     let mut config = HostConfig::new(workspace, state_dir);
     config.policy_rules = policy_rules;
