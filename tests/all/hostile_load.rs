@@ -481,3 +481,93 @@ fn assert_no_controls(bytes: &[u8]) {
     });
     assert!(bad.is_none(), "raw {bad:?} in {text:?}");
 }
+
+/// Review item: a plugin cannot squat the name the host gives another plugin's
+/// colliding tool. `aaa` describes `zzz__run`, `zzz__env` and `x__y`; `zzz` and
+/// `aaa` both offer `run` and `env`, so the host names them `aaa__run`,
+/// `zzz__run`, ... Every `__` name a plugin describes is refused with the reason
+/// (its other tools are kept), and `zzz__run`/`zzz__env` are `zzz`'s own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_cannot_squat_another_plugins_prefixed_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
+    let aaa = add_plugin(dir.path(), "aaa", Some("squat"), "");
+    let zzz = add_plugin(dir.path(), "zzz", None, "[env]\nWHO = \"zzz-itself\"\n");
+    let mut cfg = config(ws.path(), state.path());
+    cfg.plugins = vec![aaa, zzz];
+    let host = Host::new(cfg).await.expect("host");
+
+    let owner = |name: &str| -> (String, String) {
+        let t = host
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} not offered"));
+        (t.plugin.id().to_string(), t.plugin_tool.clone())
+    };
+    assert_eq!(owner("zzz__run"), ("zzz".into(), "run".into()));
+    assert_eq!(owner("zzz__env"), ("zzz".into(), "env".into()));
+    assert_eq!(owner("aaa__run"), ("aaa".into(), "run".into()));
+    assert_eq!(owner("aaa__hello"), ("aaa".into(), "hello".into()));
+    assert!(host.tools().iter().all(|t| t.name != "x__y"));
+    // Every `<id>__` name is plugin `<id>`'s own tool.
+    for t in host.tools() {
+        if let Some((id, tool)) = t.name.split_once("__") {
+            assert_eq!((t.plugin.id(), t.plugin_tool.as_str()), (id, tool));
+        }
+    }
+
+    let refused = host.refused_tools();
+    for name in ["zzz__run", "zzz__env", "x__y"] {
+        let r = refused
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("{name} not refused: {refused:?}"));
+        assert_eq!(r.plugin, "aaa");
+        assert!(r.reason.contains("`__`, which is reserved"), "{r:?}");
+    }
+    assert!(
+        refused.iter().all(|r| r.plugin == "aaa"),
+        "only the squats are refused: {refused:?}"
+    );
+
+    // The call reaches `zzz`: it sees its own env, not `aaa`'s.
+    let out = host
+        .call_tool("zzz__env", &serde_json::json!({}))
+        .await
+        .expect("zzz__env");
+    assert!(out.text.contains("zzz-itself"), "{out:?}");
+    assert!(!out.text.contains("HOSTILE_DESCRIBE"), "{out:?}");
+    assert_bash_runs(&host).await;
+}
+
+/// `toolhost tools` shows the plugin owning each tool, and the refused squats.
+#[test]
+fn toolhost_tools_names_the_owner_of_each_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, state) = dirs();
+    use_cache(state.path());
+    add_plugin(dir.path(), "aaa", Some("squat"), "");
+    add_plugin(dir.path(), "zzz", None, "");
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &["tools", "--plugins-dir", dir.path().to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout(&out);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not listed: {text}"))
+            .to_string()
+    };
+    assert!(line("bash").contains("[bash]"), "{text}");
+    assert!(line("zzz__run").contains("[zzz]"), "{text}");
+    assert!(line("aaa__run").contains("[aaa]"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("aaa/x__y:") && l.contains("reserved")),
+        "{text}"
+    );
+}

@@ -82,18 +82,19 @@ async fn assert_state_hidden(ws: &Path, state: &Path, spellings: &[PathBuf], mod
     let a_log = sessions.check(&HOST, &a_id).unwrap().output_path;
     let a_tmp = a_log.parent().unwrap().join("tmp");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(a_tmp.join("a.txt")).ok().as_deref() != Some("SECRET-TMP-A\n") {
+    // Both secrets on disk: the temp file (written by A) and the output line
+    // (written to output.log by the host's output pump, which may lag A).
+    while std::fs::read_to_string(a_tmp.join("a.txt")).ok().as_deref() != Some("SECRET-TMP-A\n")
+        || !std::fs::read_to_string(&a_log)
+            .unwrap_or_default()
+            .contains("SECRET-OUTPUT-A")
+    {
         assert!(
             std::time::Instant::now() < deadline,
             "{label}: A never wrote"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(
-        std::fs::read_to_string(&a_log)
-            .unwrap()
-            .contains("SECRET-OUTPUT-A")
-    );
 
     let rel_log = a_log.strip_prefix(state).unwrap();
     let rel_tmp = a_tmp.strip_prefix(state).unwrap();
@@ -507,4 +508,130 @@ fn hiding_works_for_an_unprivileged_command_in_a_user_namespace() {
     assert!(err.contains("No such file or directory"), "{err}");
     assert_eq!(std::fs::read_to_string(tmp.join("f")).unwrap(), "t\n");
     assert!(ws.join("cache").is_dir() && !ws.join("moved").exists());
+}
+
+// ------------------------------------------------- preopens over the state dir
+
+/// `dir/<id>.wasm` (the hostile plugin) with a manifest granting `preopens`
+/// (`(host, guest)` pairs, read-write). Returns the component's path.
+fn plugin_with_preopens(dir: &Path, id: &str, preopens: &[(&Path, &str)]) -> PathBuf {
+    let wasm = dir.join(format!("{id}.wasm"));
+    std::fs::write(&wasm, HOSTILE).unwrap();
+    let mut manifest = format!("id = \"{id}\"\ncontract = \"0.1.0\"\n");
+    for (host, guest) in preopens {
+        manifest.push_str(&format!(
+            "[[preopen]]\nhost = \"{}\"\nguest = \"{guest}\"\nmode = \"read-write\"\n",
+            host.display()
+        ));
+    }
+    std::fs::write(dir.join(format!("{id}.toml")), manifest).unwrap();
+    wasm
+}
+
+/// The refusal of `plugin`'s preopen `guest` (`host`) for `relation`, as an
+/// explicit `--plugin` meets it: an error naming the preopen, the state dir and
+/// the rule.
+async fn assert_refused_at_load(
+    ws: &Path,
+    state: &Path,
+    wasm: PathBuf,
+    guest: &str,
+    host: &Path,
+    relation: &str,
+) {
+    let mut config = HostConfig::new(ws, state);
+    config.plugins = vec![wasm];
+    let e = match Host::new(config).await {
+        Ok(_) => panic!("preopen {guest} ({}) was accepted", host.display()),
+        Err(e) => e.to_string(),
+    };
+    let state = state.canonicalize().unwrap();
+    for part in [
+        format!(
+            "preopen {guest} ({})",
+            host.canonicalize().unwrap().display()
+        ),
+        format!("{relation} the host's state dir {}", state.display()),
+        "a preopen may neither contain the state dir nor lie inside it".to_string(),
+    ] {
+        assert!(e.contains(&part), "missing {part:?} in: {e}");
+    }
+}
+
+/// Review item (High): the workspace holds the state dir (`ws/a/st`), and a
+/// plugin asks for the workspace as a read-write preopen. Preopens are used by
+/// the host itself, in no mount namespace, so it would read other sessions'
+/// `output.log`s and could rename `a` from under the host. It is refused at load:
+/// an explicit `--plugin` stops the host naming the rule; from `--plugins-dir`
+/// it is skipped with that reason and the others load. So is a preopen inside the
+/// state dir, and a symlinked spelling of the workspace; a preopen beside the
+/// state dir still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preopen_over_the_state_dir_is_refused_at_load() {
+    let ws = tempfile::tempdir().unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    let state = ws.path().join("a/st");
+    let inside = state.join("sessions");
+    let data = ws.path().join("data");
+    for d in [&inside, &data] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(data.join("file.txt"), "beside").unwrap();
+    let link = plugins.path().join("ws-link");
+    std::os::unix::fs::symlink(ws.path(), &link).unwrap();
+
+    // Explicit `--plugin`: an error, before any plugin code runs.
+    let explicit = tempfile::tempdir().unwrap();
+    let over = plugin_with_preopens(explicit.path(), "over", &[(ws.path(), "/ws")]);
+    assert_refused_at_load(ws.path(), &state, over, "/ws", ws.path(), "contains").await;
+    let under = plugin_with_preopens(explicit.path(), "under", &[(&inside, "/s")]);
+    assert_refused_at_load(ws.path(), &state, under, "/s", &inside, "lies inside").await;
+    let itself = plugin_with_preopens(explicit.path(), "itself", &[(&state, "/st")]);
+    assert_refused_at_load(ws.path(), &state, itself, "/st", &state, "contains").await;
+    let second = plugin_with_preopens(
+        explicit.path(),
+        "second",
+        &[(&data, "/data"), (&link, "/ws")],
+    );
+    assert_refused_at_load(ws.path(), &state, second, "/ws", ws.path(), "contains").await;
+
+    // `--plugins-dir`: the overlapping ones are skipped, the good one loads.
+    plugin_with_preopens(plugins.path(), "over", &[(ws.path(), "/ws")]);
+    plugin_with_preopens(plugins.path(), "under", &[(&inside, "/s")]);
+    plugin_with_preopens(plugins.path(), "good", &[(&data, "/data")]);
+    let mut config = HostConfig::new(ws.path(), &state);
+    config.plugins_dir = Some(plugins.path().to_path_buf());
+    let host = Host::new(config).await.expect("host");
+    let skipped: Vec<(String, String)> = host
+        .skipped_plugins()
+        .iter()
+        .map(|s| {
+            let file = s.file.file_name().unwrap().to_string_lossy().into_owned();
+            (file, s.error.clone())
+        })
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    for (file, relation) in [("over.wasm", "contains"), ("under.wasm", "lies inside")] {
+        let (_, error) = skipped
+            .iter()
+            .find(|(f, _)| f == file)
+            .unwrap_or_else(|| panic!("{file} not skipped: {skipped:?}"));
+        assert!(
+            error.contains(&format!("{relation} the host's state dir"))
+                && error.contains("a preopen may neither contain the state dir nor lie inside it"),
+            "{file}: {error}"
+        );
+    }
+    let ids: Vec<String> = host.plugins().iter().map(|p| p.id().to_string()).collect();
+    assert_eq!(ids, ["bash", "good"]);
+
+    // The preopen beside the state dir works, and the built-in bash still runs.
+    let out = call(&host, "read", serde_json::json!({"path": "/data/file.txt"}))
+        .await
+        .expect("read");
+    assert_eq!(out.text, "ok: 6", "{out:?}");
+    let out = call(&host, "bash", serde_json::json!({"command": "echo alive"}))
+        .await
+        .expect("bash");
+    assert_eq!(out.text.trim_end(), "alive", "{out:?}");
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use toolhost_process::sandbox::SandboxPolicy;
+use toolhost_process::sandbox::{HeldDir, SandboxPolicy};
 use toolhost_process::{Caller, Sessions, SessionsConfig};
 
 use crate::builtin;
@@ -249,7 +249,8 @@ impl Host {
     /// Errors: [`HostError::Config`] for a bad workspace, state dir, policy
     /// file, plugin file or a duplicate plugin id; [`HostError::Manifest`]
     /// for an invalid manifest; [`HostError::Load`] if a plugin does not
-    /// load (wrong world, sha256 mismatch, `describe` failed, too many tools).
+    /// load (a preopen over the state dir, [`check_preopens`]; wrong world,
+    /// sha256 mismatch, `describe` failed, too many tools).
     /// Plugin errors are errors only for the built-in plugins and explicit
     /// [`HostConfig::plugins`] files.
     pub async fn new(config: HostConfig) -> Result<Host, HostError> {
@@ -261,6 +262,14 @@ impl Host {
             ))
         })?;
         let state_dir = canonical_dir(&config.state_dir, "state dir")?;
+        // Held, so preopens are compared with the directory itself (device and
+        // inode), not only with what its path names.
+        let state_held = HeldDir::open(&state_dir).map_err(|e| {
+            HostError::Config(format!(
+                "cannot open state dir {}: {e}",
+                state_dir.display()
+            ))
+        })?;
         let config = HostConfig {
             workspace: workspace.clone(),
             state_dir: state_dir.clone(),
@@ -278,7 +287,11 @@ impl Host {
         let explicit = config.plugins.iter().map(|f| (f.clone(), true));
         let from_dir = config.dir_plugin_files()?.into_iter().map(|f| (f, false));
         for (file, is_explicit) in explicit.chain(from_dir).collect::<Vec<_>>() {
-            match read_plugin(&file, &ids) {
+            let read = read_plugin(&file, &ids).and_then(|(manifest, bytes)| {
+                check_preopens(&manifest, &state_held)?;
+                Ok((manifest, bytes))
+            });
+            match read {
                 Ok((manifest, bytes)) => {
                     ids.insert(manifest.id.clone());
                     third_party.push(Pending {
@@ -650,8 +663,12 @@ fn map_outcome(
 /// Names every tool, in linear time: a built-in tool keeps its name; a
 /// third-party tool keeps its own unless a built-in tool or another
 /// third-party plugin has it, in which case it is `plugin__name` (for every
-/// third-party plugin offering it). A name still taken after that (a plugin's
-/// own tool literally named `other__tool`) refuses the later tool.
+/// third-party plugin offering it). Plugins' own names never hold `__`
+/// ([`crate::plugin::tool_name_error`]) and ids are unique and never hold it
+/// either, so `plugin__name` is only ever given to `plugin`'s tool `name`: no
+/// plugin can take the name the host gives another's colliding tool. A name
+/// still taken after that (which those rules leave impossible) refuses the
+/// later tool.
 fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> (Vec<ToolEntry>, Vec<RefusedTool>) {
     let is_builtin = |p: &ToolPlugin| p.id() == builtin::BASH_ID;
     let mut builtin_names: HashSet<&str> = HashSet::new();
@@ -701,6 +718,54 @@ fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> (Vec<ToolEntry>, Vec<RefusedTool>
         }
     }
     (entries, refused)
+}
+
+/// Refuses a plugin whose `[[preopen]]` contains the host's state dir (`state`)
+/// or lies inside it (ARCHITECTURE.md, "Where each invariant is enforced").
+/// Preopens are used by the host itself, in no mount namespace, so the state dir
+/// is not hidden from them as it is from confined commands: through one the plugin
+/// would read other sessions' `output.log`s and the host-session event logs, and
+/// with write access rename the state dir's parents from under the host. Each
+/// preopen is compared by real path and by device and inode, walking up from the
+/// held directories ([`HeldDir::contains`]), so a symlinked or bind-mounted
+/// spelling of a parent of the state dir is refused too. The compiled cache and the
+/// default plugins dir live in the state dir, so they are covered.
+///
+/// Errors: [`LoadError::PreopenOverlapsStateDir`] naming the preopen, the state
+/// dir and the rule (also when the check itself fails: refused, not guessed).
+pub fn check_preopens(manifest: &Manifest, state: &HeldDir) -> Result<(), LoadError> {
+    for p in &manifest.preopens {
+        let relation = match (p.dir.contains(state), state.contains(&p.dir)) {
+            (Ok(true), _) => "contains",
+            (_, Ok(true)) => "lies inside",
+            (Ok(false), Ok(false)) => continue,
+            (Err(e), _) | (_, Err(e)) => {
+                return Err(overlap(
+                    manifest,
+                    p,
+                    state,
+                    format!("cannot be checked ({e}) against"),
+                ));
+            }
+        };
+        return Err(overlap(manifest, p, state, relation.to_string()));
+    }
+    Ok(())
+}
+
+fn overlap(
+    manifest: &Manifest,
+    p: &crate::manifest::Preopen,
+    state: &HeldDir,
+    relation: String,
+) -> LoadError {
+    LoadError::PreopenOverlapsStateDir {
+        plugin: manifest.id.clone(),
+        guest: p.guest.clone(),
+        preopen: p.dir.path().to_path_buf(),
+        state_dir: state.path().to_path_buf(),
+        relation,
+    }
 }
 
 /// A third-party plugin whose manifest is valid and whose bytes are read,

@@ -90,6 +90,52 @@ impl HeldDir {
         PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
     }
 
+    /// Whether `other` is this directory or lies beneath it. Two tests, either
+    /// suffices: `other`'s real path starts with this one's, or walking up from
+    /// `other`'s held directory (`..` from the descriptor, one level at a time, to the
+    /// root) meets this directory's device and inode. The walk follows no path, so it
+    /// sees through a symlinked or bind-mounted spelling of this directory and through
+    /// parents renamed since either was opened. (A bind mount that shows a directory
+    /// *beneath* this one at a second place outside it is not seen: `..` there leads
+    /// to the mount point's parent.)
+    ///
+    /// Errors: an `openat`/`fstat` of a parent failed (the caller should refuse).
+    pub fn contains(&self, other: &HeldDir) -> std::io::Result<bool> {
+        if other.path.starts_with(&self.path) {
+            return Ok(true);
+        }
+        /// Deeper than `PATH_MAX / 2` levels cannot be named; stop there.
+        const MAX_DEPTH: usize = 2048;
+        let mut cur: OwnedFd = nix::fcntl::openat(
+            &*other.fd,
+            ".",
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(std::io::Error::from)?;
+        let mut id = (other.dev, other.ino);
+        for _ in 0..MAX_DEPTH {
+            if id == (self.dev, self.ino) {
+                return Ok(true);
+            }
+            let parent = nix::fcntl::openat(
+                &cur,
+                "..",
+                OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(std::io::Error::from)?;
+            let st = nix::sys::stat::fstat(&parent).map_err(std::io::Error::from)?;
+            if (st.st_dev, st.st_ino) == id {
+                // `..` of the root is the root.
+                return Ok(false);
+            }
+            id = (st.st_dev, st.st_ino);
+            cur = parent;
+        }
+        Ok(false)
+    }
+
     /// Checks that [`path`](HeldDir::path) still leads to the held directory: a
     /// directory, not a symlink, with the same device and inode.
     ///
@@ -162,5 +208,26 @@ mod tests {
         std::fs::remove_dir(&granted).unwrap();
         assert!(matches!(held.verify(), Err(DirReplaced::Missing(_))));
         assert!(HeldDir::open(&root.path().join("old/f")).is_err());
+    }
+
+    #[test]
+    fn contains_sees_nesting_by_path_and_by_walking_up_after_a_rename() {
+        let root = tempfile::tempdir().unwrap();
+        let outer = root.path().join("ws");
+        let inner = outer.join("a/st");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::create_dir(root.path().join("beside")).unwrap();
+        let o = HeldDir::open(&outer).unwrap();
+        let i = HeldDir::open(&inner).unwrap();
+        let beside = HeldDir::open(&root.path().join("beside")).unwrap();
+        assert!(o.contains(&i).unwrap());
+        assert!(o.contains(&o).unwrap());
+        assert!(!i.contains(&o).unwrap());
+        assert!(!beside.contains(&i).unwrap() && !i.contains(&beside).unwrap());
+        // Renamed parents: the paths read at open no longer nest, the walk still does.
+        std::fs::rename(&outer, root.path().join("moved")).unwrap();
+        let o2 = HeldDir::open(&root.path().join("moved")).unwrap();
+        assert!(!i.path().starts_with(o2.path()));
+        assert!(o2.contains(&i).unwrap());
     }
 }

@@ -509,7 +509,33 @@ async fn run_call<P: WorldPre, R>(
         let bindings = pre.instantiate(&mut store).await?;
         f(&bindings, &mut store).await
     };
-    within_wall(plugin, wall, work).await
+    match within_wall(plugin, wall, work).await {
+        // A trap says little on its own (`unreachable` for a Rust panic, a
+        // Python exception, a JS TypeError): the guest's last stderr lines
+        // say why.
+        Err(CallError::Trap { plugin, message }) => Err(CallError::Trap {
+            plugin,
+            message: with_stderr_tail(message, &store.data().stderr.recent()),
+        }),
+        other => other,
+    }
+}
+
+/// A trap `message` followed by the guest's last stderr lines, or by where
+/// to find its output when it wrote none.
+fn with_stderr_tail(message: String, lines: &[String]) -> String {
+    if lines.is_empty() {
+        return format!(
+            "{message} (the plugin wrote nothing to stderr; its stdout and stderr go to the \
+             host log: TOOLHOST_LOG=toolhost::plugin=info)"
+        );
+    }
+    let mut out = format!("{message}; the plugin's last stderr lines:");
+    for line in lines {
+        out.push_str("\n  ");
+        out.push_str(line);
+    }
+    out
 }
 
 /// A loaded tool plugin (`tool-plugin` world).

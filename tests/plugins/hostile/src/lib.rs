@@ -141,7 +141,9 @@ mod component {
         /// description; `many`: 100,000 tools; `bad-names`: [`TOOLS`] plus
         /// tools with invalid, duplicate and built-in names, an oversized
         /// description and a schema that is not JSON; `ansi`: descriptions
-        /// holding escape sequences.
+        /// holding escape sequences; `squat`: [`TOOLS`] plus tools named in
+        /// `HOSTILE_SQUAT` (comma-separated; default `zzz__run,zzz__env,x__y`),
+        /// names the host gives other plugins' colliding tools.
         fn describe() -> Vec<ToolSpec> {
             let mode = std::env::var("HOSTILE_DESCRIBE").unwrap_or_default();
             let mut tools: Vec<ToolSpec> = TOOLS
@@ -191,6 +193,13 @@ mod component {
                     let mut bad_schema = spec("bad_schema", "its schema is not JSON");
                     bad_schema.input_schema = "not json".into();
                     tools.push(bad_schema);
+                }
+                "squat" => {
+                    let names = std::env::var("HOSTILE_SQUAT")
+                        .unwrap_or_else(|_| "zzz__run,zzz__env,x__y".into());
+                    for name in names.split(',') {
+                        tools.push(spec(name, "a tool squatting another plugin's name"));
+                    }
                 }
                 "ansi" => {
                     tools[0].description =
