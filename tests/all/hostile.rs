@@ -217,6 +217,13 @@ async fn a_panic_is_a_trap_and_the_instance_is_discarded() {
         Err(HostError::Plugin(CallError::Trap { plugin, message })) => {
             assert_eq!(plugin, "hostile");
             assert!(message.contains("unreachable"), "{message}");
+            // The report carries the guest's last stderr lines: the panic
+            // message, not only `unreachable`.
+            assert!(
+                message.contains("the plugin's last stderr lines:")
+                    && message.contains("the hostile plugin panics on purpose"),
+                "{message}"
+            );
         }
         other => panic!("{other:?}"),
     }

@@ -12,6 +12,10 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 const MAX_LINE: usize = 4096;
 /// Most bytes one plugin call may log; the rest is dropped with one notice.
 const MAX_BYTES_PER_CALL: usize = 256 * 1024;
+/// How many of the last lines a stream keeps for [`GuestLog::recent`].
+pub const RECENT_LINES: usize = 8;
+/// Longest line kept for [`GuestLog::recent`] (bytes; longer lines are cut).
+const RECENT_LINE_MAX: usize = 240;
 
 /// A guest output stream that logs lines through `tracing`.
 #[derive(Clone)]
@@ -24,6 +28,8 @@ struct LineBuffer {
     stream: &'static str,
     line: Vec<u8>,
     total: usize,
+    /// The last [`RECENT_LINES`] complete lines, for error reports.
+    recent: std::collections::VecDeque<String>,
 }
 
 impl GuestLog {
@@ -35,8 +41,24 @@ impl GuestLog {
                 stream,
                 line: Vec::new(),
                 total: 0,
+                recent: std::collections::VecDeque::new(),
             })),
         }
+    }
+
+    /// The last lines written (at most [`RECENT_LINES`], each cut at 240 bytes),
+    /// the unfinished one included: what a trap report shows of the guest's
+    /// stderr (a Rust panic message, a Python traceback's last lines).
+    pub fn recent(&self) -> Vec<String> {
+        let buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lines: Vec<String> = buf.recent.iter().cloned().collect();
+        if !buf.line.is_empty() {
+            lines.push(cut_line(&buf.line));
+            if lines.len() > RECENT_LINES {
+                lines.remove(0);
+            }
+        }
+        lines
     }
 
     fn write_bytes(&self, bytes: &[u8]) {
@@ -71,8 +93,25 @@ impl LineBuffer {
         }
         let text = String::from_utf8_lossy(&self.line);
         tracing::info!(target: "toolhost::plugin", plugin = %self.plugin, stream = self.stream, "{text}");
+        if self.recent.len() == RECENT_LINES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(cut_line(&self.line));
         self.line.clear();
     }
+}
+
+/// `line` as text, cut at [`RECENT_LINE_MAX`] bytes (on a char boundary).
+fn cut_line(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    if text.len() <= RECENT_LINE_MAX {
+        return text.into_owned();
+    }
+    let mut end = RECENT_LINE_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 impl Drop for LineBuffer {

@@ -26,6 +26,8 @@ pub struct CallState {
     pub call: CallInfo,
     /// Host services (`None` for plugins that import none, such as policies).
     pub services: Option<Arc<Services>>,
+    /// The guest's stderr, whose last lines a trap report carries.
+    pub(crate) stderr: GuestLog,
 }
 
 impl CallState {
@@ -66,10 +68,11 @@ pub(crate) fn new_store(
 ) -> Result<Store<CallState>, CallError> {
     let manifest = call.manifest.clone();
     let limits = &manifest.limits;
+    let stderr = GuestLog::new(call.plugin.clone(), "stderr");
     let mut builder = WasiCtx::builder();
     builder
         .stdout(GuestLog::new(call.plugin.clone(), "stdout"))
-        .stderr(GuestLog::new(call.plugin.clone(), "stderr"));
+        .stderr(stderr.clone());
     for (key, value) in &manifest.env {
         builder.env(key, value);
     }
@@ -106,6 +109,7 @@ pub(crate) fn new_store(
         last_tick: std::time::Instant::now(),
         call,
         services,
+        stderr,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);
