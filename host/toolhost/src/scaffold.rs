@@ -211,7 +211,10 @@ pub fn project_files(name: &str, lang: Lang) -> Result<Vec<ProjectFile>, Scaffol
                 rename(templates::RUST_LIB)
                     .replace("`plugins/examples/rust/build.sh`", "`build.sh`"),
             ),
-            file(&manifest, rename(templates::RUST_MANIFEST)),
+            file(
+                &manifest,
+                rename(templates::RUST_MANIFEST) + MANIFEST_REFERENCE,
+            ),
             file("sdk/Cargo.toml", rust_sdk_cargo_toml()),
             file("sdk/src/lib.rs", rust_sdk_lib()),
             script(rust_build_sh(name)),
@@ -220,7 +223,10 @@ pub fn project_files(name: &str, lang: Lang) -> Result<Vec<ProjectFile>, Scaffol
             file("app.py", rename(templates::PY_APP)),
             file("toolhost_sdk.py", templates::PY_SDK.to_string()),
             file("toolhost_sdk.pyi", templates::PY_SDK_STUBS.to_string()),
-            file(&manifest, rename(templates::PY_MANIFEST)),
+            file(
+                &manifest,
+                rename(templates::PY_MANIFEST) + MANIFEST_REFERENCE,
+            ),
             script(python_build_sh(name)),
         ],
         Lang::Js => vec![
@@ -235,7 +241,10 @@ pub fn project_files(name: &str, lang: Lang) -> Result<Vec<ProjectFile>, Scaffol
                 "package-lock.json",
                 templates::JS_LOCK.replace("toolhost-example-js", name),
             ),
-            file(&manifest, rename(templates::JS_MANIFEST)),
+            file(
+                &manifest,
+                rename(templates::JS_MANIFEST) + MANIFEST_REFERENCE,
+            ),
             script(js_build_sh(name)),
         ],
     };
@@ -294,6 +303,32 @@ fn write_file(path: &Path, text: &str) -> Result<(), ScaffoldError> {
 fn rust_artifact(name: &str) -> String {
     format!("{}.wasm", name.replace('-', "_"))
 }
+
+/// Appended to every generated manifest: each other field, commented out,
+/// with its form and default, so an author outside this repository need not
+/// look them up (the full rules: README.md, "Plugins and manifests").
+const MANIFEST_REFERENCE: &str = r#"
+# Every other field, with its default. Uncomment what the plugin needs; the
+# operator reads this file to see what the plugin may do.
+# sha256 = "…"                  # pin of the .wasm file's sha256 (lowercase hex)
+# exec_env = ["NAME", "PRE_*"]  # env names its commands may set beyond LANG, LC_*, TZ, ...
+# exec_shells = ["/bin/bash"]   # shells beyond /bin/sh
+# exec_stdin = ["wc -l"]        # commands that may be fed stdin (each also in `exec`)
+# memory = "64MiB"              # linear memory per call (units: KiB, MiB, GiB; max 4GiB)
+# cpu = "1s"                    # guest CPU per call (units: ms, s, m)
+# wall = "30s"                  # wall time per call, waits on commands included
+# sandbox = "workspace-write"   # or "read-only": for the commands it starts (stricter only)
+# network = false               # its commands may use the network (if the operator allows)
+# unix_sockets = false          # its commands may use UNIX sockets (if the operator allows)
+#
+# [env]                         # environment the plugin itself (not its commands) sees
+# NAME = "value"                # a literal, or `true` to copy the host's value
+#
+# [[preopen]]                   # a directory the plugin itself reads (WASI filesystem)
+# host = "data"                 # relative to this file; must exist
+# guest = "/data"
+# mode = "read-only"            # or "read-write"
+"#;
 
 fn rust_cargo_toml(name: &str) -> String {
     format!(
