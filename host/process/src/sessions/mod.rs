@@ -22,6 +22,7 @@
 //! dies outright, `PR_SET_PDEATHSIG` SIGKILLs the shells (not their background children).
 
 mod output;
+mod proc_scan;
 mod process;
 pub mod retention;
 mod session;
@@ -909,7 +910,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         let reg = self.registry.get_mut().unwrap_or_else(|e| e.into_inner());
         // One scan for all of them (each group's other-group members included).
-        let table = process::proc_table(Instant::now());
+        let table = proc_scan::proc_table(Instant::now());
         for session in reg.sessions.values() {
             let running = {
                 let st = session.lock();

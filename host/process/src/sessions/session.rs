@@ -12,6 +12,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 use super::output::{EventBacklog, OutputBuffer, OutputCapPolicy, OutputLog, OutputOmission};
+use super::proc_scan;
 use super::process;
 use super::tree::Tree;
 use super::{
@@ -540,7 +541,7 @@ pub(crate) async fn terminate(
     // A `/proc` snapshot begun at or after `not_before`, for a group session.
     let table = |not_before: Instant| async move {
         if session.group {
-            Some(process::proc_table_async(not_before).await)
+            Some(proc_scan::proc_table_async(not_before).await)
         } else {
             None
         }
@@ -607,9 +608,9 @@ pub(crate) async fn terminate(
 
 /// A `/proc` snapshot begun at or after `not_before` when `tree` is found by
 /// scanning (the subreaper mechanism), else `None` (cgroups list their members).
-async fn tree_table(tree: &Tree, not_before: Instant) -> Option<Arc<process::ProcTable>> {
+async fn tree_table(tree: &Tree, not_before: Instant) -> Option<Arc<proc_scan::ProcTable>> {
     if tree.needs_scan() {
-        Some(process::proc_table_async(not_before).await)
+        Some(proc_scan::proc_table_async(not_before).await)
     } else {
         None
     }

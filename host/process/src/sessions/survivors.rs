@@ -52,24 +52,9 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
     read_stat(pid).map(|s| s.start_time)
 }
 
-struct Stat {
-    state: char,
-    pgrp: u32,
-    session: u32,
-    start_time: u64,
-}
-
-fn read_stat(pid: u32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold anything.
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(Stat {
-        state: fields.first()?.chars().next()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        session: fields.get(3)?.parse().ok()?,
-        start_time: fields.get(19)?.parse().ok()?,
-    })
+/// `/proc/<pid>/stat` of `pid` (the one parser, `proc_scan.rs`).
+fn read_stat(pid: u32) -> Option<super::proc_scan::ProcStat> {
+    super::proc_scan::read_stat(pid as i32)
 }
 
 /// The index of the first of `needles` (`NAME=value` entries) that
@@ -125,12 +110,12 @@ fn find(survivors: &[Survivor]) -> Vec<u32> {
         let Some(stat) = read_stat(pid) else {
             continue;
         };
-        if stat.state == 'Z' || stat.pgrp == my_pgrp || stat.session == my_sid {
+        if stat.state == 'Z' || stat.pgrp as u32 == my_pgrp || stat.session as u32 == my_sid {
             continue;
         }
         let in_group = leaders.iter().any(|&(leader, start, genuine)| {
             genuine
-                && (stat.session == leader || stat.pgrp == leader)
+                && (stat.session as u32 == leader || stat.pgrp as u32 == leader)
                 && start.is_none_or(|t| stat.start_time >= t)
         });
         if in_group || environ_has(pid, &needles).is_some() {

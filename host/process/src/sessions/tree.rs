@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{self, Signal};
 use nix::unistd::Pid;
 
-use super::process::ProcTable;
+use super::proc_scan::ProcTable;
 
 /// Default of [`SessionsConfig::max_processes_per_session`](super::SessionsConfig::max_processes_per_session):
 /// processes (and threads: the `pids` controller counts tasks) one session's tree
