@@ -2,8 +2,10 @@
 //! the hostile plugin's `exec` tool (`tests/plugins/hostile`):
 //!
 //! - a pattern grant (`exec = ["sleep *"]`) judges the whole request: the
-//!   environment names (only a safe default set and `exec_env`), the shell
-//!   (`/bin/sh` and `exec_shells`) and stdin fed to a shell or interpreter;
+//!   environment names (only a safe default set and `exec_env`) and the values
+//!   of the safe ones (no `LC_ALL=/path`), the shell (`/bin/sh` and
+//!   `exec_shells`) and stdin (only for commands `exec_stdin` grants, never
+//!   for a shell or interpreter);
 //! - the policy plugin sees the environment names and the shell, and asks
 //!   about names that make the shell or loader run code even under `**`;
 //! - a start's tool-call id is the call's own or none, never another call's.
@@ -265,7 +267,11 @@ async fn env_with_bash() -> Env {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdin_fed_to_a_shell_is_denied_under_a_pattern_grant() {
-    let env = env("exec = [\"sh\", \"python3\", \"cat\"]\n", ALLOW_ALL).await;
+    let env = env(
+        "exec = [\"sh\", \"python3\", \"cat\"]\nexec_stdin = [\"cat\"]\n",
+        ALLOW_ALL,
+    )
+    .await;
     let marker = env.ws().join("stdin.marker");
     let script = format!("touch {}\n", marker.display());
     for (command, stdin) in [
@@ -278,12 +284,16 @@ async fn stdin_fed_to_a_shell_is_denied_under_a_pattern_grant() {
         let out = exec(&env, args).await;
         assert_denied(
             &out,
-            &["denied by manifest", &format!("feeds stdin to `{command}`")],
+            &[
+                "denied by manifest",
+                &format!("feeds stdin to `{command}`"),
+                "no `exec_stdin` entry grants this",
+            ],
         );
     }
     assert_eq!(env.sessions(), 0);
     assert!(!marker.exists());
-    // Data for a program that does not run it is fine, and so is `sh` with
+    // Data for a program `exec_stdin` grants is fine, and so is `sh` with
     // stdin closed (what the grant's text says).
     let out = exec(
         &env,
@@ -435,4 +445,127 @@ async fn a_tool_call_id_is_the_calls_own_or_none() {
     let bg = started(&bg);
     let snap = env.host.sessions().check(&Caller::Host, &bg).unwrap();
     assert_eq!(snap.tool_call_id, None);
+}
+
+/// The old stdin rule was a list of programs that run stdin; these ran code
+/// under plain pattern grants anyway. Now stdin needs `exec_stdin`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_needs_an_exec_stdin_grant_under_a_pattern_grant() {
+    let env = env(
+        "exec = [\"make test *\", \"awk *\", \"rbash\", \"wc -l\", \"printenv *\"]\n\
+         exec_stdin = [\"wc -l\"]\n",
+        ALLOW_ALL,
+    )
+    .await;
+    let marker = env.ws().join("stdin.marker");
+    let makefile = format!("test:\n\ttouch {}\n", marker.display());
+    let awk = format!("BEGIN {{ system(\"touch {}\") }}\n", marker.display());
+    let touch = format!("touch {}\n", marker.display());
+    for (command, stdin) in [
+        ("make test -f -", serde_json::json!({"stdin": makefile})),
+        ("make test -f -", serde_json::json!({"stdin_open": true})),
+        ("awk -f /dev//stdin", serde_json::json!({"stdin": awk})),
+        ("awk -f/dev/stdin", serde_json::json!({"stdin": awk})),
+        ("awk -f /proc/self/fd//0", serde_json::json!({"stdin": awk})),
+        ("awk -f /dev/fd/./0", serde_json::json!({"stdin": awk})),
+        (
+            "awk -f /proc/thread-self/fd/0",
+            serde_json::json!({"stdin": awk}),
+        ),
+        ("rbash", serde_json::json!({"stdin": touch})),
+        ("make test", serde_json::json!({"stdin": makefile})),
+    ] {
+        let mut args = stdin;
+        args["command"] = command.into();
+        args["tool_call_id"] = serde_json::Value::Null;
+        let out = exec(&env, args).await;
+        assert_denied(&out, &["denied by manifest", "exec_stdin"]);
+    }
+    // A program that does not run stdin still needs the grant, and the
+    // refusal says which entry to add.
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "awk -F: -f prog.awk", "stdin": "a:b\n"}),
+    )
+    .await;
+    assert_denied(
+        &out,
+        &[
+            "does not let this command read stdin",
+            "exec_stdin = [\\\"awk -F: -f prog.awk\\\"]",
+        ],
+    );
+    assert_eq!(env.sessions(), 0);
+    assert!(!marker.exists());
+    // `exec_stdin = ["wc -l"]`: `wc -l` reads what it is fed.
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "wc -l", "stdin": "a\nb\nc\n", "tool_call_id": null}),
+    )
+    .await;
+    let id = started(&out);
+    let exit = env.host.sessions().wait(&Caller::Host, &id).await.unwrap();
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let snap = env.host.sessions().check(&Caller::Host, &id).unwrap();
+    assert_eq!(snap.output_tail.trim(), "3");
+    assert!(!marker.exists());
+}
+
+/// The safe default names keep plain values only: glibc loads a locale from
+/// an absolute path, and `TZ=/path` parses a file the plugin wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn safe_env_names_keep_plain_values_only() {
+    let env = env("exec = [\"printenv *\"]\n", ALLOW_ALL).await;
+    for (name, value) in [
+        ("LC_ALL", "/tmp/x"),
+        ("LANG", "/x"),
+        ("LC_CTYPE", "../../tmp/x"),
+        ("TZ", "/tmp/zone"),
+        ("TZ", ":/tmp/zone"),
+        ("COLUMNS", "80; id"),
+    ] {
+        let out = exec(
+            &env,
+            serde_json::json!({"command": "printenv", "env": [[name, value]]}),
+        )
+        .await;
+        assert_denied(
+            &out,
+            &[
+                "denied by manifest",
+                &format!("value of the environment variable `{name}`"),
+                &format!("exec_env = [\\\"{name}\\\"]"),
+            ],
+        );
+    }
+    assert_eq!(env.sessions(), 0);
+    let out = exec(
+        &env,
+        serde_json::json!({
+            "command": "printenv LC_ALL TZ",
+            "env": [["LC_ALL", "C.UTF-8"], ["TZ", "America/New_York"]],
+            "tool_call_id": null,
+        }),
+    )
+    .await;
+    let id = started(&out);
+    let exit = env.host.sessions().wait(&Caller::Host, &id).await.unwrap();
+    assert_eq!(exit.code, Some(0), "{exit:?}");
+    let snap = env.host.sessions().check(&Caller::Host, &id).unwrap();
+    assert_eq!(snap.output_tail, "C.UTF-8\nAmerica/New_York\n");
+    // A name `exec_env` grants keeps any value: the operator chose it.
+    let env = self::env(
+        "exec = [\"printenv *\"]\nexec_env = [\"LC_ALL\"]\n",
+        ALLOW_ALL,
+    )
+    .await;
+    let out = exec(
+        &env,
+        serde_json::json!({"command": "printenv LC_ALL", "env": [["LC_ALL", "/tmp/x"]], "tool_call_id": null}),
+    )
+    .await;
+    let id = started(&out);
+    env.host.sessions().wait(&Caller::Host, &id).await.unwrap();
+    let snap = env.host.sessions().check(&Caller::Host, &id).unwrap();
+    assert_eq!(snap.output_tail, "/tmp/x\n");
 }

@@ -13,6 +13,7 @@
 //! exec = ["git status", "git log *", "cargo test *"]  # or false / absent: none
 //! exec_env = ["NOTES_MODE", "NOTES_*"]  # env names its commands may get (see below)
 //! exec_shells = ["/bin/bash"]  # shells beyond /bin/sh its commands may run under
+//! exec_stdin = ["wc -l", "jq *"]  # commands that may be fed stdin (each covered by `exec`)
 //! memory = "128MiB"            # linear memory per call (default 64MiB, max 4GiB)
 //! cpu = "2s"                   # guest CPU per call (default 1s)
 //! wall = "60s"                 # wall time per call, host calls included (default 30s)
@@ -59,12 +60,29 @@
 //!   (`NOTES_*`; [`exec_env_granted`]). Nothing else, so no `PATH`, `LD_*`,
 //!   `BASH_*`, `ENV`, `IFS`, `PS4`, `PAGER`, `EDITOR` or `GIT_*` unless the
 //!   manifest names it;
-//! - **stdin**: bytes or an open pipe fed to a program that runs what it reads
-//!   as code (a shell, an interpreter, `xargs`, `env`, or a `/dev/stdin` path
-//!   word; [`stdin_runs_code`]) are refused: the grant and the policy see the
-//!   command text, never the stdin bytes. This is a list of known programs, not
-//!   a proof: a pattern grant for a program that executes its input covers
-//!   what it reads too.
+//! - **the values of the safe default names**: glibc loads a locale from an
+//!   absolute path (`LC_ALL=/ws/loc`) and `TZ=/ws/f` makes programs parse a
+//!   file the plugin wrote, so without an `exec_env` grant of the name a value
+//!   must be plain ([`check_safe_env_value`]): a locale name of
+//!   `[A-Za-z0-9_.@-]` (`LANGUAGE` also `:`) without `/` or `..`; a `TZ` not
+//!   starting with `/` or `:/`, with no `..` component (`UTC0`,
+//!   `EST5EDT,M3.2.0,M11.1.0`, `America/New_York` pass); `COLUMNS`/`LINES`
+//!   up to 5 digits; the colour and CI hints up to 16 plain characters. A name
+//!   `exec_env` grants (`exec_env = ["TZ"]`) keeps any value: the operator
+//!   chose it;
+//! - **stdin**: a pattern grant covers the command text, never the bytes fed
+//!   on stdin, and the policy never sees them either (`make test -f -` reads a
+//!   makefile there, `awk -f /dev/stdin` a program, `rbash` a script). So
+//!   stdin, bytes or an open pipe, is refused unless `exec_stdin` grants it
+//!   for that command ([`exec_stdin_granted`]): patterns in the same language
+//!   as `exec`, each covered by a pattern of `exec` (checked at load,
+//!   [`validate_exec_stdin`], [`exec_pattern_covers`]). On top of that, stdin
+//!   fed to a program that runs what it reads as code (a shell, an
+//!   interpreter, `xargs`, `awk`/`sed`/`make -f -`, or a word naming stdin by
+//!   path such as `/dev//stdin`; [`stdin_runs_code`]) is refused even when
+//!   `exec_stdin` matches, and such an `exec_stdin` entry is refused at load:
+//!   granting it would be `exec = ["**"]` without the policy. That list is
+//!   defence in depth (known programs, not a proof); the grant is the rule.
 //!
 //! Each refusal names the variable, shell or program and the manifest key
 //! that would grant it.
@@ -144,6 +162,11 @@ pub struct Manifest {
     /// [`DEFAULT_EXEC_SHELL`] (manifest key `exec_shells`). Ignored under
     /// `exec = ["**"]`, which allows any shell. Default: none.
     pub exec_shells: Vec<String>,
+    /// Commands (exec patterns, each covered by `exec`) that may be fed stdin,
+    /// bytes or an open pipe (manifest key `exec_stdin`). Ignored under
+    /// `exec = ["**"]`, which keeps any stdin. Default: none, so every command
+    /// of a pattern grant runs with stdin closed.
+    pub exec_stdin: Vec<String>,
     /// Directories its WASI context preopens. Default: none.
     pub preopens: Vec<Preopen>,
     /// Environment variables its WASI context sees, values resolved at load.
@@ -257,10 +280,12 @@ pub struct ExecRequest<'a> {
     /// The resolved shell (an absolute path, as the request wrote it, or
     /// `/bin/sh` when it named none).
     pub shell: &'a str,
-    /// The environment pairs the request sets (only the names are judged).
+    /// The environment pairs the request sets (the names are judged, and the
+    /// values of [`SAFE_EXEC_ENV`] names the manifest does not grant).
     pub env: &'a [(String, String)],
     /// Whether the process gets input on stdin (`bytes` or an `open` pipe),
-    /// rather than `/dev/null`.
+    /// rather than `/dev/null`: under a pattern grant, only for a command
+    /// `exec_stdin` grants.
     pub feeds_stdin: bool,
 }
 
@@ -271,7 +296,8 @@ pub const DEFAULT_EXEC_SHELL: &str = "/bin/sh";
 /// Environment names any plugin with an exec grant may set on the commands it
 /// starts, without an `exec_env` grant: locale, time zone, colour and
 /// terminal-size hints. No program runs code, loads a library or finds a
-/// program through them. A trailing `*` is a prefix (`LC_*`).
+/// program through them; their values are checked ([`check_safe_env_value`])
+/// unless `exec_env` grants the name. A trailing `*` is a prefix (`LC_*`).
 pub const SAFE_EXEC_ENV: &[&str] = &[
     "LANG",
     "LANGUAGE",
@@ -316,25 +342,35 @@ pub fn exec_shell_granted(shell: &str, granted: &[String]) -> bool {
 
 /// Programs that run what they read on stdin as code when started without a
 /// script (shells, interpreters, debuggers and database shells with a `!`/
-/// `.system` escape), or that turn stdin into a command line (`xargs`).
-/// Wrappers (`env`, `timeout`, `nice`...) need no entry: the program they run
-/// is another word of the command.
+/// `.system` escape, editors with `:!`), or that turn stdin into a command line
+/// (`xargs`). Wrappers (`env`, `timeout`, `nice`...) need no entry: the program
+/// they run is another word of the command.
 /// Matched on a word's basename, with a version suffix removed (`python3.12`).
 const STDIN_RUNNERS: &[&str] = &[
-    "sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "yash", "fish", "csh", "tcsh", "busybox",
-    "toybox", "xargs", "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun",
-    "php", "lua", "luajit", "tclsh", "wish", "expect", "R", "Rscript", "julia", "gdb", "lldb",
-    "sqlite", "mysql", "psql", "ed", "ex", "vi", "vim", "nvim", "dc",
+    "sh", "bash", "rbash", "dash", "ash", "zsh", "ksh", "rksh", "mksh", "pdksh", "oksh", "loksh",
+    "posh", "yash", "fish", "csh", "tcsh", "elvish", "nu", "xonsh", "pwsh", "busybox", "toybox",
+    "xargs", "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun", "php",
+    "lua", "luajit", "tclsh", "wish", "expect", "R", "Rscript", "julia", "gdb", "lldb", "sqlite",
+    "mysql", "psql", "ed", "ex", "vi", "vim", "nvim", "dc", "bc",
 ];
 
-/// Programs that read their program from stdin only with `-f -`.
-const STDIN_SCRIPT_FLAG: &[&str] = &["awk", "gawk", "mawk", "nawk", "sed", "gsed"];
+/// Programs that read their program from stdin when a script-file option
+/// names `-` (`awk -f -`, `sed -f -`, `make -f -`).
+const STDIN_SCRIPT_FLAG: &[&str] = &[
+    "awk", "gawk", "mawk", "nawk", "sed", "gsed", "make", "gmake", "bmake",
+];
 
 /// Would feeding stdin to `command` run it as code? `Some(word)` names the
 /// word that makes it so: a program of [`STDIN_RUNNERS`] anywhere in the
-/// command (so wrappers such as `timeout 5 sh` count), `awk`/`sed` with
-/// `-f -`, or a path word reading stdin (`/dev/stdin`, `/dev/fd/0`,
-/// `/proc/self/fd/0`). A list of known programs, not a proof. Pure.
+/// command (so wrappers such as `timeout 5 sh` count), `awk`/`sed`/`make` with
+/// a script file `-` (`-f -`, `-f-`, `--file=-`, `--makefile=-`), or a word
+/// naming stdin by path, however spelled (`/dev/stdin`, `/dev//stdin`,
+/// `/dev/fd/./0`, `/proc/self/fd/0`, `/proc/thread-self/fd/0`, `/proc/1/fd/0`,
+/// also inside an option such as `-f/dev/stdin` or `--file=/dev/stdin`).
+///
+/// A list of known programs, not a proof: under a pattern grant stdin needs
+/// an `exec_stdin` grant first ([`exec_stdin_granted`]); this is the extra
+/// refusal that no `exec_stdin` entry overrides. Pure.
 pub fn stdin_runs_code(command: &str) -> Option<&str> {
     let words = words(command);
     let base = |w: &str| -> String {
@@ -342,13 +378,162 @@ pub fn stdin_runs_code(command: &str) -> Option<&str> {
         b.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
             .to_string()
     };
-    let script_flag = words.windows(2).any(|w| w == ["-f", "-"]);
+    let script_flag = words
+        .windows(2)
+        .any(|w| matches!(w[0], "-f" | "--file" | "--makefile" | "--script") && w[1] == "-")
+        || words
+            .iter()
+            .any(|w| matches!(*w, "-f-" | "--file=-" | "--makefile=-" | "--script=-"));
     words.iter().copied().find(|w| {
         let b = base(w);
         STDIN_RUNNERS.contains(&b.as_str())
             || (script_flag && STDIN_SCRIPT_FLAG.contains(&b.as_str()))
-            || matches!(*w, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+            || names_stdin_path(w)
     })
+}
+
+/// Does `word` hold a path to the process's stdin? The path is the part from
+/// the first `/` (so `-f/dev/stdin` and `--file=/dev/stdin` count), normalised
+/// lexically (`//`, `.`, `..`), compared with `/dev/stdin`, `/dev/fd/0` and
+/// `/proc/{self,thread-self,N}[/task/{N}]/fd/0`.
+fn names_stdin_path(word: &str) -> bool {
+    let Some(at) = word.find('/') else {
+        return false;
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for c in word[at..].split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let pid = |c: &str| {
+        matches!(c, "self" | "thread-self")
+            || (!c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let tid = |c: &str| !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit());
+    match parts.as_slice() {
+        ["dev", "stdin"] | ["dev", "fd", "0"] => true,
+        ["proc", p, "fd", "0"] => pid(p),
+        ["proc", p, "task", t, "fd", "0"] => pid(p) && tid(t),
+        _ => false,
+    }
+}
+
+/// May a plugin whose manifest grants `exec_stdin = granted` feed stdin
+/// (bytes or an open pipe) to `command` (under a pattern grant other than
+/// `**`)? Yes when a pattern of `granted` matches the command
+/// ([`exec_pattern_matches`]). Programs that run stdin as code are refused
+/// after this by [`stdin_runs_code`], granted or not. Pure.
+pub fn exec_stdin_granted(command: &str, granted: &[String]) -> bool {
+    granted.iter().any(|p| exec_pattern_matches(p, command))
+}
+
+/// Does exec pattern `outer` match every command exec pattern `inner`
+/// matches? Decided on the two patterns' words, never by guessing commands:
+/// a `*`/`**` of `outer` that takes any words covers any words of `inner`
+/// (its wildcards too); a word of `outer` covers a single word of `inner` when
+/// it globs it with `inner`'s `*`s taken as text (`test:*` covers `test:*x`,
+/// `*` elsewhere covers any one word); nothing else covers a `**` or trailing
+/// `*` of `inner`. Sound (never `true` wrongly); it may say `false` for a
+/// cover that only a union of patterns makes. O(words × words), no
+/// backtracking. Malformed patterns cover nothing.
+pub fn exec_pattern_covers(outer: &str, inner: &str) -> bool {
+    if validate_exec_pattern(outer).is_err() || validate_exec_pattern(inner).is_err() {
+        return false;
+    }
+    // (text, takes any number of words): `**`, or `*` as the last word.
+    let split = |p: &str| -> Vec<(String, bool)> {
+        let w = words(p);
+        let last = w.len().saturating_sub(1);
+        w.iter()
+            .enumerate()
+            .map(|(i, w)| (w.to_string(), *w == "**" || (*w == "*" && i == last)))
+            .collect()
+    };
+    let (outer, inner) = (split(outer), split(inner));
+    let (m, n) = (outer.len(), inner.len());
+    // covers[i][j]: outer[i..] covers inner[j..].
+    let mut covers = vec![vec![false; n + 1]; m + 1];
+    covers[m][n] = true;
+    for i in (0..m).rev() {
+        for j in (0..=n).rev() {
+            covers[i][j] = match &outer[i] {
+                (_, true) => covers[i + 1][j] || (j < n && covers[i][j + 1]),
+                (glob, false) => {
+                    j < n
+                        && !inner[j].1
+                        && toolhost_pattern::glob_match(glob.as_bytes(), inner[j].0.as_bytes())
+                        && covers[i + 1][j + 1]
+                }
+            };
+        }
+    }
+    covers[0][0]
+}
+
+/// Longest value a name of [`SAFE_EXEC_ENV`] may get without an `exec_env`
+/// grant of it (bytes; `COLUMNS`/`LINES` and the colour hints are shorter).
+pub const MAX_SAFE_ENV_VALUE: usize = 128;
+
+/// Checks the value of a [`SAFE_EXEC_ENV`] name set without an `exec_env`
+/// grant of that name. The names are safe; some values are not: glibc loads
+/// a locale from an absolute path (`LC_ALL=/ws/loc`), and `TZ=/ws/f` makes a
+/// program parse a file the plugin wrote. `Err` states the rule:
+///
+/// - `LANG`, `LC_*`: a locale name of `[A-Za-z0-9_.@-]` (`LANGUAGE`, a list:
+///   also `:`), so no `/`, and no `..`; at most [`MAX_SAFE_ENV_VALUE`] bytes;
+/// - `TZ`: a POSIX TZ string (`UTC0`, `EST5EDT,M3.2.0,M11.1.0`, `<+03>-3`) or a
+///   zoneinfo name (`America/New_York`, `:Europe/Paris`): not starting with
+///   `/` or `:/`, no `..` path component, no control character; at most
+///   [`MAX_SAFE_ENV_VALUE`] bytes;
+/// - `COLUMNS`, `LINES`: at most 5 decimal digits;
+/// - `NO_COLOR`, `FORCE_COLOR`, `CLICOLOR`, `CI`: at most 16 bytes of
+///   `[A-Za-z0-9_.-]` (`1`, `true`, `3`...).
+///
+/// Any other name: `Ok` (it is not in the safe set). Pure.
+pub fn check_safe_env_value(name: &str, value: &str) -> Result<(), &'static str> {
+    let plain = |extra: &str, max: usize| {
+        value.len() <= max
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c) || extra.contains(c))
+    };
+    let (ok, rule) = match name {
+        "LANGUAGE" => (
+            plain("@:", MAX_SAFE_ENV_VALUE) && !value.contains(".."),
+            "a list of locale names: `A-Z a-z 0-9 _ . @ -` and `:`, no `/` or `..`, at most \
+             128 bytes (e.g. `en_US:en`)",
+        ),
+        n if n == "LANG" || n.starts_with("LC_") => (
+            plain("@", MAX_SAFE_ENV_VALUE) && !value.contains(".."),
+            "a locale name: `A-Z a-z 0-9 _ . @ -`, no `/` or `..`, at most 128 bytes (e.g. \
+             `C.UTF-8`, `en_US.UTF-8`)",
+        ),
+        "TZ" => (
+            value.len() <= MAX_SAFE_ENV_VALUE
+                && !value.starts_with('/')
+                && !value.starts_with(":/")
+                && !value.chars().any(char::is_control)
+                && !value.split(['/', ':']).any(|c| c == ".."),
+            "a POSIX TZ string or zoneinfo name (e.g. `UTC0`, `America/New_York`): not a path \
+             starting with `/` or `:/`, no `..` component, no control character, at most 128 \
+             bytes",
+        ),
+        "COLUMNS" | "LINES" => (
+            value.len() <= 5 && value.bytes().all(|b| b.is_ascii_digit()),
+            "at most 5 decimal digits",
+        ),
+        "NO_COLOR" | "FORCE_COLOR" | "CLICOLOR" | "CI" => (
+            plain("", 16),
+            "at most 16 characters of `A-Z a-z 0-9 _ . -` (e.g. `1`, `true`)",
+        ),
+        _ => (true, ""),
+    };
+    if ok { Ok(()) } else { Err(rule) }
 }
 
 /// Checks an `exec_env` entry: an environment name of `[A-Za-z_][A-Za-z0-9_]*`,
@@ -383,6 +568,38 @@ pub fn validate_exec_shell(shell: &str) -> Result<(), String> {
             "`{shell}` is not an absolute shell path without `.`/`..` (e.g. \"/bin/bash\")"
         ))
     }
+}
+
+/// Checks an `exec_stdin` entry against the manifest's `exec` grant: an exec
+/// pattern ([`validate_exec_pattern`]) that a pattern of `exec` covers
+/// ([`exec_pattern_covers`]; `exec_stdin` grants stdin, never a command), and
+/// not one that feeds stdin to a program that runs it as code
+/// ([`stdin_runs_code`]: only `exec = ["**"]` keeps that, judged by the policy).
+pub fn validate_exec_stdin(pattern: &str, exec: &ExecGrant) -> Result<(), String> {
+    validate_exec_pattern(pattern)?;
+    let ExecGrant::Patterns(granted) = exec else {
+        return Err("grants nothing without an `exec` grant; add `exec = [\"PATTERN\"]`".into());
+    };
+    if !granted.iter().any(|g| exec_pattern_covers(g, pattern)) {
+        return Err(format!(
+            "`{pattern}` is not covered by the `exec` grant ({}): `exec_stdin` lets commands \
+             `exec` already grants read stdin, and grants no command (add the pattern to `exec` \
+             too)",
+            granted
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(word) = stdin_runs_code(pattern) {
+        return Err(format!(
+            "`{pattern}` feeds stdin to `{word}`, which runs what it reads as code; no \
+             `exec_stdin` entry grants that, only `exec = [\"**\"]` (the policy and approvers \
+             then judge each command)"
+        ));
+    }
+    Ok(())
 }
 
 /// Characters that make a command more than one simple command with literal
@@ -468,6 +685,7 @@ struct Raw {
     exec: Option<RawExec>,
     exec_env: Option<Vec<String>>,
     exec_shells: Option<Vec<String>>,
+    exec_stdin: Option<Vec<String>>,
     #[serde(default)]
     preopen: Vec<RawPreopen>,
     #[serde(default)]
@@ -580,6 +798,7 @@ impl Manifest {
         for (key, list) in [
             ("exec_env", &raw.exec_env),
             ("exec_shells", &raw.exec_shells),
+            ("exec_stdin", &raw.exec_stdin),
         ] {
             if list.is_some() && exec == ExecGrant::None {
                 return Err(invalid(
@@ -595,6 +814,10 @@ impl Manifest {
         let exec_shells = raw.exec_shells.unwrap_or_default();
         for shell in &exec_shells {
             validate_exec_shell(shell).map_err(|m| invalid("exec_shells", m))?;
+        }
+        let exec_stdin = raw.exec_stdin.unwrap_or_default();
+        for pattern in &exec_stdin {
+            validate_exec_stdin(pattern, &exec).map_err(|m| invalid("exec_stdin", m))?;
         }
         let mut preopens = Vec::new();
         for (i, p) in raw.preopen.into_iter().enumerate() {
@@ -683,6 +906,7 @@ impl Manifest {
             exec,
             exec_env,
             exec_shells,
+            exec_stdin,
             preopens,
             env,
             limits,
@@ -702,6 +926,7 @@ impl Manifest {
             exec: ExecGrant::None,
             exec_env: Vec::new(),
             exec_shells: Vec::new(),
+            exec_stdin: Vec::new(),
             preopens: Vec::new(),
             env: Vec::new(),
             limits: Limits::default(),
@@ -741,8 +966,10 @@ impl Manifest {
     /// and stdin. Any other grant: the command must match a pattern
     /// ([`ExecGrant::check`]), the shell must be [`DEFAULT_EXEC_SHELL`] or in
     /// `exec_shells` ([`exec_shell_granted`]), every environment name must be
-    /// in [`SAFE_EXEC_ENV`] or `exec_env` ([`exec_env_granted`]), and stdin must
-    /// not be fed to a program that runs it as code ([`stdin_runs_code`]).
+    /// in `exec_env` ([`exec_env_granted`]) or in [`SAFE_EXEC_ENV`] with a value
+    /// [`check_safe_env_value`] accepts, and stdin (bytes or open) is fed only to
+    /// a command `exec_stdin` grants ([`exec_stdin_granted`]) and never to a
+    /// program that runs it as code ([`stdin_runs_code`]).
     /// See the module docs, "A grant judges the whole request".
     pub fn check_exec(&self, request: &ExecRequest<'_>) -> Result<(), String> {
         self.exec.check(request.command)?;
@@ -756,8 +983,19 @@ impl Manifest {
                 request.shell, request.shell
             ));
         }
-        for (name, _) in request.env {
-            if exec_env_granted(name, &self.exec_env) {
+        for (name, value) in request.env {
+            if self.exec_env.iter().any(|p| env_pattern_matches(p, name)) {
+                // Granted by name: the operator chose it, any value.
+                continue;
+            }
+            if exec_env_granted(name, &[]) {
+                if let Err(rule) = check_safe_env_value(name, value) {
+                    return Err(format!(
+                        "the plugin's manifest does not let its commands get this value of the \
+                         environment variable `{name}`: without a grant of the name, its value \
+                         must be {rule} (grant any value with `exec_env = [\"{name}\"]`)"
+                    ));
+                }
                 continue;
             }
             let how = if validate_exec_env(name).is_ok() {
@@ -772,21 +1010,36 @@ impl Manifest {
                 SAFE_EXEC_ENV.join(", ")
             ));
         }
-        if request.feeds_stdin
-            && let Some(word) = stdin_runs_code(request.command)
-        {
-            return Err(format!(
-                "the command feeds stdin to `{word}`, which runs what it reads as code; a \
-                 pattern grant covers the command text, never stdin (start it with stdin \
-                 closed, or grant `exec = [\"**\"]` so the policy and approvers judge it)"
-            ));
+        if request.feeds_stdin {
+            if let Some(word) = stdin_runs_code(request.command) {
+                return Err(format!(
+                    "the command feeds stdin to `{word}`, which runs what it reads as code; a \
+                     pattern grant covers the command text, never stdin, and no `exec_stdin` \
+                     entry grants this (start it with stdin closed, or grant `exec = [\"**\"]` \
+                     so the policy and approvers judge it)"
+                ));
+            }
+            if !exec_stdin_granted(request.command, &self.exec_stdin) {
+                let command = words(request.command).join(" ");
+                let how = if command.len() <= 200 {
+                    format!("`exec_stdin = [\"{command}\"]`")
+                } else {
+                    "`exec_stdin = [\"PATTERN\"]`".to_string()
+                };
+                return Err(format!(
+                    "the plugin's manifest does not let this command read stdin: a pattern grant \
+                     covers the command text, never what is fed on stdin (start it with stdin \
+                     closed, or grant stdin with {how}; each `exec_stdin` pattern must also be \
+                     covered by `exec`)"
+                ));
+            }
         }
         Ok(())
     }
 
     /// The manifest as JSON (for `plugin inspect --json`): `id`, `contract`,
-    /// `sha256`, `exec` (`null` or a list of patterns), `exec_env` and
-    /// `exec_shells` (lists), `preopens`
+    /// `sha256`, `exec` (`null` or a list of patterns), `exec_env`,
+    /// `exec_shells` and `exec_stdin` (lists), `preopens`
     /// (`host`, `guest`, `mode`), `env` (names only: values may be secrets),
     /// `memory_bytes`, `cpu_ms`, `wall_ms`, `sandbox`, `network`, `unix_sockets`.
     pub fn to_json(&self) -> serde_json::Value {
@@ -800,6 +1053,7 @@ impl Manifest {
             },
             "exec_env": self.exec_env,
             "exec_shells": self.exec_shells,
+            "exec_stdin": self.exec_stdin,
             "preopens": self.preopens.iter().map(|p| serde_json::json!({
                 "host": p.host.display().to_string(),
                 "guest": p.guest,
@@ -1143,6 +1397,31 @@ mod tests {
         ("cat /dev/stdin", Some("/dev/stdin")),
         ("awk -f -", Some("awk")),
         ("sqlite3 db", Some("sqlite3")),
+        // the review's bypasses of the old list
+        ("make test -f -", Some("make")),
+        ("make -f- test", Some("make")),
+        ("make --file=- test", Some("make")),
+        ("make --makefile=-", Some("make")),
+        ("awk -f /dev//stdin", Some("/dev//stdin")),
+        ("awk -f/dev/stdin", Some("-f/dev/stdin")),
+        ("awk --file=/dev/stdin", Some("--file=/dev/stdin")),
+        ("awk -f /proc/self/fd//0", Some("/proc/self/fd//0")),
+        ("awk -f /dev/fd/./0", Some("/dev/fd/./0")),
+        (
+            "awk -f /proc/thread-self/fd/0",
+            Some("/proc/thread-self/fd/0"),
+        ),
+        ("awk -f /proc/1/task/1/fd/0", Some("/proc/1/task/1/fd/0")),
+        ("awk -f /dev/../dev/stdin", Some("/dev/../dev/stdin")),
+        ("sed -f - x", Some("sed")),
+        ("rbash", Some("rbash")),
+        ("/usr/bin/rbash -s", Some("/usr/bin/rbash")),
+        ("make test", None),
+        ("make test -f Makefile", None),
+        ("awk -f prog.awk", None),
+        ("cat /dev/stdout", None),
+        ("cat /proc/self/fd/1", None),
+        ("cat /dev/fd/01x", None),
         ("cat", None),
         ("sed s/a/b/", None),
         ("awk {print}", None),
@@ -1226,13 +1505,29 @@ mod tests {
         let e = sleep
             .check_exec(&request("sh", "/bin/sh", &[], true))
             .unwrap_err();
-        assert!(e.contains("feeds stdin to `sh`"), "{e}");
+        assert!(
+            e.contains("feeds stdin to `sh`") && e.contains("exec_stdin"),
+            "{e}"
+        );
         assert_eq!(
             sleep.check_exec(&request("sh", "/bin/sh", &[], false)),
             Ok(())
         );
+        // Stdin needs `exec_stdin`, even for `cat`.
+        let e = sleep
+            .check_exec(&request("cat", "/bin/sh", &[], true))
+            .unwrap_err();
+        assert!(
+            e.contains("does not let this command read stdin")
+                && e.contains("`exec_stdin = [\"cat\"]`"),
+            "{e}"
+        );
+        let cat = Manifest {
+            exec_stdin: vec!["cat".into()],
+            ..sleep.clone()
+        };
         assert_eq!(
-            sleep.check_exec(&request("cat", "/bin/sh", &[], true)),
+            cat.check_exec(&request("cat", "/bin/sh", &[], true)),
             Ok(())
         );
         // The command is judged first.
@@ -1416,5 +1711,321 @@ mode = "read-write"
         let e =
             err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"ls\"]\nexec_shells = [\"bash\"]\n");
         assert!(e.contains("`exec_shells`") && e.contains("absolute"), "{e}");
+    }
+
+    /// (exec grant, exec_stdin entry, valid at load)
+    const EXEC_STDIN_LOAD: &[(&[&str], &str, bool)] = &[
+        (&["wc -l"], "wc -l", true),
+        (&["wc *"], "wc -l", true),
+        (&["wc *"], "wc -l *", true),
+        (&["wc *"], "wc **", true),
+        (&["jq *"], "jq *", true),
+        (&["jq **"], "jq -r *", true),
+        (&["git * **"], "git log *", true),
+        (&["git * --help"], "git log --help", true),
+        (&["git * --help"], "git * --help", true),
+        (&["npm run test:*"], "npm run test:*", true),
+        (&["npm run test:*"], "npm run test:unit", true),
+        (&["npm run test:*"], "npm run test:*x", true),
+        (&["ls", "wc *"], "wc -c", true),
+        (&["**"], "anything here", true),
+        (&["**"], "**", true),
+        // not covered: stdin never grants a command
+        (&["wc -l"], "wc -c", false),
+        (&["wc -l"], "wc *", false),
+        (&["wc -l"], "wc -l *", false),
+        (&["wc -l *"], "wc *", false),
+        (&["git * b"], "git ** b", false),
+        (&["git * b"], "git * * b", false),
+        (&["a x*"], "a *", false),
+        (&["npm run test:*"], "npm run *", false),
+        (&["npm run test:*"], "npm run *:x", false),
+        (&["jq *"], "jqx *", false),
+        (&["wc -l"], "**", false),
+        // malformed
+        (&["wc -l"], "", false),
+        (&["wc *"], "wc -l;id", false),
+        // covered, but stdin to a program that runs it as code: only `**`
+        (&["sh"], "sh", false),
+        (&["python3 *"], "python3 -", false),
+        (&["timeout *"], "timeout 5 sh", false),
+        (&["make test *"], "make test -f -", false),
+        (&["awk *"], "awk -f /dev//stdin", false),
+        (&["rbash"], "rbash", false),
+    ];
+
+    #[test]
+    fn exec_stdin_validation_table() {
+        for (exec, entry, expected) in EXEC_STDIN_LOAD {
+            let exec = ExecGrant::Patterns(exec.iter().map(|p| p.to_string()).collect());
+            let result = validate_exec_stdin(entry, &exec);
+            assert_eq!(
+                result.is_ok(),
+                *expected,
+                "{entry:?} under exec = [{exec}]: {result:?}"
+            );
+        }
+        let e =
+            validate_exec_stdin("wc -c", &ExecGrant::Patterns(vec!["wc -l".into()])).unwrap_err();
+        assert!(
+            e.contains("not covered by the `exec` grant (`wc -l`)"),
+            "{e}"
+        );
+        let e = validate_exec_stdin("sh", &ExecGrant::Patterns(vec!["sh".into()])).unwrap_err();
+        assert!(
+            e.contains("`sh`") && e.contains("only `exec = [\"**\"]`"),
+            "{e}"
+        );
+        assert!(validate_exec_stdin("wc -l", &ExecGrant::None).is_err());
+    }
+
+    /// `exec_pattern_covers` never says yes wrongly: every command (from a
+    /// small universe of words) the inner pattern matches, the outer matches.
+    #[test]
+    fn exec_pattern_covers_is_sound() {
+        let pats = [
+            "a",
+            "a *",
+            "a **",
+            "a b",
+            "a * b",
+            "a ** b",
+            "a x*",
+            "a *x",
+            "a *x*",
+            "a b *",
+            "a * *",
+            "a ** *",
+            "a b**",
+            "a *b* c",
+            "a ** b **",
+        ];
+        let vocab = ["b", "x", "bx", "xb", "c", "*", "**"];
+        let mut commands = vec!["a".to_string()];
+        for len in 1..=3 {
+            let mut next = Vec::new();
+            for c in commands.iter().filter(|c| words(c).len() == len) {
+                for w in vocab {
+                    next.push(format!("{c} {w}"));
+                }
+            }
+            commands.extend(next);
+        }
+        let matches = |p: &str, c: &str| Pattern::parse(p).unwrap().matches_words(&words(c));
+        for outer in pats {
+            for inner in pats {
+                if exec_pattern_covers(outer, inner) {
+                    for c in &commands {
+                        assert!(
+                            !matches(inner, c) || matches(outer, c),
+                            "{outer:?} said to cover {inner:?}, but {c:?}"
+                        );
+                    }
+                }
+            }
+            assert!(exec_pattern_covers(outer, outer), "{outer:?}");
+        }
+    }
+
+    #[test]
+    fn stdin_needs_exec_stdin_under_a_pattern_grant() {
+        let m = Manifest {
+            exec_stdin: vec!["wc -l".into(), "jq *".into()],
+            ..exec_manifest(
+                &["make test *", "awk *", "rbash", "wc -l", "jq *", "cat *"],
+                &[],
+                &[],
+            )
+        };
+        let ok = |c: &str| m.check_exec(&request(c, "/bin/sh", &[], true));
+        assert_eq!(ok("wc -l"), Ok(()));
+        assert_eq!(ok("jq -r .x"), Ok(()));
+        assert_eq!(ok("jq"), Ok(()));
+        // Every bypass of the old denylist, with its grant in `exec`.
+        for bypass in [
+            "make test -f -",
+            "make test",
+            "awk -f /dev//stdin",
+            "awk -f/dev/stdin",
+            "awk -f /proc/self/fd//0",
+            "awk -f /dev/fd/./0",
+            "awk -f /proc/thread-self/fd/0",
+            "awk -F: -f prog.awk",
+            "rbash",
+            "cat",
+            "cat -",
+        ] {
+            let e = ok(bypass).unwrap_err();
+            assert!(e.contains("exec_stdin"), "{bypass}: {e}");
+            // The same commands with stdin closed are what `exec` grants.
+            assert_eq!(
+                m.check_exec(&request(bypass, "/bin/sh", &[], false)),
+                Ok(()),
+                "{bypass}"
+            );
+        }
+        // A granted pattern never lets stdin reach a program that runs it.
+        assert!(
+            ok("jq -f /dev/stdin")
+                .unwrap_err()
+                .contains("runs what it reads as code")
+        );
+        // `**` keeps any stdin.
+        let all = exec_manifest(&["**"], &[], &[]);
+        assert_eq!(
+            all.check_exec(&request("make -f -", "/bin/sh", &[], true)),
+            Ok(())
+        );
+    }
+
+    /// (name, value, allowed without an `exec_env` grant of the name)
+    const ENV_VALUES: &[(&str, &str, bool)] = &[
+        ("LANG", "C", true),
+        ("LANG", "C.UTF-8", true),
+        ("LANG", "en_US.UTF-8", true),
+        ("LANG", "sr_RS@latin", true),
+        ("LANG", "", true),
+        ("LC_ALL", "C.UTF-8", true),
+        ("LC_MESSAGES", "de_DE.utf8", true),
+        ("LANGUAGE", "en_US:en", true),
+        ("LANG", "/x", false),
+        ("LC_ALL", "/tmp/x", false),
+        ("LC_ALL", "/ws/loc", false),
+        ("LC_CTYPE", "../../ws/loc", false),
+        ("LC_CTYPE", "..", false),
+        ("LC_ALL", "C/../x", false),
+        ("LC_ALL", "C x", false),
+        ("LC_ALL", "C:x", false),
+        ("LC_ALL", "C\n", false),
+        ("LANGUAGE", "en:/tmp/x", false),
+        ("LANGUAGE", "en:..", false),
+        ("TZ", "UTC", true),
+        ("TZ", "UTC0", true),
+        ("TZ", "EST5EDT,M3.2.0,M11.1.0", true),
+        ("TZ", "<+0330>-3:30", true),
+        ("TZ", "America/New_York", true),
+        ("TZ", ":America/New_York", true),
+        ("TZ", "Etc/GMT+5", true),
+        ("TZ", "", true),
+        ("TZ", "/ws/file", false),
+        ("TZ", ":/ws/file", false),
+        ("TZ", "../../ws/file", false),
+        ("TZ", ":../ws/file", false),
+        ("TZ", "America/../../../ws/f", false),
+        ("TZ", "UTC\n", false),
+        ("COLUMNS", "80", true),
+        ("LINES", "24", true),
+        ("COLUMNS", "", true),
+        ("COLUMNS", "999999", false),
+        ("COLUMNS", "80x", false),
+        ("LINES", "-1", false),
+        ("NO_COLOR", "1", true),
+        ("FORCE_COLOR", "3", true),
+        ("CLICOLOR", "0", true),
+        ("CI", "true", true),
+        ("CI", "/x", false),
+        ("NO_COLOR", "$(id)", false),
+        ("FORCE_COLOR", "12345678901234567", false),
+        // names outside the safe set are judged by name, not here
+        ("NOTES_MODE", "/anything", true),
+    ];
+
+    #[test]
+    fn safe_env_values_table() {
+        for (name, value, expected) in ENV_VALUES {
+            assert_eq!(
+                check_safe_env_value(name, value).is_ok(),
+                *expected,
+                "{name}={value:?}"
+            );
+        }
+        assert!(check_safe_env_value("LANG", &"a".repeat(128)).is_ok());
+        assert!(check_safe_env_value("LANG", &"a".repeat(129)).is_err());
+        assert!(check_safe_env_value("TZ", &"a".repeat(129)).is_err());
+        let pair = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let m = exec_manifest(&["date *"], &["NOTES_*"], &[]);
+        let e = m
+            .check_exec(&request(
+                "date",
+                "/bin/sh",
+                &pair("LC_ALL", "/tmp/x"),
+                false,
+            ))
+            .unwrap_err();
+        assert!(
+            e.contains("`LC_ALL`")
+                && e.contains("a locale name")
+                && e.contains("exec_env = [\"LC_ALL\"]"),
+            "{e}"
+        );
+        let e = m
+            .check_exec(&request("date", "/bin/sh", &pair("TZ", "/ws/f"), false))
+            .unwrap_err();
+        assert!(
+            e.contains("`TZ`") && e.contains("exec_env = [\"TZ\"]"),
+            "{e}"
+        );
+        for (k, v) in [("LC_ALL", "C.UTF-8"), ("TZ", "America/New_York")] {
+            assert_eq!(
+                m.check_exec(&request("date", "/bin/sh", &pair(k, v), false)),
+                Ok(())
+            );
+        }
+        // A name `exec_env` grants keeps any value: the operator chose it.
+        for granted in ["TZ", "LC_*", "LC_ALL"] {
+            let m = exec_manifest(&["date *"], &[granted], &[]);
+            let name = if granted == "TZ" { "TZ" } else { "LC_ALL" };
+            assert_eq!(
+                m.check_exec(&request("date", "/bin/sh", &pair(name, "/ws/x"), false)),
+                Ok(()),
+                "{granted}"
+            );
+        }
+        // `**` keeps any env.
+        let all = exec_manifest(&["**"], &[], &[]);
+        assert_eq!(
+            all.check_exec(&request("date", "/bin/sh", &pair("TZ", "/ws/f"), false)),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn exec_stdin_in_the_manifest_file() {
+        let m = parse(
+            "id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"wc -l\", \"jq *\"]\n\
+             exec_stdin = [\"wc -l\", \"jq *\"]\n",
+        )
+        .unwrap();
+        assert_eq!(m.exec_stdin, ["wc -l", "jq *"]);
+        assert_eq!(
+            m.to_json()["exec_stdin"],
+            serde_json::json!(["wc -l", "jq *"])
+        );
+        let err = |text: &str| parse(text).unwrap_err().to_string();
+        let e = err("id = \"p\"\ncontract = \"0.1.0\"\nexec_stdin = [\"wc -l\"]\n");
+        assert!(
+            e.contains("`exec_stdin`") && e.contains("without an `exec` grant"),
+            "{e}"
+        );
+        let e =
+            err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"wc -l\"]\nexec_stdin = [\"wc *\"]\n");
+        assert!(
+            e.contains("`exec_stdin`") && e.contains("not covered"),
+            "{e}"
+        );
+        let e = err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"sh\"]\nexec_stdin = [\"sh\"]\n");
+        assert!(
+            e.contains("`exec_stdin`") && e.contains("runs what it reads"),
+            "{e}"
+        );
+        let e = err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"ls\"]\nexec_stdin = [\"a;b\"]\n");
+        assert!(
+            e.contains("`exec_stdin`") && e.contains("metacharacter"),
+            "{e}"
+        );
+        assert!(
+            err("id = \"p\"\ncontract = \"0.1.0\"\nexec = [\"ls\"]\nexec_stdin = \"ls\"\n")
+                .contains("exec_stdin")
+        );
     }
 }
