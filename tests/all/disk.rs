@@ -312,3 +312,77 @@ async fn gc_removes_old_and_oversized_finished_sessions_and_keeps_running_ones()
         .await
         .unwrap();
 }
+
+/// The cap through the real binary: `toolhost call --output-cap 64KiB` (head a
+/// quarter of the cap, 16 KiB) keeps exactly the head and the tail of a
+/// command's output in its `output.log`; `--output-cap-policy stop` ends a flood
+/// at the cap and says so.
+#[test]
+fn toolhost_call_caps_the_output_log_as_configured() {
+    let (ws, state) = crate::support::dirs();
+    let policy = crate::support::allow_all_policy(state.path());
+    let call = |command: &str, cap_policy: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["call", "bash"])
+            .arg(serde_json::json!({ "command": command }).to_string())
+            .args(["--output-cap", "64KiB", "--output-cap-policy", cap_policy])
+            .args(["--policy", &policy, "--json", "--workspace"])
+            .arg(ws.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .output()
+            .unwrap()
+    };
+    let logs = || -> Vec<std::path::PathBuf> {
+        let mut logs: Vec<_> = std::fs::read_dir(state.path().join("sessions"))
+            .unwrap()
+            .map(|e| e.unwrap().path().join("output.log"))
+            .filter(|p| p.exists())
+            .collect();
+        logs.sort();
+        logs
+    };
+
+    let out = call("seq 1 40000", "keep");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = seq_output(40_000);
+    let total = expected.len();
+    let file = std::fs::read(&logs()[0]).unwrap();
+    assert_eq!(file.len(), total, "offsets stay file positions");
+    assert_eq!(&file[..HEAD as usize], &expected[..HEAD as usize]);
+    let tail_at = total - TAIL as usize;
+    assert_eq!(&file[tail_at..], &expected[tail_at..]);
+    assert!(file[HEAD as usize..tail_at].iter().all(|&b| b == 0));
+
+    // `stop`: an endless flood is ended at the cap, and the result says why.
+    let out = call("yes flood", "stop");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    });
+    let text = result["text"].as_str().unwrap();
+    assert_eq!(result["is_error"], Value::Bool(true), "{result}");
+    assert!(text.contains("output-cap"), "{text}");
+    let flood = std::fs::metadata(&logs()[1]).unwrap();
+    assert!(
+        flood.blocks() * 512 <= CAP + 64 * 1024,
+        "{} bytes on disk for a {CAP}-byte cap",
+        flood.blocks() * 512
+    );
+
+    // A cap below 4 KiB is refused with the reason.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["call", "bash", "{}", "--output-cap", "1KiB"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("below the smallest output cap, 4KiB"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -61,6 +61,14 @@ pub struct HostConfig {
     /// [`SessionsConfig::child_nofile`]); `None`: the host's current one.
     /// Default: `None`.
     pub child_nofile: Option<u64>,
+    /// Most bytes one session's `output.log` keeps on disk (`--output-cap`);
+    /// past it the log keeps its head (1 MiB, or a quarter of the cap when
+    /// that is smaller) and its newest bytes, and records the omitted middle.
+    /// Default: 64 MiB (see [`SessionsConfig::output_log_max_bytes`]).
+    pub output_log_max_bytes: u64,
+    /// What a session whose log reaches its cap gets (`--output-cap-policy`):
+    /// keep running, or be stopped. Default: keep.
+    pub output_cap_policy: toolhost_process::OutputCapPolicy,
 }
 
 impl HostConfig {
@@ -78,6 +86,8 @@ impl HostConfig {
             max_sessions: SessionsConfig::new("", "").max_sessions,
             max_instances: EngineOptions::default().max_instances,
             child_nofile: None,
+            output_log_max_bytes: SessionsConfig::new("", "").output_log_max_bytes,
+            output_cap_policy: toolhost_process::OutputCapPolicy::Keep,
         }
     }
 
@@ -354,6 +364,11 @@ impl Host {
         // the slots kept for the host (`SessionsConfig::reserved_sessions`).
         sessions_config.builtin_plugins = vec![builtin::BASH_ID.into()];
         sessions_config.child_nofile = config.child_nofile;
+        sessions_config.output_log_max_bytes = config.output_log_max_bytes;
+        sessions_config.output_log_head_bytes = sessions_config
+            .output_log_head_bytes
+            .min(config.output_log_max_bytes / 4);
+        sessions_config.output_cap_policy = config.output_cap_policy;
         let sessions =
             Sessions::new(sessions_config).map_err(|e| HostError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, workspace);

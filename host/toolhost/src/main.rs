@@ -64,6 +64,15 @@ struct HostArgs {
     /// past it a start is refused with a resource-limit error.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_sessions: u32,
+    /// Most bytes one command's output log keeps on disk (e.g. `64MiB`, `512KiB`).
+    /// Past it the log keeps its head (1 MiB, or a quarter of the cap if smaller)
+    /// and its newest bytes, and records the omitted middle in the event log.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_output_cap)]
+    output_cap: u64,
+    /// What a command whose output reaches `--output-cap` gets: `keep` (it
+    /// keeps running; the middle of its log is dropped) or `stop` (it is ended).
+    #[arg(long, value_name = "POLICY", default_value = "keep", value_parser = parse_cap_policy)]
+    output_cap_policy: toolhost_process::OutputCapPolicy,
     /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
     /// file of the same name beside it; without one it gets no grants. With
     /// `--plugin` and no `--plugins-dir`, only the named files are loaded (not
@@ -76,6 +85,22 @@ struct HostArgs {
     /// and no `--plugin` is given.
     #[arg(long, value_name = "DIR")]
     plugins_dir: Option<PathBuf>,
+}
+
+fn parse_output_cap(s: &str) -> Result<u64, String> {
+    let bytes = toolhost_runtime::manifest::parse_size(s)?;
+    if bytes < 4096 {
+        return Err(format!("{s} is below the smallest output cap, 4KiB"));
+    }
+    Ok(bytes)
+}
+
+fn parse_cap_policy(s: &str) -> Result<toolhost_process::OutputCapPolicy, String> {
+    match s {
+        "keep" => Ok(toolhost_process::OutputCapPolicy::Keep),
+        "stop" => Ok(toolhost_process::OutputCapPolicy::Stop),
+        _ => Err(format!("unknown output cap policy `{s}`: use keep or stop")),
+    }
 }
 
 fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
@@ -794,6 +819,8 @@ async fn start_host_with(
     config.max_instances = max_instances;
     config.plugins_dir = plugins_dir;
     config.child_nofile = child_nofile;
+    config.output_log_max_bytes = args.output_cap;
+    config.output_cap_policy = args.output_cap_policy;
     Host::new(config)
         .await
         .map_err(|e| usage_error(e.to_string()))
