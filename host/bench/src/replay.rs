@@ -27,6 +27,7 @@ pub fn fill(log: &HostSessionLog, n: usize) {
             tool_call_id: tool_call_id.clone(),
             command: "cargo test --workspace".into(),
             pid: 4242,
+            start_time: None,
             sandbox: "workspace-write, network blocked".into(),
         }];
         for k in 0..8u64 {
