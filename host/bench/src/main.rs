@@ -1,4 +1,4 @@
-//! `toolhost-bench`: runs figures P1–P7 against their baselines and prints one table
+//! `toolhost-bench`: runs figures P1–P7 and L1 (load) and prints one table
 //! (see BENCHMARKS.md). `cargo run --release -p toolhost-bench [-- --quick]`.
 
 use std::process::{Command, ExitCode, Stdio};
