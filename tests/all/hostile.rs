@@ -487,39 +487,11 @@ async fn a_policy_component_is_refused_as_a_tool_plugin() {
     );
 }
 
-/// A component importing an interface the host does not link
-/// (`wasi:http/outgoing-handler`) and re-exporting it as the tool interface.
-fn component_importing_http() -> Vec<u8> {
-    use wasm_encoder::{
-        Component, ComponentExportKind, ComponentExportSection, ComponentImportSection,
-        ComponentTypeRef, ComponentTypeSection, InstanceType,
-    };
-    let mut component = Component::new();
-    let mut types = ComponentTypeSection::new();
-    types.instance(&InstanceType::new());
-    component.section(&types);
-    let mut imports = ComponentImportSection::new();
-    imports.import(
-        "wasi:http/outgoing-handler@0.2.0",
-        ComponentTypeRef::Instance(0),
-    );
-    component.section(&imports);
-    let mut exports = ComponentExportSection::new();
-    exports.export(
-        "toolhost:plugin/tool@0.1.0",
-        ComponentExportKind::Instance,
-        0,
-        None,
-    );
-    component.section(&exports);
-    component.finish()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_the_host_does_not_provide_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("http.wasm");
-    std::fs::write(&path, component_importing_http()).unwrap();
+    std::fs::write(&path, crate::support::component_importing_http()).unwrap();
     let (ws, state) = dirs();
     let err = Host::new(config(vec![path], ws.path(), state.path()))
         .await

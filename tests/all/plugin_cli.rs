@@ -9,10 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use wasm_encoder::{
-    Component, ComponentExportKind, ComponentExportSection, ComponentImportSection,
-    ComponentTypeRef, ComponentTypeSection, InstanceType,
-};
 
 use crate::support::{describe, dirs, stdout, toolhost};
 
@@ -47,30 +43,6 @@ fn example_in(dir: &Path, name: &str) -> PathBuf {
     wasm
 }
 
-/// A component that exports `tool` but imports `wasi:http`, which the host
-/// never links.
-fn component_importing_http() -> Vec<u8> {
-    let mut component = Component::new();
-    let mut types = ComponentTypeSection::new();
-    types.instance(&InstanceType::new());
-    component.section(&types);
-    let mut imports = ComponentImportSection::new();
-    imports.import(
-        "wasi:http/outgoing-handler@0.2.0",
-        ComponentTypeRef::Instance(0),
-    );
-    component.section(&imports);
-    let mut exports = ComponentExportSection::new();
-    exports.export(
-        "toolhost:plugin/tool@0.1.0",
-        ComponentExportKind::Instance,
-        0,
-        None,
-    );
-    component.section(&exports);
-    component.finish()
-}
-
 fn cache_entries(state: &Path) -> usize {
     std::fs::read_dir(state.join("compiled"))
         .map(|d| {
@@ -86,7 +58,7 @@ fn inspect_refuses_a_wrong_world_before_compiling_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let wasm = dir.path().join("http.wasm");
-    std::fs::write(&wasm, component_importing_http()).unwrap();
+    std::fs::write(&wasm, crate::support::component_importing_http()).unwrap();
     let out = bin(&[
         "plugin",
         "inspect",
@@ -415,7 +387,7 @@ fn plugin_add_copies_nothing_for_a_plugin_that_cannot_load() {
     let state = tempfile::tempdir().unwrap();
     let plugins = state.path().join("installed");
     let wasm = src.path().join("http.wasm");
-    std::fs::write(&wasm, component_importing_http()).unwrap();
+    std::fs::write(&wasm, crate::support::component_importing_http()).unwrap();
     let out = bin(&[
         "plugin",
         "add",

@@ -60,3 +60,31 @@ pub fn describe(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// A component importing an interface the host does not link
+/// (`wasi:http/outgoing-handler`) and re-exporting it as the tool interface.
+pub fn component_importing_http() -> Vec<u8> {
+    use wasm_encoder::{
+        Component, ComponentExportKind, ComponentExportSection, ComponentImportSection,
+        ComponentTypeRef, ComponentTypeSection, InstanceType,
+    };
+    let mut component = Component::new();
+    let mut types = ComponentTypeSection::new();
+    types.instance(&InstanceType::new());
+    component.section(&types);
+    let mut imports = ComponentImportSection::new();
+    imports.import(
+        "wasi:http/outgoing-handler@0.2.0",
+        ComponentTypeRef::Instance(0),
+    );
+    component.section(&imports);
+    let mut exports = ComponentExportSection::new();
+    exports.export(
+        "toolhost:plugin/tool@0.1.0",
+        ComponentExportKind::Instance,
+        0,
+        None,
+    );
+    component.section(&exports);
+    component.finish()
+}
