@@ -35,8 +35,7 @@ use toolhost_runtime::engine::Runtime;
 use toolhost_runtime::plugin::ToolPlugin;
 use toolhost_runtime::{Host, HostConfig};
 use wasmtime::Store;
-use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Linker, ResourceTable, ResourceType};
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::fixture::Fixture;
@@ -219,9 +218,6 @@ impl WasiView for BareState {
     }
 }
 
-/// The host type of the bare baseline's unlinked resources.
-struct Unlinked;
-
 /// An example on a bare wasmtime store (WASI only; `sessions` traps: `greet` uses
 /// none), on an engine configured as the host's.
 struct Bare {
@@ -244,35 +240,7 @@ impl Bare {
     ) -> Result<Bare> {
         let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow!("{e:#}"))?;
-        for (name, item) in component.component_type().imports(engine) {
-            let ComponentItem::ComponentInstance(instance) = item.ty else {
-                continue;
-            };
-            if !name.starts_with("toolhost:plugin/sessions@") {
-                continue;
-            }
-            let mut sessions = linker.instance(name).map_err(|e| anyhow!("{e:#}"))?;
-            for (export, item) in instance.exports(engine) {
-                let defined = match item.ty {
-                    ComponentItem::ComponentFunc(_) => {
-                        let what = format!("{name}#{export}");
-                        sessions.func_new(export, move |_, _, _, _| {
-                            Err(wasmtime::Error::msg(format!("{what} is not linked")))
-                        })
-                    }
-                    ComponentItem::Resource(_) if export == "pollable" => sessions.resource(
-                        export,
-                        ResourceType::host::<wasmtime_wasi::p2::DynPollable>(),
-                        |_, _| Ok(()),
-                    ),
-                    ComponentItem::Resource(_) => {
-                        sessions.resource(export, ResourceType::host::<Unlinked>(), |_, _| Ok(()))
-                    }
-                    _ => Ok(()),
-                };
-                defined.map_err(|e| anyhow!("{e:#}"))?;
-            }
-        }
+        crate::plugin_call::link_sessions_as_traps(&mut linker, engine, &component)?;
         let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| anyhow!("{e:#}"))?;

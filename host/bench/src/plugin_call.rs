@@ -37,6 +37,47 @@ impl WasiView for BareState {
 /// The host type of the baseline's unlinked resources.
 struct Unlinked;
 
+/// Links every `toolhost:plugin/sessions@*` import of `component` into `linker`
+/// as a stub: its functions trap ("... is not linked"), its `pollable` is WASI's
+/// resource type and its other resources one of our own. For bare-wasmtime
+/// baselines whose tools start no process.
+pub(crate) fn link_sessions_as_traps<T: 'static>(
+    linker: &mut Linker<T>,
+    engine: &wasmtime::Engine,
+    component: &wasmtime::component::Component,
+) -> Result<()> {
+    for (name, item) in component.component_type().imports(engine) {
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
+        if !name.starts_with("toolhost:plugin/sessions@") {
+            continue;
+        }
+        let mut sessions = linker.instance(name).map_err(|e| anyhow!("{e:#}"))?;
+        for (export, item) in instance.exports(engine) {
+            let defined = match item.ty {
+                ComponentItem::ComponentFunc(_) => {
+                    let what = format!("{name}#{export}");
+                    sessions.func_new(export, move |_, _, _, _| {
+                        Err(wasmtime::Error::msg(format!("{what} is not linked")))
+                    })
+                }
+                ComponentItem::Resource(_) if export == "pollable" => sessions.resource(
+                    export,
+                    ResourceType::host::<wasmtime_wasi::p2::DynPollable>(),
+                    |_, _| Ok(()),
+                ),
+                ComponentItem::Resource(_) => {
+                    sessions.resource(export, ResourceType::host::<Unlinked>(), |_, _| Ok(()))
+                }
+                _ => Ok(()),
+            };
+            defined.map_err(|e| anyhow!("{e:#}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// The bash plugin on a bare store: what wasmtime alone costs per call.
 pub struct Bare {
     pre: ToolPluginPre<BareState>,
@@ -52,38 +93,8 @@ impl Bare {
             .map_err(|e| anyhow!("{e:#}"))?;
         let mut linker = Linker::new(runtime.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow!("{e:#}"))?;
-        // The `sessions` functions trap (`describe` calls none); its `pollable` is
-        // WASI's resource type, `subscription` a resource of our own.
-        let engine = runtime.engine();
-        for (name, item) in component.component_type().imports(engine) {
-            let ComponentItem::ComponentInstance(instance) = item.ty else {
-                continue;
-            };
-            if !name.starts_with("toolhost:plugin/sessions@") {
-                continue;
-            }
-            let mut sessions = linker.instance(name).map_err(|e| anyhow!("{e:#}"))?;
-            for (export, item) in instance.exports(engine) {
-                let defined = match item.ty {
-                    ComponentItem::ComponentFunc(_) => {
-                        let what = format!("{name}#{export}");
-                        sessions.func_new(export, move |_, _, _, _| {
-                            Err(wasmtime::Error::msg(format!("{what} is not linked")))
-                        })
-                    }
-                    ComponentItem::Resource(_) if export == "pollable" => sessions.resource(
-                        export,
-                        ResourceType::host::<wasmtime_wasi::p2::DynPollable>(),
-                        |_, _| Ok(()),
-                    ),
-                    ComponentItem::Resource(_) => {
-                        sessions.resource(export, ResourceType::host::<Unlinked>(), |_, _| Ok(()))
-                    }
-                    _ => Ok(()),
-                };
-                defined.map_err(|e| anyhow!("{e:#}"))?;
-            }
-        }
+        // The `sessions` functions trap (`describe` calls none).
+        link_sessions_as_traps(&mut linker, runtime.engine(), &component)?;
         let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| anyhow!("{e:#}"))?;
