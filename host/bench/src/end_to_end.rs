@@ -70,7 +70,7 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
         let t = Instant::now();
         let result = host.call_tool("bash", &args).await?;
         ours.push(t.elapsed());
-        ensure!(!result.is_error, "bash `true` failed: {}", result.text);
+        ensure!(!result.is_error, "bash `true` failed: {}", result.text());
         let t = Instant::now();
         raw_true().await?;
         raw.push(t.elapsed());

@@ -167,9 +167,9 @@ async fn greet_mcp(client: &Client, tool: &str) -> Result<()> {
 async fn greet_host(host: &Host, tool: &str) -> Result<()> {
     let result = host.call_tool(tool, &json!({ "name": NAME })).await?;
     ensure!(
-        !result.is_error && result.text == GREETING,
+        !result.is_error && result.text() == GREETING,
         "{tool} answered {:?}",
-        result.text
+        result.content
     );
     Ok(())
 }
@@ -177,10 +177,16 @@ async fn greet_host(host: &Host, tool: &str) -> Result<()> {
 /// One `greet` through `ToolPlugin::call`, checked.
 async fn greet_plugin(plugin: &ToolPlugin) -> Result<()> {
     let out = plugin
-        .call("greet", "call_bench", &json!({ "name": NAME }).to_string())
+        .call(
+            "greet",
+            "call_bench",
+            &json!({ "name": NAME }).to_string(),
+            None,
+        )
         .await?
         .map_err(|e| anyhow!("greet failed: {e:?}"))?;
-    ensure!(out.text == GREETING, "greet answered {:?}", out.text);
+    let greeting = [toolhost_runtime::ContentBlock::Text(GREETING.into())];
+    ensure!(out.content == greeting, "greet answered {:?}", out.content);
     Ok(())
 }
 

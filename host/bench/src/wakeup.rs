@@ -123,9 +123,9 @@ pub async fn guest_once(
     let elapsed = t0.elapsed();
     let (seen, result) = (seen?, result??);
     ensure!(
-        result.text.contains("SIGKILL"),
+        result.text().contains("SIGKILL"),
         "unexpected result: {}",
-        result.text
+        result.text()
     );
     Ok((elapsed, seen))
 }

@@ -13,10 +13,17 @@
 /// `toolhost:plugin@0.1.0` (`wit/v0.1.0`), released and frozen.
 pub const V0_1_0: &str = "0.1.0";
 
+/// `toolhost:plugin@0.2.0` (`wit/v0.2.0`): content blocks, the `client`
+/// interface, resources and prompts; imports `sessions@0.1.0` and exports
+/// `policy@0.1.0` unchanged. Not yet frozen (no `FROZEN` rows until released).
+pub const V0_2_0: &str = "0.2.0";
+
 /// Every contract version this host links, oldest first; a manifest's
 /// `contract` must be one of them. Versions are only ever appended.
-pub const SUPPORTED: &[&str] = &[V0_1_0];
+pub const SUPPORTED: &[&str] = &[V0_1_0, V0_2_0];
 
-/// The newest supported version (what a plugin without a manifest is taken
-/// to target, and what `toolhost plugin new` and `plugin wit` write).
+/// The version `toolhost plugin new` and `plugin wit` write by default, and
+/// what a plugin without a manifest is recorded as targeting. Still 0.1.0:
+/// it moves to 0.2.0 when the guest SDKs and starter projects do. (The host
+/// picks each component's version from what it exports, whatever this says.)
 pub const LATEST: &str = V0_1_0;

@@ -12,12 +12,18 @@ use toolhost_process::{Caller, Sessions, SessionsConfig};
 
 use crate::builtin;
 use crate::call::Services;
+use crate::catalog::{
+    Catalog, CompletionRef, PromptEntry, RequestError, ResourceEntry, TemplateEntry,
+};
+use crate::contract::v0_2_0::ContentBlock;
+use crate::contract::v0_2_0::client::CallClient;
 use crate::engine::{EngineOptions, Runtime};
 use crate::host_session::{self, HostEventKind, HostSessionLog, LogObserver};
 use crate::manifest::{Manifest, ManifestError};
 use crate::permissions::Permissions;
 use crate::plugin::{
-    CallError, LoadError, PolicyPlugin, RefusedTool, ToolError, ToolOutput, ToolPlugin, ToolSpec,
+    CallError, Completions, LoadError, PolicyPlugin, PromptResult, RefusedOffer, RefusedTool,
+    ResourceContents, ToolError, ToolOutput, ToolPlugin, ToolSpec,
 };
 
 /// How to set up a [`Host`].
@@ -192,15 +198,71 @@ struct CallSlot {
     cancel: Arc<tokio::sync::Notify>,
 }
 
-/// The outcome of a tool call that ran (MCP `CallToolResult`).
+/// The outcome of a tool call that ran (MCP `CallToolResult`,
+/// <https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-result>).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
-    /// Text for the agent.
-    pub text: String,
-    /// Structured content (a JSON object), when the tool gives one.
+    /// The content for the agent, in order (MCP `content`): text, images and
+    /// audio (raw bytes; the MCP server sends them base64-encoded), embedded
+    /// resources and resource links. A contract 0.1.0 tool's text is one
+    /// text block. At most [`crate::content::MAX_CONTENT_BLOCKS`] blocks and
+    /// [`crate::content::MAX_OUTPUT_BYTES`] in all.
+    pub content: Vec<ContentBlock>,
+    /// Structured content (a JSON object; MCP `structuredContent`), when the
+    /// tool gives one.
     pub structured: Option<serde_json::Value>,
     /// The tool reports failure (MCP `isError`), e.g. a non-zero exit code.
     pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A result of one text block.
+    pub fn text_result(text: String, is_error: bool) -> ToolResult {
+        ToolResult {
+            content: vec![ContentBlock::Text(text)],
+            structured: None,
+            is_error,
+        }
+    }
+
+    /// The text blocks, concatenated in order (other blocks are skipped): the
+    /// whole text of a contract 0.1.0 tool's result.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The content as a terminal shows it ([`crate::content::render_terminal`]:
+    /// text as it is, one-line markers such as `[image image/png, 68 bytes]`
+    /// for the rest). Raw plugin text: escape it before printing.
+    pub fn render_terminal(&self) -> String {
+        crate::content::render_terminal(&self.content)
+    }
+}
+
+/// One tool call as a front door asks for it ([`Host::call`]).
+pub struct CallRequest<'a> {
+    /// The call's id, from [`Host::new_call_id`].
+    pub tool_call_id: &'a str,
+    /// The tool's served name.
+    pub name: &'a str,
+    /// The arguments; must be a JSON object.
+    pub arguments: &'a serde_json::Value,
+    /// The front door (`mcp`, `cli`, `api`), recorded in the event log.
+    pub source: &'a str,
+    /// Notified to cancel the call (also by [`Host::cancel_call`]).
+    pub cancel: Arc<tokio::sync::Notify>,
+    /// The MCP client behind the call, which a contract 0.2.0 plugin reaches
+    /// through its `client` import (progress, log, elicitation, sampling,
+    /// resource updates; see [`crate::contract::v0_2_0::client`]). `None`
+    /// (the CLI): progress and log messages go to the host log, elicitation
+    /// and sampling answer `unsupported`.
+    pub client: Option<Arc<dyn CallClient>>,
 }
 
 /// A tool the host offers: which plugin, under which (possibly prefixed) name.
@@ -237,6 +299,7 @@ pub struct Host {
     skipped: Vec<SkippedPlugin>,
     refused: Vec<RefusedTool>,
     tools: Vec<ToolEntry>,
+    catalog: Catalog,
     tools_version: tokio::sync::watch::Sender<u64>,
     next_call: AtomicU64,
     events: Arc<HostSessionLog>,
@@ -423,6 +486,7 @@ impl Host {
             .flat_map(|p| p.refused_tools().iter().cloned())
             .collect();
         all_refused.append(&mut refused);
+        let catalog = Catalog::build(&plugins);
         Ok(Host {
             config,
             services,
@@ -430,6 +494,7 @@ impl Host {
             skipped,
             refused: all_refused,
             tools,
+            catalog,
             tools_version: tokio::sync::watch::channel(0).0,
             // Ids never repeat within one log: a resumed one continues above its highest.
             next_call: AtomicU64::new(events.recovery().last_tool_call + 1),
@@ -520,6 +585,90 @@ impl Host {
         &self.services.sessions
     }
 
+    /// The resources the loaded plugins list (MCP `resources/list`), in
+    /// plugin load order, each URI once (a URI another plugin listed first
+    /// is refused: [`Host::refused_offers`]).
+    pub fn resources(&self) -> &[ResourceEntry] {
+        self.catalog.resources()
+    }
+
+    /// The resource templates the loaded plugins list (MCP
+    /// `resources/templates/list`), in plugin load order, each template text
+    /// once.
+    pub fn resource_templates(&self) -> &[TemplateEntry] {
+        self.catalog.templates()
+    }
+
+    /// The prompts the loaded plugins list (MCP `prompts/list`), in plugin
+    /// load order, each name once.
+    pub fn prompts(&self) -> &[PromptEntry] {
+        self.catalog.prompts()
+    }
+
+    /// The resources, templates and prompts listed but not offered, each with
+    /// its reason: those the load-time checks refused, then those whose URI,
+    /// template or name another plugin offers first.
+    pub fn refused_offers(&self) -> &[RefusedOffer] {
+        self.catalog.refused()
+    }
+
+    /// Reads resource `uri` (MCP `resources/read`): from the plugin that
+    /// lists it, else from the first whose template matches it (RFC 6570
+    /// level 1), in a fresh instance under that plugin's limits, with
+    /// `client` behind its `client` import (`None`: no client) and no session
+    /// services. Returns one or more contents.
+    ///
+    /// Errors: [`RequestError::ResourceNotFound`] (no plugin owns the URI, or
+    /// the plugin said `not-found`), [`RequestError::Failed`],
+    /// [`RequestError::Plugin`] (trap, limit, too much output).
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        client: Option<Arc<dyn CallClient>>,
+    ) -> Result<Vec<ResourceContents>, RequestError> {
+        self.catalog.read_resource(uri, client).await
+    }
+
+    /// Renders prompt `name` with `arguments` (MCP `prompts/get`), in a
+    /// fresh instance of its plugin under its limits, with `client` behind
+    /// its `client` import and no session services. Required arguments are
+    /// checked before the plugin runs.
+    ///
+    /// Errors: [`RequestError::UnknownPrompt`],
+    /// [`RequestError::InvalidArguments`] (a required argument missing, or
+    /// the plugin refused them), [`RequestError::Failed`],
+    /// [`RequestError::Plugin`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Vec<(String, String)>,
+        client: Option<Arc<dyn CallClient>>,
+    ) -> Result<PromptResult, RequestError> {
+        self.catalog.get_prompt(name, arguments, client).await
+    }
+
+    /// Suggests values for `argument` of a prompt or resource template (MCP
+    /// `completion/complete`), given the prefix `value` and the values of the
+    /// other arguments (`context`), in a fresh instance of the owning plugin
+    /// with no client and no session services. At most
+    /// [`crate::plugin::MAX_COMPLETIONS`] values; `total` counts all the
+    /// plugin returned.
+    ///
+    /// Errors: [`RequestError::UnknownReference`] (no such prompt or
+    /// template), [`RequestError::InvalidArguments`] (it has no such
+    /// argument), [`RequestError::Plugin`].
+    pub async fn complete(
+        &self,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: Vec<(String, String)>,
+    ) -> Result<Completions, RequestError> {
+        self.catalog
+            .complete(reference, argument, value, context)
+            .await
+    }
+
     /// Calls tool `name` with `arguments` (must be a JSON object) under a
     /// fresh tool-call id, as the embedder (`source` `api`). See
     /// [`Host::call_tool_as`].
@@ -533,21 +682,11 @@ impl Host {
             .await
     }
 
-    /// Calls tool `name` with `arguments` (must be a JSON object) as tool call
-    /// `tool_call_id` (from [`Host::new_call_id`]), coming through front door
-    /// `source`. Runs the plugin in a fresh instance, and when the call returns
-    /// kills any foreground process it left running without detaching it.
+    /// Calls tool `name` with `arguments` as tool call `tool_call_id`, coming
+    /// through front door `source`, with no client: [`Host::call`] with
+    /// [`CallRequest::client`] `None`.
     ///
-    /// `cancel.notify_one()` (or [`Host::cancel_call`]) cancels the call, even
-    /// before it has started: the plugin's call is abandoned and the call's
-    /// foreground processes are killed.
-    ///
-    /// Records `tool_call_started` and then exactly one of
-    /// `tool_call_settled` / `tool_call_failed` in the event log (nothing for
-    /// an unknown tool or non-object arguments, which are refused first).
-    ///
-    /// Errors: [`HostError::UnknownTool`], [`HostError::InvalidArguments`],
-    /// [`HostError::Plugin`] (trap, limit), [`HostError::Cancelled`].
+    /// Errors: as [`Host::call`].
     pub async fn call_tool_as(
         &self,
         tool_call_id: &str,
@@ -556,6 +695,45 @@ impl Host {
         source: &str,
         cancel: Arc<tokio::sync::Notify>,
     ) -> Result<ToolResult, HostError> {
+        self.call(CallRequest {
+            tool_call_id,
+            name,
+            arguments,
+            source,
+            cancel,
+            client: None,
+        })
+        .await
+    }
+
+    /// Runs `request`: tool `name` with `arguments` (must be a JSON object)
+    /// as tool call `tool_call_id` (from [`Host::new_call_id`]), coming
+    /// through front door `source`, with the MCP client `client` behind it.
+    /// Runs the plugin in a fresh instance, and when the call returns kills
+    /// any foreground process it left running without detaching it.
+    ///
+    /// `cancel.notify_one()` (or [`Host::cancel_call`]) cancels the call, even
+    /// before it has started: the plugin's call is abandoned and the call's
+    /// foreground processes are killed.
+    ///
+    /// Records `tool_call_started` and then exactly one of
+    /// `tool_call_settled` (its text is the content as
+    /// [`ToolResult::render_terminal`] shows it, cut) / `tool_call_failed` in
+    /// the event log (nothing for an unknown tool or non-object arguments,
+    /// which are refused first).
+    ///
+    /// Errors: [`HostError::UnknownTool`], [`HostError::InvalidArguments`],
+    /// [`HostError::Plugin`] (trap, limit, too much output),
+    /// [`HostError::Cancelled`].
+    pub async fn call(&self, request: CallRequest<'_>) -> Result<ToolResult, HostError> {
+        let CallRequest {
+            tool_call_id,
+            name,
+            arguments,
+            source,
+            cancel,
+            client,
+        } = request;
         let Some(entry) = self.tools.iter().find(|t| t.name == name) else {
             return Err(HostError::UnknownTool {
                 name: name.to_string(),
@@ -595,7 +773,7 @@ impl Host {
         let arguments_text = arguments.to_string();
         let call = entry
             .plugin
-            .call(&entry.plugin_tool, tool_call_id, &arguments_text);
+            .call(&entry.plugin_tool, tool_call_id, &arguments_text, client);
         let outcome = tokio::select! {
             outcome = call => Some(outcome),
             () = cancel.notified() => None,
@@ -625,15 +803,16 @@ impl Host {
         };
         self.events.append(match &result {
             Ok(r) => {
+                let text = r.render_terminal();
                 let cut = toolhost_process::floor_char_boundary(
-                    r.text.as_bytes(),
-                    host_session::SETTLED_TEXT_MAX.min(r.text.len()),
+                    text.as_bytes(),
+                    host_session::SETTLED_TEXT_MAX.min(text.len()),
                 );
                 HostEventKind::ToolCallSettled {
                     tool_call_id: tool_call_id.to_string(),
                     is_error: r.is_error,
-                    text: r.text[..cut].to_string(),
-                    truncated: cut < r.text.len(),
+                    text: text[..cut].to_string(),
+                    truncated: cut < text.len(),
                     structured: r.structured.clone(),
                 }
             }
@@ -653,7 +832,7 @@ fn map_outcome(
 ) -> Result<ToolResult, HostError> {
     match outcome? {
         Ok(output) => Ok(ToolResult {
-            text: output.text,
+            content: output.content,
             structured: output
                 .structured
                 .and_then(|s| serde_json::from_str(&s).ok()),
@@ -667,11 +846,7 @@ fn map_outcome(
             tool: name.to_string(),
             message,
         }),
-        Err(ToolError::Failed(text)) => Ok(ToolResult {
-            text,
-            structured: None,
-            is_error: true,
-        }),
+        Err(ToolError::Failed(text)) => Ok(ToolResult::text_result(text, true)),
     }
 }
 

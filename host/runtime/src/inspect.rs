@@ -17,7 +17,8 @@ use crate::engine::{CompileSource, EngineOptions, Runtime, sha256_hex};
 use crate::host::manifest_for;
 use crate::manifest::{ExecGrant, Manifest};
 use crate::plugin::{
-    LoadError, PluginKind, RefusedTool, ToolPlugin, ToolSpec, check_world, component_names,
+    LoadError, PluginKind, Prompt, RefusedOffer, RefusedTool, Resource, ResourceTemplate,
+    ToolPlugin, ToolSpec, check_world, component_names,
 };
 
 /// Errors that stop an inspection before anything can be reported.
@@ -106,6 +107,19 @@ pub struct Inspection {
     pub tools: Result<Vec<ToolSpec>, String>,
     /// The tools `describe` returned that the host would refuse, with why.
     pub refused_tools: Vec<RefusedTool>,
+    /// The contract version the component targets, from the `tool@X.Y.Z`
+    /// interface it exports (`None` when it exports none the host supports).
+    pub contract: Option<&'static str>,
+    /// Its resources from `list-resources` that the host would offer
+    /// (contract 0.2.0 `server-plugin` only; empty otherwise).
+    pub resources: Vec<Resource>,
+    /// Its resource templates from `list-templates` that the host would offer.
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// Its prompts from `list-prompts` that the host would offer.
+    pub prompts: Vec<Prompt>,
+    /// The resources, templates and prompts it listed that the host would
+    /// refuse, with why.
+    pub refused_offers: Vec<RefusedOffer>,
     /// Where the compiled code came from, when it got that far.
     pub compiled: Option<CompileSource>,
 }
@@ -173,6 +187,11 @@ pub async fn inspect_with(
         manifest_file,
         tools: Err(String::new()),
         refused_tools: Vec::new(),
+        contract: names.as_ref().ok().and_then(crate::plugin::tool_contract),
+        resources: Vec::new(),
+        resource_templates: Vec::new(),
+        prompts: Vec::new(),
+        refused_offers: Vec::new(),
         compiled: None,
     };
     // The checks that need no compile, in the host's order.
@@ -262,6 +281,10 @@ pub async fn inspect_with(
         Ok(p) => {
             report.refused_tools = p.refused_tools().to_vec();
             report.tools = Ok(p.tools().to_vec());
+            report.resources = p.resources().to_vec();
+            report.resource_templates = p.resource_templates().to_vec();
+            report.prompts = p.prompts().to_vec();
+            report.refused_offers = p.refused_offers().to_vec();
         }
         Err(e) => report.tools = Err(e.to_string()),
     }
@@ -278,8 +301,14 @@ impl Inspection {
 
     /// The report as JSON: `path`, `size`, `sha256`, `imports`, `exports`,
     /// `manifest_file`, `manifest` (see [`Manifest::to_json`]) or
-    /// `manifest_error`, `tools` (`name`, `description`, `inputSchema`) or
-    /// `tools_error`, `refused_tools` (`name`, `reason`), `loads` (bool),
+    /// `manifest_error`, `contract` (the version it targets, or null),
+    /// `tools` (`name`, `title`, `description`, `inputSchema`,
+    /// `outputSchema`) or `tools_error`, `refused_tools` (`name`, `reason`),
+    /// `resources` (`uri`, `name`, `title`, `description`, `mimeType`),
+    /// `resourceTemplates` (`uriTemplate`, `name`, `title`, `description`,
+    /// `mimeType`), `prompts` (`name`, `title`, `description`, `arguments`:
+    /// `name`, `required`), `refused_offers` (`kind`, `name`, `reason`),
+    /// `loads` (bool),
     /// `load_error` (why not, or null) and `compiled` (`"cache"`,
     /// `"compiled"`, or null when it did not get that far). Strings are exact
     /// (JSON escapes control characters).
@@ -301,11 +330,20 @@ impl Inspection {
                 v["tools"] = tools
                     .iter()
                     .map(|t| {
-                        serde_json::json!({
+                        let mut tool = serde_json::json!({
                             "name": t.name,
                             "description": t.description,
                             "inputSchema": serde_json::from_str::<serde_json::Value>(&t.input_schema).ok(),
-                        })
+                        });
+                        if let Some(title) = &t.title {
+                            tool["title"] = title.clone().into();
+                        }
+                        if let Some(schema) = &t.output_schema {
+                            tool["outputSchema"] =
+                                serde_json::from_str::<serde_json::Value>(schema)
+                                    .unwrap_or_default();
+                        }
+                        tool
                     })
                     .collect();
             }
@@ -315,6 +353,44 @@ impl Inspection {
             .refused_tools
             .iter()
             .map(|r| serde_json::json!({"name": r.name, "reason": r.reason}))
+            .collect();
+        v["contract"] = self.contract.into();
+        v["resources"] = self
+            .resources
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "uri": r.uri, "name": r.name, "title": r.title,
+                    "description": r.description, "mimeType": r.mime_type,
+                })
+            })
+            .collect();
+        v["resourceTemplates"] = self
+            .resource_templates
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "uriTemplate": t.uri_template, "name": t.name, "title": t.title,
+                    "description": t.description, "mimeType": t.mime_type,
+                })
+            })
+            .collect();
+        v["prompts"] = self
+            .prompts
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "name": p.name, "title": p.title, "description": p.description,
+                    "arguments": p.arguments.iter().map(|a| serde_json::json!({
+                        "name": a.name, "required": a.required,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        v["refused_offers"] = self
+            .refused_offers
+            .iter()
+            .map(|r| serde_json::json!({"kind": r.kind.as_str(), "name": r.name, "reason": r.reason}))
             .collect();
         v["loads"] = self.load_error().is_none().into();
         v["load_error"] = self.load_error().into();
@@ -340,6 +416,12 @@ impl Inspection {
         let _ = writeln!(s, "component  {}", self.path.display());
         let _ = writeln!(s, "size       {} bytes", self.size);
         let _ = writeln!(s, "sha256     {}", self.sha256);
+        let _ = writeln!(
+            s,
+            "contract   {}",
+            self.contract
+                .unwrap_or("none (it exports no tool interface this host supports)")
+        );
         let _ = writeln!(s, "\nimports:");
         for i in &self.imports {
             let _ = writeln!(s, "  {i}");
@@ -364,6 +446,73 @@ impl Inspection {
             let _ = writeln!(s, "\nrefused tools (not offered):");
             for r in &self.refused_tools {
                 let _ = writeln!(s, "  {}: {}", escape_line(&r.name), escape_line(&r.reason));
+            }
+        }
+        let summary = |d: &Option<String>| {
+            escape_line(
+                d.as_deref()
+                    .unwrap_or_default()
+                    .lines()
+                    .next()
+                    .unwrap_or_default(),
+            )
+            .into_owned()
+        };
+        if !self.resources.is_empty() {
+            let _ = writeln!(s, "\nresources:");
+            for r in &self.resources {
+                let _ = writeln!(
+                    s,
+                    "  {:<32} {}",
+                    escape_line(&r.uri),
+                    summary(&r.description)
+                );
+            }
+        }
+        if !self.resource_templates.is_empty() {
+            let _ = writeln!(s, "\nresource templates:");
+            for t in &self.resource_templates {
+                let _ = writeln!(
+                    s,
+                    "  {:<32} {}",
+                    escape_line(&t.uri_template),
+                    summary(&t.description)
+                );
+            }
+        }
+        if !self.prompts.is_empty() {
+            let _ = writeln!(s, "\nprompts:");
+            for p in &self.prompts {
+                let args: Vec<String> = p
+                    .arguments
+                    .iter()
+                    .map(|a| {
+                        format!(
+                            "{}{}",
+                            escape_line(&a.name),
+                            if a.required { "" } else { "?" }
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  {:<16} ({}) {}",
+                    escape_line(&p.name),
+                    args.join(", "),
+                    summary(&p.description)
+                );
+            }
+        }
+        if !self.refused_offers.is_empty() {
+            let _ = writeln!(s, "\nrefused resources and prompts (not offered):");
+            for r in &self.refused_offers {
+                let _ = writeln!(
+                    s,
+                    "  {} {}: {}",
+                    r.kind.as_str(),
+                    escape_line(&r.name),
+                    escape_line(&r.reason)
+                );
             }
         }
         let _ = writeln!(s, "\nmanifest:");
@@ -461,6 +610,24 @@ impl Inspection {
                     "  unix sockets {}",
                     if m.unix_sockets {
                         "yes, if the operator passes --allow-unix-sockets"
+                    } else {
+                        "no"
+                    }
+                );
+                let _ = writeln!(
+                    s,
+                    "  elicitation {}",
+                    if m.elicitation {
+                        "yes: may ask the user through the MCP client"
+                    } else {
+                        "no"
+                    }
+                );
+                let _ = writeln!(
+                    s,
+                    "  sampling   {}",
+                    if m.sampling {
+                        "yes: may ask the MCP client's LLM for completions"
                     } else {
                         "no"
                     }

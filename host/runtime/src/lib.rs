@@ -5,20 +5,29 @@
 //! - [`plugin`]: the one load pipeline for every plugin kind (pin, world
 //!   check from the bytes, compile, link, `InstancePre`) and a fresh, limited
 //!   store per call;
-//! - [`contract`]: the WIT bindings, one module per contract version;
+//! - [`contract`]: the WIT bindings, one module per contract version (the
+//!   newest, [`contract::v0_2_0`], holds the types: MCP content blocks, tool
+//!   specs and results, resources, prompts, and the [`CallClient`] channel);
+//! - [`content`]: limits on content blocks and their terminal rendering;
+//! - [`uri_template`]: RFC 6570 level-1 URI templates, matched in reverse;
 //! - [`manifest`]: a plugin's grants (exec patterns in the shared
 //!   [`toolhost_pattern`] language, preopens, env, limits);
 //! - [`permissions`]: the pipeline every process start passes
 //!   (request resolved → exec grant → policy → approver → spawn);
 //! - [`host_session`]: the event log of one host session;
 //! - [`display`]: escaping plugin-provided text before a person reads it;
-//! - [`Host`]: loads the plugins and runs tool calls for every front door.
+//! - [`catalog`]: the resources, templates and prompts plugins offer, merged
+//!   and routed;
+//! - [`Host`]: loads the plugins and runs tool calls (and resource reads,
+//!   prompts, completions) for every front door.
 //!
 //! Processes themselves live in `toolhost-process`, which this crate drives and
 //! never reaches around. See ARCHITECTURE.md for the map.
 
 pub mod builtin;
 mod call;
+pub mod catalog;
+pub mod content;
 pub mod contract;
 mod contract_version;
 pub mod display;
@@ -30,10 +39,15 @@ mod limits;
 pub mod manifest;
 pub mod permissions;
 pub mod plugin;
+pub mod uri_template;
 
 pub use call::{CallInfo, Services};
+pub use catalog::{CompletionRef, PromptEntry, RequestError, ResourceEntry, TemplateEntry};
+pub use contract::v0_2_0::ContentBlock;
+pub use contract::v0_2_0::client::CallClient;
 pub use host::{
-    Host, HostConfig, HostError, RunningCall, SkippedPlugin, ToolEntry, ToolResult, manifest_for,
+    CallRequest, Host, HostConfig, HostError, RunningCall, SkippedPlugin, ToolEntry, ToolResult,
+    manifest_for,
 };
 pub use limits::{LimitExceeded, Limits};
 

@@ -20,6 +20,8 @@
 //! sandbox = "read-only"        # for commands it starts (stored for the exec sandbox)
 //! network = false              # for commands it starts (stored for the exec sandbox)
 //! unix_sockets = false         # for commands it starts: AF_UNIX sockets (ssh-agent, docker...)
+//! elicitation = false          # contract >= 0.2.0: may ask the user through the MCP client
+//! sampling = false             # contract >= 0.2.0: may ask the client's LLM for completions
 //!
 //! [env]
 //! LANG = true                  # copy the host's value (absent if the host has none)
@@ -184,6 +186,16 @@ pub struct Manifest {
     /// ssh-agent, a Docker daemon, D-Bus, or bind their own); they get it only
     /// when the operator allows it too (`--allow-unix-sockets`). Default: false.
     pub unix_sockets: bool,
+    /// Whether its calls may ask the user for input through the MCP client
+    /// (`client.elicit`, MCP `elicitation/create`; manifest key
+    /// `elicitation`, contract 0.2.0 or later). Without it `elicit` answers
+    /// `client-error::not-granted`. Default: false (the built-ins too).
+    pub elicitation: bool,
+    /// Whether its calls may ask the MCP client's LLM for a completion
+    /// (`client.sample`, MCP `sampling/createMessage`; manifest key
+    /// `sampling`, contract 0.2.0 or later). Without it `sample` answers
+    /// `client-error::not-granted`. Default: false (the built-ins too).
+    pub sampling: bool,
 }
 
 /// A directory granted to a plugin's WASI context.
@@ -698,6 +710,10 @@ struct Raw {
     network: bool,
     #[serde(default)]
     unix_sockets: bool,
+    #[serde(default)]
+    elicitation: bool,
+    #[serde(default)]
+    sampling: bool,
 }
 
 #[derive(Deserialize)]
@@ -767,6 +783,22 @@ impl Manifest {
                     SUPPORTED_CONTRACTS.join(", ")
                 ),
             ));
+        }
+        // `client` (elicitation, sampling) came with contract 0.2.0: a 0.1.0
+        // plugin cannot call it, so a grant for one is a mistake worth naming.
+        for (key, granted) in [("elicitation", raw.elicitation), ("sampling", raw.sampling)] {
+            if granted && raw.contract == crate::contract_version::V0_1_0 {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "needs contract {} or later (a {} plugin cannot ask the client); set \
+                         `contract = \"{}\"` for a plugin built for it",
+                        crate::contract_version::V0_2_0,
+                        crate::contract_version::V0_1_0,
+                        crate::contract_version::V0_2_0
+                    ),
+                ));
+            }
         }
         let sha256 = match raw.sha256 {
             Some(s) => {
@@ -913,6 +945,8 @@ impl Manifest {
             sandbox: raw.sandbox,
             network: raw.network,
             unix_sockets: raw.unix_sockets,
+            elicitation: raw.elicitation,
+            sampling: raw.sampling,
         })
     }
 
@@ -933,6 +967,8 @@ impl Manifest {
             sandbox: None,
             network: false,
             unix_sockets: false,
+            elicitation: false,
+            sampling: false,
         }
     }
 
@@ -1041,7 +1077,8 @@ impl Manifest {
     /// `sha256`, `exec` (`null` or a list of patterns), `exec_env`,
     /// `exec_shells` and `exec_stdin` (lists), `preopens`
     /// (`host`, `guest`, `mode`), `env` (names only: values may be secrets),
-    /// `memory_bytes`, `cpu_ms`, `wall_ms`, `sandbox`, `network`, `unix_sockets`.
+    /// `memory_bytes`, `cpu_ms`, `wall_ms`, `sandbox`, `network`, `unix_sockets`,
+    /// `elicitation`, `sampling`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "id": self.id,
@@ -1066,6 +1103,8 @@ impl Manifest {
             "sandbox": self.sandbox.map(|s| s.as_str()),
             "network": self.network,
             "unix_sockets": self.unix_sockets,
+            "elicitation": self.elicitation,
+            "sampling": self.sampling,
         })
     }
 
@@ -1679,7 +1718,21 @@ mode = "read-write"
         assert!(e.contains("line 6"), "{e}");
         assert!(err("contract = \"0.1.0\"\n").contains("missing field `id`"));
         assert!(err("id = \"P\"\ncontract = \"0.1.0\"\n").contains("`id`"));
-        assert!(err("id = \"p\"\ncontract = \"0.2.0\"\n").contains("not supported"));
+        assert!(err("id = \"p\"\ncontract = \"0.9.0\"\n").contains("not supported"));
+        assert!(
+            err("id = \"p\"\ncontract = \"0.1.0\"\nelicitation = true\n")
+                .contains("`elicitation`: needs contract 0.2.0")
+        );
+        assert!(
+            err("id = \"p\"\ncontract = \"0.1.0\"\nsampling = true\n")
+                .contains("`sampling`: needs contract 0.2.0")
+        );
+        let m = parse("id = \"p\"\ncontract = \"0.2.0\"\nelicitation = true\nsampling = true\n")
+            .unwrap();
+        assert!(m.elicitation && m.sampling);
+        let m = parse("id = \"p\"\ncontract = \"0.2.0\"\n").unwrap();
+        assert!(!m.elicitation && !m.sampling);
+        assert!(!Manifest::builtin_bash().elicitation && !Manifest::builtin_bash().sampling);
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nsha256 = \"xyz\"\n").contains("64 hex"));
         assert!(err("id = \"p\"\ncontract = \"0.1.0\"\nexec = true\n").contains("`exec`"));
         assert!(

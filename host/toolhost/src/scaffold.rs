@@ -58,12 +58,36 @@ pub const CONTRACT_V0_1_0: &[ContractFile] = contract_files!("v0.1.0":
     "deps/sockets.wit",
 );
 
+/// Contract 0.2.0 (not yet released; `toolhost plugin wit --contract 0.2.0`):
+/// every file of `wit/v0.2.0`, the `toolhost:plugin@0.2.0` package, the
+/// 0.1.0 interfaces it imports and exports unchanged
+/// (`deps/toolhost-plugin-0.1.0/`) and the WASI packages (`deps/`).
+pub const CONTRACT_V0_2_0: &[ContractFile] = contract_files!("v0.2.0":
+    "worlds.wit",
+    "content.wit",
+    "client.wit",
+    "tool.wit",
+    "resources.wit",
+    "prompts.wit",
+    "deps/toolhost-plugin-0.1.0/worlds.wit",
+    "deps/toolhost-plugin-0.1.0/tool.wit",
+    "deps/toolhost-plugin-0.1.0/sessions.wit",
+    "deps/toolhost-plugin-0.1.0/policy.wit",
+    "deps/cli.wit",
+    "deps/clocks.wit",
+    "deps/filesystem.wit",
+    "deps/io.wit",
+    "deps/random.wit",
+    "deps/sockets.wit",
+);
+
 /// The embedded contract of `version` (one of
 /// [`toolhost_runtime::contract::SUPPORTED`]), or `None` for a version this
 /// binary does not carry.
 pub fn contract(version: &str) -> Option<&'static [ContractFile]> {
     match version {
         "0.1.0" => Some(CONTRACT_V0_1_0),
+        "0.2.0" => Some(CONTRACT_V0_2_0),
         _ => None,
     }
 }

@@ -15,7 +15,9 @@
 //! plugin id). See ARCHITECTURE.md, "Plugins".
 
 mod guest_log;
+mod offers;
 mod store;
+mod tool;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -29,19 +31,28 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::error::Context as _;
 
 pub use guest_log::GuestLog;
+pub use offers::{
+    MAX_LABEL_BYTES, MAX_PROMPT_ARGUMENTS, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN,
+    MAX_TEMPLATES_PER_PLUGIN, MAX_URI_BYTES, OfferKind, RefusedOffer, check_prompts,
+    check_resources, check_templates, prompt_name_error, uri_error,
+};
 pub use store::CallState;
 use store::new_store;
+pub use tool::{
+    Completions, MAX_COMPLETIONS, Prompt, PromptError, PromptResult, Resource, ResourceContents,
+    ResourceError, ResourceTemplate, ToolError, ToolOutput, ToolPlugin, ToolSpec,
+};
 
 use crate::call::{CallInfo, Services};
-use crate::contract::v0_1_0::{self as contract, policy_plugin, tool_plugin};
+pub use crate::content::{MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES};
+use crate::contract::v0_2_0::client::ClientState;
+use crate::contract::{v0_1_0, v0_2_0};
+use crate::contract_version::{V0_1_0, V0_2_0};
 use crate::engine::{CompileSource, MAX_WASM_STACK, Runtime, sha256_hex};
 use crate::limits::{LimitExceeded, Limits};
 use crate::manifest::Manifest;
 use crate::permissions::{Decision, PermissionRequest, Policy};
-
-/// Most bytes of text (plus structured JSON) one tool call may return
-/// (16 MiB); more is [`CallError::OutputTooLarge`].
-pub const MAX_OUTPUT_BYTES: usize = 16 << 20;
+use v0_1_0::{policy_plugin, tool_plugin};
 
 /// Most tools one plugin may describe (256). A plugin that describes more is
 /// not loaded ([`LoadError::TooManyTools`]): the host never works through an
@@ -57,8 +68,8 @@ pub const MAX_TOOL_NAME_LEN: usize = 64;
 /// tool ([`RefusedTool`]).
 pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
 
-/// Most bytes of one tool's input schema (64 KiB of JSON text); a longer one
-/// refuses the tool ([`RefusedTool`]).
+/// Most bytes of one tool's input schema, and of its output schema (64 KiB
+/// of JSON text each); a longer one refuses the tool ([`RefusedTool`]).
 pub const MAX_INPUT_SCHEMA_BYTES: usize = 64 << 10;
 
 /// Most wall time `describe` may take (10 s), whatever the manifest's `wall`:
@@ -87,33 +98,58 @@ const LINKED_WASI: &[&str] = &[
 /// target and what the host links for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PluginKind {
-    /// `tool-plugin`: exports `tool`, imports `sessions`.
+    /// `tool-plugin` of any supported contract: exports `tool`, imports
+    /// `sessions` (and `client` from 0.2.0, which also allows the
+    /// `server-plugin` world's `resources` and `prompts` exports).
     Tool,
-    /// `policy-plugin`: exports `policy`, imports nothing of ours.
+    /// `policy-plugin`: exports `policy@0.1.0`, imports nothing of ours
+    /// (0.2.0's `policy-plugin` exports that same interface).
     Policy,
 }
 
 impl PluginKind {
-    /// The world, e.g. `toolhost:plugin/tool-plugin@0.1.0`.
-    pub fn world(self) -> String {
+    /// The world of contract `version`, e.g.
+    /// `toolhost:plugin/tool-plugin@0.1.0`.
+    pub fn world(self, version: &str) -> String {
         match self {
-            PluginKind::Tool => format!("toolhost:plugin/tool-plugin@{}", contract::VERSION),
-            PluginKind::Policy => format!("toolhost:plugin/policy-plugin@{}", contract::VERSION),
+            PluginKind::Tool => format!("toolhost:plugin/tool-plugin@{version}"),
+            PluginKind::Policy => format!("toolhost:plugin/policy-plugin@{version}"),
         }
     }
 
-    /// The interface it must export, e.g. `toolhost:plugin/tool@0.1.0`.
-    pub fn export(self) -> String {
+    /// The interface it must export under contract `version`, e.g.
+    /// `toolhost:plugin/tool@0.1.0` (`policy@0.1.0` for every version).
+    pub fn export(self, version: &str) -> String {
         match self {
-            PluginKind::Tool => format!("toolhost:plugin/tool@{}", contract::VERSION),
-            PluginKind::Policy => format!("toolhost:plugin/policy@{}", contract::VERSION),
+            PluginKind::Tool => format!("toolhost:plugin/tool@{version}"),
+            PluginKind::Policy => v0_1_0::names::POLICY.to_string(),
         }
     }
 
-    /// Whether the host links `toolhost:plugin/sessions` for it.
-    fn links_sessions(self) -> bool {
-        self == PluginKind::Tool
+    /// The interfaces of ours a component of this kind may import under
+    /// contract `version` (WASI aside).
+    fn imports(self, version: &str) -> &'static [&'static str] {
+        match (self, version) {
+            (PluginKind::Policy, _) => &[],
+            (PluginKind::Tool, V0_2_0) => &[
+                v0_1_0::names::SESSIONS,
+                v0_2_0::names::CLIENT,
+                v0_2_0::names::CONTENT,
+            ],
+            (PluginKind::Tool, _) => &[v0_1_0::names::SESSIONS],
+        }
     }
+}
+
+/// The contract version of a tool plugin component, from the `tool`
+/// interface it exports (`toolhost:plugin/tool@X.Y.Z`, newest supported
+/// first), or `None` when it exports none the host supports.
+pub fn tool_contract(names: &ComponentNames) -> Option<&'static str> {
+    crate::contract_version::SUPPORTED
+        .iter()
+        .rev()
+        .copied()
+        .find(|v| names.exports.contains(&PluginKind::Tool.export(v)))
 }
 
 /// Errors from loading a plugin.
@@ -156,6 +192,35 @@ pub enum LoadError {
         plugin: String,
         /// Why.
         message: String,
+    },
+    /// `list-resources`, `list-templates` or `list-prompts` failed.
+    #[error("plugin `{plugin}` failed to list its {what}: {message}")]
+    List {
+        /// The plugin id.
+        plugin: String,
+        /// `resources`, `resource templates` or `prompts`.
+        what: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// A list call returned more items than its limit
+    /// ([`MAX_RESOURCES_PER_PLUGIN`], [`MAX_TEMPLATES_PER_PLUGIN`],
+    /// [`MAX_PROMPTS_PER_PLUGIN`]).
+    #[error(
+        "plugin `{plugin}` lists {count} {what}, more than the limit of {limit} per plugin \
+         ({limit_name})"
+    )]
+    TooManyOffers {
+        /// The plugin id.
+        plugin: String,
+        /// `resources`, `resource templates` or `prompts`.
+        what: &'static str,
+        /// How many it listed.
+        count: usize,
+        /// The limit.
+        limit: usize,
+        /// The limit's name, e.g. `MAX_RESOURCES_PER_PLUGIN`.
+        limit_name: &'static str,
     },
     /// `describe` returned more than [`MAX_TOOLS_PER_PLUGIN`] tools.
     #[error(
@@ -288,7 +353,9 @@ fn describe_char(c: char) -> String {
 /// one pass: the tools the host offers (in the plugin's order) and the ones it
 /// refuses, each with its reason. Names are checked first, then uniqueness
 /// within the plugin (the first of a name wins), then the description and
-/// schema sizes, then that the schema is a JSON object.
+/// input schema sizes, that the input schema is a JSON object, the title's
+/// size ([`MAX_LABEL_BYTES`]), and last the output schema, when there is one:
+/// at most [`MAX_INPUT_SCHEMA_BYTES`] and a JSON object.
 pub fn check_tools(plugin: &str, specs: Vec<ToolSpec>) -> (Vec<ToolSpec>, Vec<RefusedTool>) {
     let mut seen: HashSet<String> = HashSet::with_capacity(specs.len());
     let mut tools = Vec::with_capacity(specs.len());
@@ -314,11 +381,30 @@ pub fn check_tools(plugin: &str, specs: Vec<ToolSpec>) -> (Vec<ToolSpec>, Vec<Re
                  {MAX_INPUT_SCHEMA_BYTES} (MAX_INPUT_SCHEMA_BYTES)",
                 spec.input_schema.len()
             ))
+        } else if let Some(e) = json_object_error("input", &spec.input_schema) {
+            Some(e)
+        } else if let Some(e) = spec
+            .title
+            .as_deref()
+            .filter(|t| t.len() > MAX_LABEL_BYTES)
+            .map(|t| {
+                format!(
+                    "its title is {} bytes, more than the limit of {MAX_LABEL_BYTES} \
+                     (MAX_LABEL_BYTES)",
+                    t.len()
+                )
+            })
+        {
+            Some(e)
         } else {
-            match serde_json::from_str::<serde_json::Value>(&spec.input_schema) {
-                Ok(serde_json::Value::Object(_)) => None,
-                Ok(_) => Some("its input schema is not a JSON object".to_string()),
-                Err(e) => Some(format!("its input schema is not valid JSON: {e}")),
+            match &spec.output_schema {
+                Some(schema) if schema.len() > MAX_INPUT_SCHEMA_BYTES => Some(format!(
+                    "its output schema is {} bytes, more than the limit of \
+                     {MAX_INPUT_SCHEMA_BYTES} (MAX_INPUT_SCHEMA_BYTES)",
+                    schema.len()
+                )),
+                Some(schema) => json_object_error("output", schema),
+                None => None,
             }
         };
         match reason {
@@ -327,6 +413,16 @@ pub fn check_tools(plugin: &str, specs: Vec<ToolSpec>) -> (Vec<ToolSpec>, Vec<Re
         }
     }
     (tools, refused)
+}
+
+/// Why a tool's `which` (`input`/`output`) schema is refused: not JSON, or
+/// not a JSON object. `None` when it is an object.
+fn json_object_error(which: &str, schema: &str) -> Option<String> {
+    match serde_json::from_str::<serde_json::Value>(schema) {
+        Ok(serde_json::Value::Object(_)) => None,
+        Ok(_) => Some(format!("its {which} schema is not a JSON object")),
+        Err(e) => Some(format!("its {which} schema is not valid JSON: {e}")),
+    }
 }
 
 /// Why a plugin call produced no result.
@@ -348,8 +444,9 @@ pub enum CallError {
         /// The trap message.
         message: String,
     },
-    /// The call returned more than [`MAX_OUTPUT_BYTES`] of text; the result
-    /// was dropped.
+    /// The call returned more than [`MAX_OUTPUT_BYTES`] (text, media and
+    /// resource bytes and structured JSON together, see
+    /// [`crate::content::block_bytes`]); the result was dropped.
     #[error(
         "plugin `{plugin}` returned {bytes} bytes of output, more than the limit of {limit} bytes"
     )]
@@ -360,6 +457,25 @@ pub enum CallError {
         bytes: usize,
         /// The limit ([`MAX_OUTPUT_BYTES`]).
         limit: usize,
+    },
+    /// The call returned more than [`MAX_CONTENT_BLOCKS`] content blocks (a
+    /// tool result's content, a prompt's messages, a read's contents) or
+    /// [`MAX_COMPLETIONS`]-exceeding lists; the result was dropped.
+    #[error(
+        "plugin `{plugin}` returned {count} {what}, more than the limit of {limit} ({limit_name})"
+    )]
+    TooManyBlocks {
+        /// The plugin id.
+        plugin: String,
+        /// What it returned too many of: `content blocks`, `prompt messages`,
+        /// `resource contents`.
+        what: &'static str,
+        /// How many it returned.
+        count: usize,
+        /// The limit ([`MAX_CONTENT_BLOCKS`]).
+        limit: usize,
+        /// The limit's name.
+        limit_name: &'static str,
     },
     /// The host could not run the call (instantiation failed, ...).
     #[error("plugin `{plugin}` could not run: {message}")]
@@ -404,6 +520,9 @@ impl CallError {
 struct Prepared {
     pre: InstancePre<CallState>,
     source: CompileSource,
+    /// The contract version it targets (for a tool plugin, from the `tool`
+    /// interface it exports).
+    contract: &'static str,
 }
 
 /// The load pipeline every plugin passes: sha256 pin (when the manifest has
@@ -429,25 +548,41 @@ fn prepare(
         plugin: id.to_string(),
         message,
     })?;
-    check_world(&names, id, kind)?;
+    let contract = check_world(&names, id, kind)?;
     let (component, source) = runtime.compile(bytes).map_err(invalid)?;
-    let linker = linker(runtime, kind).map_err(invalid)?;
+    let linker = linker(runtime, kind, contract).map_err(invalid)?;
     let pre = linker
         .instantiate_pre(&component)
         .map_err(|e| LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: kind.world(),
+            world: kind.world(contract),
             message: format!("{e:#}"),
         })?;
-    Ok(Prepared { pre, source })
+    Ok(Prepared {
+        pre,
+        source,
+        contract,
+    })
 }
 
-fn linker(runtime: &Runtime, kind: PluginKind) -> wasmtime::Result<Linker<CallState>> {
+/// The linker for `kind` under contract `version`: WASI p2 always; for tool
+/// plugins `sessions@0.1.0` (every version imports that one), and from 0.2.0
+/// `client` and the types-only `content`.
+fn linker(
+    runtime: &Runtime,
+    kind: PluginKind,
+    version: &str,
+) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(runtime.engine());
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).context("linking WASI")?;
-    if kind.links_sessions() {
-        contract::add_sessions_to_linker(&mut linker, CallState::sessions_ctx)
+    let imports = kind.imports(version);
+    if imports.contains(&v0_1_0::names::SESSIONS) {
+        v0_1_0::add_sessions_to_linker(&mut linker, CallState::sessions_ctx)
             .context("linking toolhost:plugin/sessions")?;
+    }
+    if imports.contains(&v0_2_0::names::CLIENT) {
+        v0_2_0::add_client_to_linker(&mut linker, CallState::client_ctx)
+            .context("linking toolhost:plugin/client")?;
     }
     Ok(linker)
 }
@@ -477,6 +612,19 @@ impl WorldPre for tool_plugin::ToolPluginPre<CallState> {
     }
 }
 
+impl WorldPre for v0_2_0::ServerPluginPre<CallState> {
+    type Bindings = v0_2_0::ServerPlugin;
+    fn engine(&self) -> &wasmtime::Engine {
+        v0_2_0::ServerPluginPre::engine(self)
+    }
+    fn instantiate<'a>(
+        &'a self,
+        store: &'a mut Store<CallState>,
+    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<Self::Bindings>> + Send + 'a>> {
+        Box::pin(self.instantiate_async(store))
+    }
+}
+
 impl WorldPre for policy_plugin::PolicyPluginPre<CallState> {
     type Bindings = policy_plugin::PolicyPlugin;
     fn engine(&self) -> &wasmtime::Engine {
@@ -490,21 +638,23 @@ impl WorldPre for policy_plugin::PolicyPluginPre<CallState> {
     }
 }
 
-/// One call: a fresh store for `info` (under its manifest's limits), a fresh
-/// instance, then `f`, all within the wall-time limit `wall` (the manifest's,
-/// or less for `describe`).
+/// One call: a fresh store for `info` (under its manifest's limits, with
+/// `client` behind its `client` import), a fresh instance, then `f`, all
+/// within the wall-time limit `wall` (the manifest's, or less for
+/// `describe`).
 async fn run_call<P: WorldPre, R>(
     pre: &P,
     info: CallInfo,
     wall: Duration,
     services: Option<Arc<Services>>,
+    client: ClientState,
     f: impl for<'a> FnOnce(
         &'a P::Bindings,
         &'a mut Store<CallState>,
     ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
 ) -> Result<R, CallError> {
     let plugin = info.plugin.to_string();
-    let mut store = new_store(pre.engine(), info, services)?;
+    let mut store = new_store(pre.engine(), info, services, client)?;
     let work = async {
         let bindings = pre.instantiate(&mut store).await?;
         f(&bindings, &mut store).await
@@ -536,215 +686,6 @@ fn with_stderr_tail(message: String, lines: &[String]) -> String {
         out.push_str(line);
     }
     out
-}
-
-/// A loaded tool plugin (`tool-plugin` world).
-pub struct ToolPlugin {
-    id: Arc<str>,
-    manifest: Arc<Manifest>,
-    pre: tool_plugin::ToolPluginPre<CallState>,
-    tools: Vec<ToolSpec>,
-    refused: Vec<RefusedTool>,
-    services: Option<Arc<Services>>,
-    /// Keeps the engine's epoch ticker running while the plugin is loaded
-    /// (without it CPU limits would never fire).
-    _runtime: Runtime,
-    /// Where its compiled code came from.
-    pub source: CompileSource,
-}
-
-/// A tool as a plugin describes it.
-pub type ToolSpec = tool_plugin::exports::toolhost::plugin::tool::ToolSpec;
-/// A tool call's output as a plugin returns it.
-pub type ToolOutput = tool_plugin::exports::toolhost::plugin::tool::ToolOutput;
-/// A tool call's error as a plugin returns it.
-pub type ToolError = tool_plugin::exports::toolhost::plugin::tool::ToolError;
-
-impl ToolPlugin {
-    /// Loads a tool plugin from component bytes under `manifest` (`prepare`:
-    /// pin, world check, compile or cache, link) and asks it to `describe` its
-    /// tools ([`ToolPlugin::describe`]: no session services, under its limits
-    /// and [`DESCRIBE_WALL_LIMIT`]). The tools are checked by [`check_tools`]
-    /// off the async workers; refused ones are logged and kept in
-    /// [`ToolPlugin::refused_tools`], the others offered.
-    ///
-    /// `services`: the session engine and permission pipeline its
-    /// `sessions` imports reach during tool calls; `None` (as for `plugin
-    /// inspect`) makes `start` answer `denied` and the other session calls
-    /// trap. `describe` never gets them: loading a plugin grants nothing.
-    ///
-    /// Errors: [`LoadError::Sha256Mismatch`], [`LoadError::Invalid`] (not a
-    /// component), [`LoadError::WrongWorld`] (missing export, unknown import),
-    /// [`LoadError::Describe`] (`describe` trapped or hit a limit),
-    /// [`LoadError::TooManyTools`] (more than [`MAX_TOOLS_PER_PLUGIN`]).
-    pub async fn load(
-        runtime: &Runtime,
-        manifest: Manifest,
-        bytes: &[u8],
-        services: Option<Arc<Services>>,
-    ) -> Result<ToolPlugin, LoadError> {
-        let Prepared { pre, source } = prepare(runtime, &manifest, bytes, PluginKind::Tool)?;
-        let id: Arc<str> = manifest.id.as_str().into();
-        let pre = tool_plugin::ToolPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
-            plugin: id.to_string(),
-            world: PluginKind::Tool.world(),
-            message: format!("{e:#}"),
-        })?;
-        let mut plugin = ToolPlugin {
-            id: id.clone(),
-            manifest: Arc::new(manifest),
-            pre,
-            tools: Vec::new(),
-            refused: Vec::new(),
-            services,
-            _runtime: runtime.clone(),
-            source,
-        };
-        let specs = plugin.describe().await.map_err(|e| LoadError::Describe {
-            plugin: id.to_string(),
-            message: e.to_string(),
-        })?;
-        if specs.len() > MAX_TOOLS_PER_PLUGIN {
-            return Err(LoadError::TooManyTools {
-                plugin: id.to_string(),
-                count: specs.len(),
-                limit: MAX_TOOLS_PER_PLUGIN,
-            });
-        }
-        // Parsing up to 256 schemas of 64 KiB is real work: not on a worker.
-        let plugin_id = id.clone();
-        let (tools, refused) = tokio::task::spawn_blocking(move || check_tools(&plugin_id, specs))
-            .await
-            .map_err(|e| LoadError::Describe {
-                plugin: id.to_string(),
-                message: format!("checking its tools failed: {e}"),
-            })?;
-        for r in &refused {
-            tracing::warn!(
-                plugin = %id,
-                tool = %crate::display::escape_line(&r.name),
-                "tool refused: {}",
-                r.reason
-            );
-        }
-        plugin.tools = tools;
-        plugin.refused = refused;
-        Ok(plugin)
-    }
-
-    /// The plugin id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The tools it described at load time that passed [`check_tools`].
-    pub fn tools(&self) -> &[ToolSpec] {
-        &self.tools
-    }
-
-    /// The tools it described at load time that [`check_tools`] refused, each
-    /// with its reason.
-    pub fn refused_tools(&self) -> &[RefusedTool] {
-        &self.refused
-    }
-
-    /// Its manifest (grants and limits; a deny-all one if it has no file).
-    pub fn manifest(&self) -> &Manifest {
-        &self.manifest
-    }
-
-    /// Asks the plugin to `describe` its tools again, in a fresh instance
-    /// under its limits, exactly as a tool call runs (fresh [`Store`] from the
-    /// cached `InstancePre`, `describe`, store dropped), except that it gets
-    /// no session services (`sessions.start` answers `denied`, the other
-    /// session calls trap, no approver is asked) and at most
-    /// [`DESCRIBE_WALL_LIMIT`] of wall time. The list is returned as the
-    /// plugin gave it, unchecked. [`ToolPlugin::tools`] keeps what load time
-    /// saw; this is the per-call path that benchmark P1 measures (see
-    /// `BENCHMARKS.md`).
-    ///
-    /// Errors: as [`ToolPlugin::call`].
-    pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
-        let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
-        let wall = self.manifest.limits.wall.min(DESCRIBE_WALL_LIMIT);
-        run_call(&self.pre, info, wall, None, |bindings, store| {
-            Box::pin(async move { bindings.toolhost_plugin_tool().call_describe(store).await })
-        })
-        .await
-    }
-
-    /// Runs one tool call in a fresh instance under the plugin's limits.
-    ///
-    /// Errors: [`CallError::Limit`] (memory, table, CPU, wall, stack),
-    /// [`CallError::Trap`], [`CallError::OutputTooLarge`] (more than
-    /// [`MAX_OUTPUT_BYTES`] of text), [`CallError::Host`]. In each case the
-    /// instance is discarded; the plugin stays loaded.
-    pub async fn call(
-        &self,
-        tool: &str,
-        tool_call_id: &str,
-        arguments: &str,
-    ) -> Result<Result<ToolOutput, ToolError>, CallError> {
-        let info = CallInfo {
-            plugin: self.id.clone(),
-            manifest: self.manifest.clone(),
-            tool: tool.to_string(),
-            tool_call_id: tool_call_id.to_string(),
-        };
-        let call = tool_plugin::exports::toolhost::plugin::tool::ToolCall {
-            tool_call_id: tool_call_id.to_string(),
-            name: tool.to_string(),
-            arguments: arguments.to_string(),
-        };
-        let result = self
-            .run(info, move |bindings, store| {
-                Box::pin(async move {
-                    bindings
-                        .toolhost_plugin_tool()
-                        .call_call(&mut *store, &call)
-                        .await
-                })
-            })
-            .await?;
-        let bytes = match &result {
-            Ok(out) => out.text.len() + out.structured.as_ref().map_or(0, String::len),
-            Err(
-                ToolError::Failed(t) | ToolError::InvalidArguments(t) | ToolError::UnknownTool(t),
-            ) => t.len(),
-        };
-        if bytes > MAX_OUTPUT_BYTES {
-            return Err(CallError::OutputTooLarge {
-                plugin: self.id.to_string(),
-                bytes,
-                limit: MAX_OUTPUT_BYTES,
-            });
-        }
-        Ok(result)
-    }
-
-    async fn run<R: Send + 'static>(
-        &self,
-        info: CallInfo,
-        f: impl for<'a> FnOnce(
-            &'a tool_plugin::ToolPlugin,
-            &'a mut Store<CallState>,
-        )
-            -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
-        + Send,
-    ) -> Result<R, CallError> {
-        // Per-plugin quota of calls in flight, with instances kept for the
-        // built-in plugins (`Runtime::admit`, ARCHITECTURE.md "Threading model").
-        let _permit = self
-            ._runtime
-            .admit(&self.id)
-            .await
-            .map_err(|message| CallError::Host {
-                plugin: self.id.to_string(),
-                message,
-            })?;
-        let wall = info.manifest.limits.wall;
-        run_call(&self.pre, info, wall, self.services.clone(), f).await
-    }
 }
 
 /// A loaded policy plugin (`policy-plugin` world). It implements [`Policy`]
@@ -780,10 +721,14 @@ impl PolicyPlugin {
             limits,
             ..Manifest::deny_all(id)
         };
-        let Prepared { pre, source } = prepare(runtime, &manifest, bytes, PluginKind::Policy)?;
+        let Prepared {
+            pre,
+            source,
+            contract,
+        } = prepare(runtime, &manifest, bytes, PluginKind::Policy)?;
         let pre = policy_plugin::PolicyPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: PluginKind::Policy.world(),
+            world: PluginKind::Policy.world(contract),
             message: format!("{e:#}"),
         })?;
         Ok(PolicyPlugin {
@@ -871,7 +816,7 @@ impl PolicyPlugin {
         let _permit = self._runtime.admit_decision(requester).await;
         let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
         let wall = info.manifest.limits.wall;
-        run_call(&self.pre, info, wall, None, f).await
+        run_call(&self.pre, info, wall, None, ClientState::default(), f).await
     }
 }
 
@@ -1000,29 +945,71 @@ pub fn component_names(bytes: &[u8]) -> Result<ComponentNames, String> {
 
 /// Checks a component's names against `kind`'s world before compiling or
 /// linking, so the error names what is wrong: the export it lacks, or an
-/// import the host does not link. (Linking then checks the types.)
-pub fn check_world(names: &ComponentNames, id: &str, kind: PluginKind) -> Result<(), LoadError> {
-    let world = kind.world();
-    let export = kind.export();
-    let sessions_import = format!("toolhost:plugin/sessions@{}", contract::VERSION);
+/// import the host does not link. (Linking then checks the types.) A tool
+/// plugin's contract version is the one of the `tool` interface it exports
+/// ([`tool_contract`]); under 0.2.0 it may also export `resources` and
+/// `prompts` (the `server-plugin` world) and import `client`.
+///
+/// Returns the contract version the component targets.
+///
+/// Errors: [`LoadError::WrongWorld`] naming the missing export (every
+/// supported version's) or the first import the host does not provide.
+pub fn check_world(
+    names: &ComponentNames,
+    id: &str,
+    kind: PluginKind,
+) -> Result<&'static str, LoadError> {
+    let version = match kind {
+        PluginKind::Tool => tool_contract(names),
+        PluginKind::Policy => names
+            .exports
+            .contains(&kind.export(V0_1_0))
+            .then_some(V0_1_0),
+    };
+    let Some(version) = version else {
+        let supported = crate::contract_version::SUPPORTED;
+        let mut wanted: Vec<String> = supported.iter().map(|v| kind.export(v)).collect();
+        wanted.dedup();
+        return Err(LoadError::WrongWorld {
+            plugin: id.to_string(),
+            world: match kind {
+                PluginKind::Tool => format!(
+                    "toolhost:plugin/tool-plugin of any supported contract ({})",
+                    supported.join(", ")
+                ),
+                PluginKind::Policy => kind.world(V0_1_0),
+            },
+            message: format!(
+                "it does not export {} (it exports: {})",
+                wanted.join(" or "),
+                if names.exports.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    names.exports.join(", ")
+                }
+            ),
+        });
+    };
+    let world = if kind == PluginKind::Tool
+        && version == V0_2_0
+        && names
+            .exports
+            .iter()
+            .any(|e| e == v0_2_0::names::RESOURCES || e == v0_2_0::names::PROMPTS)
+    {
+        format!("toolhost:plugin/server-plugin@{version}")
+    } else {
+        kind.world(version)
+    };
     let wrong = |message: String| LoadError::WrongWorld {
         plugin: id.to_string(),
         world: world.clone(),
         message,
     };
-    if !names.exports.contains(&export) {
-        return Err(wrong(format!(
-            "it does not export {export} (it exports: {})",
-            if names.exports.is_empty() {
-                "nothing".to_string()
-            } else {
-                names.exports.join(", ")
-            }
-        )));
-    }
+    let ours = kind.imports(version);
     for (name, function) in &names.imports {
         let linked = LINKED_WASI.iter().any(|p| name.starts_with(p))
-            || (kind.links_sessions() && *name == sessions_import);
+            || (!*function && ours.contains(&name.as_str()));
         if !linked {
             let what = if *function { "function " } else { "" };
             return Err(wrong(format!(
@@ -1030,7 +1017,7 @@ pub fn check_world(names: &ComponentNames, id: &str, kind: PluginKind) -> Result
             )));
         }
     }
-    Ok(())
+    Ok(version)
 }
 
 #[cfg(test)]
@@ -1040,9 +1027,11 @@ mod tests {
     fn spec(name: &str, description: &str, schema: &str) -> ToolSpec {
         ToolSpec {
             name: name.into(),
+            title: None,
             description: description.into(),
             input_schema: schema.into(),
-            hints: tool_plugin::exports::toolhost::plugin::tool::ToolHints {
+            output_schema: None,
+            hints: v0_2_0::ToolHints {
                 read_only: true,
                 destructive: false,
                 idempotent: true,
@@ -1118,6 +1107,97 @@ mod tests {
             assert!(reason.contains(says), "{name}: {reason}");
         }
         assert!(refused.iter().all(|r| r.plugin == "p"));
+    }
+
+    #[test]
+    fn output_schemas_and_titles_are_checked() {
+        let obj = r#"{"type":"object"}"#;
+        let with = |name: &str, title: Option<String>, output: Option<String>| ToolSpec {
+            title,
+            output_schema: output,
+            ..spec(name, "", obj)
+        };
+        let big = format!(r#"{{"x":"{}"}}"#, "y".repeat(MAX_INPUT_SCHEMA_BYTES));
+        let (tools, refused) = check_tools(
+            "p",
+            vec![
+                with("ok", Some("Ok".into()), Some(obj.into())),
+                with("array", None, Some("[]".into())),
+                with("text", None, Some("nope".into())),
+                with("big", None, Some(big)),
+                with("title", Some("t".repeat(MAX_LABEL_BYTES + 1)), None),
+            ],
+        );
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["ok"]);
+        let reasons: Vec<(&str, &str)> = refused
+            .iter()
+            .map(|r| (r.name.as_str(), r.reason.as_str()))
+            .collect();
+        assert_eq!(
+            reasons[..2],
+            [
+                ("array", "its output schema is not a JSON object"),
+                (
+                    "text",
+                    "its output schema is not valid JSON: expected ident at line 1 column 2"
+                ),
+            ]
+        );
+        assert!(reasons[2].1.contains("output schema") && reasons[2].1.contains("MAX_INPUT"));
+        assert!(reasons[3].1.contains("MAX_LABEL_BYTES"), "{reasons:?}");
+    }
+
+    #[test]
+    fn the_world_is_picked_by_the_tool_export() {
+        let names = |imports: &[&str], exports: &[&str]| ComponentNames {
+            imports: imports.iter().map(|i| (i.to_string(), false)).collect(),
+            exports: exports.iter().map(|e| e.to_string()).collect(),
+        };
+        let v2 = names(
+            &[
+                "wasi:io/poll@0.2.12",
+                "toolhost:plugin/sessions@0.1.0",
+                "toolhost:plugin/content@0.2.0",
+                "toolhost:plugin/client@0.2.0",
+            ],
+            &[
+                "toolhost:plugin/tool@0.2.0",
+                "toolhost:plugin/resources@0.2.0",
+            ],
+        );
+        assert_eq!(tool_contract(&v2), Some("0.2.0"));
+        assert_eq!(check_world(&v2, "p", PluginKind::Tool).unwrap(), "0.2.0");
+        let v1 = names(
+            &["toolhost:plugin/sessions@0.1.0"],
+            &["toolhost:plugin/tool@0.1.0"],
+        );
+        assert_eq!(check_world(&v1, "p", PluginKind::Tool).unwrap(), "0.1.0");
+        // A 0.1.0 tool gets no `client`.
+        let v1_client = names(
+            &["toolhost:plugin/client@0.2.0"],
+            &["toolhost:plugin/tool@0.1.0"],
+        );
+        let e = check_world(&v1_client, "p", PluginKind::Tool).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "plugin `p` does not target toolhost:plugin/tool-plugin@0.1.0: it imports \
+             toolhost:plugin/client@0.2.0, which toolhost does not provide to this kind of plugin"
+        );
+        let none = names(&[], &["toolhost:plugin/policy@0.1.0"]);
+        let e = check_world(&none, "p", PluginKind::Tool).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "plugin `p` does not target toolhost:plugin/tool-plugin of any supported contract \
+             (0.1.0, 0.2.0): it does not export toolhost:plugin/tool@0.1.0 or \
+             toolhost:plugin/tool@0.2.0 (it exports: toolhost:plugin/policy@0.1.0)"
+        );
+        assert_eq!(
+            check_world(&none, "p", PluginKind::Policy).unwrap(),
+            "0.1.0"
+        );
+        let e = check_world(&v2, "p", PluginKind::Policy).unwrap_err();
+        assert!(e.to_string().contains("policy-plugin@0.1.0"), "{e}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 use super::{CallError, GuestLog};
 use crate::call::{CallInfo, Services};
 use crate::contract::v0_1_0::SessionsCtx;
+use crate::contract::v0_2_0::client::{ClientCtx, ClientState};
 use crate::engine::EPOCH_TICK;
 use crate::limits::{LimitExceeded, Limits};
 use crate::manifest::PreopenMode;
@@ -28,6 +29,9 @@ pub struct CallState {
     pub services: Option<Arc<Services>>,
     /// The guest's stderr, whose last lines a trap report carries.
     pub(crate) stderr: GuestLog,
+    /// The MCP client behind the call, the grants' counters and limits
+    /// (`client@0.2.0`; unused by 0.1.0 plugins and policies).
+    client: ClientState,
 }
 
 impl CallState {
@@ -37,6 +41,14 @@ impl CallState {
             table: &mut self.table,
             call: &self.call,
             services: self.services.as_ref(),
+        }
+    }
+
+    /// The view the `client` implementation works on.
+    pub(crate) fn client_ctx(&mut self) -> ClientCtx<'_> {
+        ClientCtx {
+            state: &mut self.client,
+            call: &self.call,
         }
     }
 }
@@ -60,11 +72,13 @@ impl WasiView for CallState {
 /// for a plugin without a manifest); network is always denied. Each preopen is
 /// the directory opened at load (`Preopen::dir`, reopened through
 /// `/proc/self/fd`), and the call fails with [`CallError::Host`] when its path
-/// no longer leads to that directory.
+/// no longer leads to that directory. `client` is what the `client` import
+/// reaches (0.2.0 plugins).
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     call: CallInfo,
     services: Option<Arc<Services>>,
+    client: ClientState,
 ) -> Result<Store<CallState>, CallError> {
     let manifest = call.manifest.clone();
     let limits = &manifest.limits;
@@ -110,6 +124,7 @@ pub(crate) fn new_store(
         call,
         services,
         stderr,
+        client,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);

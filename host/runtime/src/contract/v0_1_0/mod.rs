@@ -3,12 +3,28 @@
 //! `policy`). `bindgen!` needs literal paths and world names, so they repeat
 //! the version; every other use derives from [`VERSION`]
 //! (`contract_version.rs`).
+//!
+//! Contract 0.2.0 ([`super::v0_2_0`]) is newer, so it holds the types the
+//! runtime works with; [`adapt`] converts this version's `tool` results onto
+//! them. `sessions` and `policy` are unchanged in 0.2.0 (which imports and
+//! exports these very interfaces), so their host side lives here, once.
 
+pub mod adapt;
 mod sessions;
 
 pub use sessions::{
     SessionsCtx, SessionsData, SubscriptionResource, add_to_linker as add_sessions_to_linker,
 };
+
+/// The export names of this version's interfaces, as a component lists them.
+pub mod names {
+    /// `toolhost:plugin/tool@0.1.0`.
+    pub const TOOL: &str = "toolhost:plugin/tool@0.1.0";
+    /// `toolhost:plugin/policy@0.1.0`.
+    pub const POLICY: &str = "toolhost:plugin/policy@0.1.0";
+    /// `toolhost:plugin/sessions@0.1.0` (an import; 0.2.0 imports it too).
+    pub const SESSIONS: &str = "toolhost:plugin/sessions@0.1.0";
+}
 
 /// The contract version of this module.
 pub const VERSION: &str = crate::contract_version::V0_1_0;
@@ -26,6 +42,7 @@ pub mod tool_plugin {
             "wasi": wasmtime_wasi::p2::bindings,
             "toolhost:plugin/sessions.subscription": super::SubscriptionResource,
         },
+        additional_derives: [PartialEq],
     });
 }
 

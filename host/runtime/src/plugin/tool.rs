@@ -1,0 +1,779 @@
+//! [`ToolPlugin`]: a loaded tool plugin of any supported contract. It holds
+//! the `InstancePre` of the version the component targets (picked by the
+//! `tool@X.Y.Z` interface it exports, [`super::check_world`]) and answers in
+//! the newest contract's types whatever the version: a 0.1.0 plugin's results
+//! go through [`crate::contract::v0_1_0::adapt`]. A 0.2.0 plugin may also
+//! offer resources and prompts (the `server-plugin` world), listed once at
+//! load like its tools and served each in a fresh instance.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::Store;
+
+use super::offers::{
+    self, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN, MAX_TEMPLATES_PER_PLUGIN, RefusedOffer,
+};
+use super::{
+    CallError, CallState, DESCRIBE_WALL_LIMIT, LoadError, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES,
+    MAX_TOOLS_PER_PLUGIN, PluginKind, Prepared, RefusedTool, WorldPre, check_tools, prepare,
+    run_call,
+};
+use crate::call::{CallInfo, Services};
+use crate::content::{block_bytes, contents_bytes};
+use crate::contract::v0_1_0::{adapt, tool_plugin};
+use crate::contract::v0_2_0::client::{CallClient, ClientState, UriScope};
+use crate::contract::v0_2_0::{self as v2, ContentBlock, ServerPlugin, ServerPluginPre};
+use crate::contract_version::V0_2_0;
+use crate::engine::{CompileSource, Runtime};
+use crate::manifest::Manifest;
+
+/// A tool as a plugin describes it (contract 0.2.0's `tool-spec`; a 0.1.0
+/// spec has no title and no output schema).
+pub type ToolSpec = v2::ToolSpec;
+/// A tool call's output as a plugin returns it: MCP content blocks,
+/// structured JSON, `is-error` (a 0.1.0 result's text is one text block).
+pub type ToolOutput = v2::ToolOutput;
+/// A tool call's error as a plugin returns it.
+pub type ToolError = v2::ToolError;
+/// A resource a plugin lists (MCP `Resource`).
+pub type Resource = v2::Resource;
+/// A resource template a plugin lists (MCP `ResourceTemplate`).
+pub type ResourceTemplate = v2::ResourceTemplate;
+/// One resource's contents as a read returns them (MCP
+/// `TextResourceContents` / `BlobResourceContents`).
+pub type ResourceContents = v2::ResourceContents;
+/// Why a plugin could not read a resource (`not-found`, `failed`).
+pub type ResourceError = v2::ResourceError;
+/// A prompt a plugin lists (MCP `Prompt`).
+pub type Prompt = v2::Prompt;
+/// A rendered prompt (MCP `GetPromptResult`).
+pub type PromptResult = v2::PromptResult;
+/// Why a plugin could not render a prompt (`unknown-prompt`,
+/// `invalid-arguments`, `failed`).
+pub type PromptError = v2::PromptError;
+
+/// Most completion values passed on from one `complete` call (100, MCP
+/// `completion/complete`'s maximum); the rest are counted, not sent.
+pub const MAX_COMPLETIONS: usize = 100;
+
+/// The version-specific half of a loaded tool plugin.
+enum World {
+    /// `toolhost:plugin/tool-plugin@0.1.0`.
+    V0_1_0(tool_plugin::ToolPluginPre<CallState>),
+    /// `toolhost:plugin/tool-plugin@0.2.0` or `server-plugin@0.2.0`.
+    V0_2_0(ServerPluginPre<CallState>),
+}
+
+/// A loaded tool plugin (`tool-plugin` of any supported contract, or
+/// 0.2.0's `server-plugin`).
+pub struct ToolPlugin {
+    id: Arc<str>,
+    manifest: Arc<Manifest>,
+    world: World,
+    contract: &'static str,
+    tools: Vec<ToolSpec>,
+    refused: Vec<RefusedTool>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+    refused_offers: Vec<RefusedOffer>,
+    /// What its `client.resource-updated` may name.
+    scope: Arc<UriScope>,
+    services: Option<Arc<Services>>,
+    /// Keeps the engine's epoch ticker running while the plugin is loaded
+    /// (without it CPU limits would never fire).
+    _runtime: Runtime,
+    /// Where its compiled code came from.
+    pub source: CompileSource,
+}
+
+/// What a plugin suggests for a completion (MCP `CompleteResult.completion`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completions {
+    /// The values, most relevant first, at most [`MAX_COMPLETIONS`].
+    pub values: Vec<String>,
+    /// How many the plugin returned (MCP `total`); more than `values.len()`
+    /// means there are more (MCP `hasMore`).
+    pub total: usize,
+}
+
+impl ToolPlugin {
+    /// Loads a tool plugin from component bytes under `manifest` (`prepare`:
+    /// pin, world check, compile or cache, link) and asks it to `describe` its
+    /// tools ([`ToolPlugin::describe`]: no session services, under its limits
+    /// and [`DESCRIBE_WALL_LIMIT`]). A 0.2.0 component exporting `resources`
+    /// or `prompts` is asked for `list-resources`, `list-templates` and
+    /// `list-prompts` the same way (each in its own instance). Everything
+    /// listed is checked off the async workers ([`check_tools`],
+    /// [`offers::check_resources`], [`offers::check_templates`],
+    /// [`offers::check_prompts`]); refused items are logged and kept in
+    /// [`ToolPlugin::refused_tools`] / [`ToolPlugin::refused_offers`], the
+    /// others offered.
+    ///
+    /// `services`: the session engine and permission pipeline its
+    /// `sessions` imports reach during tool calls; `None` (as for `plugin
+    /// inspect`) makes `start` answer `denied` and the other session calls
+    /// trap. Listing never gets them: loading a plugin grants nothing.
+    ///
+    /// Errors: [`LoadError::Sha256Mismatch`], [`LoadError::Invalid`] (not a
+    /// component), [`LoadError::WrongWorld`] (missing export, unknown import),
+    /// [`LoadError::Describe`] (`describe` trapped or hit a limit),
+    /// [`LoadError::List`] (a list call did), [`LoadError::TooManyTools`]
+    /// (more than [`MAX_TOOLS_PER_PLUGIN`]), [`LoadError::TooManyOffers`].
+    pub async fn load(
+        runtime: &Runtime,
+        manifest: Manifest,
+        bytes: &[u8],
+        services: Option<Arc<Services>>,
+    ) -> Result<ToolPlugin, LoadError> {
+        let Prepared {
+            pre,
+            source,
+            contract,
+        } = prepare(runtime, &manifest, bytes, PluginKind::Tool)?;
+        let id: Arc<str> = manifest.id.as_str().into();
+        let wrong = |e: wasmtime::Error| LoadError::WrongWorld {
+            plugin: id.to_string(),
+            world: PluginKind::Tool.world(contract),
+            message: format!("{e:#}"),
+        };
+        let world = if contract == V0_2_0 {
+            World::V0_2_0(ServerPluginPre::new(pre).map_err(wrong)?)
+        } else {
+            World::V0_1_0(tool_plugin::ToolPluginPre::new(pre).map_err(wrong)?)
+        };
+        let mut plugin = ToolPlugin {
+            id: id.clone(),
+            manifest: Arc::new(manifest),
+            world,
+            contract,
+            tools: Vec::new(),
+            refused: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            refused_offers: Vec::new(),
+            scope: Arc::new(UriScope::default()),
+            services,
+            _runtime: runtime.clone(),
+            source,
+        };
+        let specs = plugin.describe().await.map_err(|e| LoadError::Describe {
+            plugin: id.to_string(),
+            message: e.to_string(),
+        })?;
+        if specs.len() > MAX_TOOLS_PER_PLUGIN {
+            return Err(LoadError::TooManyTools {
+                plugin: id.to_string(),
+                count: specs.len(),
+                limit: MAX_TOOLS_PER_PLUGIN,
+            });
+        }
+        let listed = plugin.list_offers().await?;
+        // Parsing up to 256 schemas of 64 KiB is real work: not on a worker.
+        let plugin_id = id.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            let (resources, templates, prompts) = listed;
+            let (tools, refused) = check_tools(&plugin_id, specs);
+            let (resources, mut refused_offers) = offers::check_resources(&plugin_id, resources);
+            let (templates, r) = offers::check_templates(&plugin_id, templates);
+            refused_offers.extend(r);
+            let (prompts, r) = offers::check_prompts(&plugin_id, prompts);
+            refused_offers.extend(r);
+            (
+                tools,
+                refused,
+                resources,
+                templates,
+                prompts,
+                refused_offers,
+            )
+        })
+        .await
+        .map_err(|e| LoadError::Describe {
+            plugin: id.to_string(),
+            message: format!("checking its tools failed: {e}"),
+        })?;
+        let (tools, refused, resources, templates, prompts, refused_offers) = checked;
+        for r in &refused {
+            tracing::warn!(
+                plugin = %id,
+                tool = %crate::display::escape_line(&r.name),
+                "tool refused: {}",
+                r.reason
+            );
+        }
+        for r in &refused_offers {
+            tracing::warn!(
+                plugin = %id,
+                name = %crate::display::escape_line(&r.name),
+                "{} refused: {}",
+                r.kind.as_str(),
+                r.reason
+            );
+        }
+        let scope = UriScope {
+            uris: resources.iter().map(|r| r.uri.clone()).collect(),
+            templates: templates.iter().map(|(_, parsed)| parsed.clone()).collect(),
+        };
+        plugin.tools = tools;
+        plugin.refused = refused;
+        plugin.resources = resources;
+        plugin.templates = templates.into_iter().map(|(t, _)| t).collect();
+        plugin.prompts = prompts;
+        plugin.refused_offers = refused_offers;
+        plugin.scope = Arc::new(scope);
+        Ok(plugin)
+    }
+
+    /// The plugin id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The contract version it targets (from the `tool` interface it
+    /// exports), e.g. `0.1.0`.
+    pub fn contract(&self) -> &'static str {
+        self.contract
+    }
+
+    /// The tools it described at load time that passed [`check_tools`].
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// The tools it described at load time that [`check_tools`] refused, each
+    /// with its reason.
+    pub fn refused_tools(&self) -> &[RefusedTool] {
+        &self.refused
+    }
+
+    /// The resources it listed at load time that passed
+    /// [`offers::check_resources`] (none before contract 0.2.0).
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    /// The resource templates it listed at load time that passed
+    /// [`offers::check_templates`] (each a level-1 RFC 6570 template).
+    pub fn resource_templates(&self) -> &[ResourceTemplate] {
+        &self.templates
+    }
+
+    /// The prompts it listed at load time that passed
+    /// [`offers::check_prompts`].
+    pub fn prompts(&self) -> &[Prompt] {
+        &self.prompts
+    }
+
+    /// The resources, templates and prompts it listed that the checks
+    /// refused, each with its reason.
+    pub fn refused_offers(&self) -> &[RefusedOffer] {
+        &self.refused_offers
+    }
+
+    /// Whether `uri` is one of its resources or one of its templates matches
+    /// it.
+    pub fn owns_uri(&self, uri: &str) -> bool {
+        self.scope.contains(uri)
+    }
+
+    /// Its manifest (grants and limits; a deny-all one if it has no file).
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Asks the plugin to `describe` its tools again, in a fresh instance
+    /// under its limits, exactly as a tool call runs (fresh [`Store`] from the
+    /// cached `InstancePre`, `describe`, store dropped), except that it gets
+    /// no session services (`sessions.start` answers `denied`, the other
+    /// session calls trap, no approver is asked), no client (`client.elicit`
+    /// and `sample` answer `unsupported`) and at most [`DESCRIBE_WALL_LIMIT`]
+    /// of wall time. The list is returned as the plugin gave it, unchecked
+    /// (a 0.1.0 plugin's specs converted). [`ToolPlugin::tools`] keeps what
+    /// load time saw; this is the per-call path that benchmark P1 measures
+    /// (see `BENCHMARKS.md`).
+    ///
+    /// Errors: as [`ToolPlugin::call`].
+    pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
+        let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
+        let wall = self.describe_wall();
+        match &self.world {
+            World::V0_1_0(pre) => run_call(
+                pre,
+                info,
+                wall,
+                None,
+                ClientState::default(),
+                |bindings, store| {
+                    Box::pin(
+                        async move { bindings.toolhost_plugin_tool().call_describe(store).await },
+                    )
+                },
+            )
+            .await
+            .map(|specs| specs.into_iter().map(adapt::tool_spec).collect()),
+            World::V0_2_0(pre) => {
+                run_call(
+                    pre,
+                    info,
+                    wall,
+                    None,
+                    ClientState::default(),
+                    |bindings, store| {
+                        Box::pin(async move { bindings.tool().call_describe(store).await })
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    fn describe_wall(&self) -> Duration {
+        self.manifest.limits.wall.min(DESCRIBE_WALL_LIMIT)
+    }
+
+    /// `list-resources`, `list-templates` and `list-prompts`, each in a fresh
+    /// instance under the describe-time rules, with the count limits checked.
+    /// Empty for a 0.1.0 plugin and for a missing export.
+    async fn list_offers(
+        &self,
+    ) -> Result<(Vec<Resource>, Vec<ResourceTemplate>, Vec<Prompt>), LoadError> {
+        let World::V0_2_0(pre) = &self.world else {
+            return Ok(Default::default());
+        };
+        let mut resources = Vec::new();
+        let mut templates = Vec::new();
+        let mut prompts = Vec::new();
+        if pre.has_resources() {
+            resources = self
+                .list(
+                    "resources",
+                    MAX_RESOURCES_PER_PLUGIN,
+                    "MAX_RESOURCES_PER_PLUGIN",
+                    |b, s| Box::pin(async move { resources_of(b)?.call_list_resources(s).await }),
+                )
+                .await?;
+            templates = self
+                .list(
+                    "resource templates",
+                    MAX_TEMPLATES_PER_PLUGIN,
+                    "MAX_TEMPLATES_PER_PLUGIN",
+                    |b, s| Box::pin(async move { resources_of(b)?.call_list_templates(s).await }),
+                )
+                .await?;
+        }
+        if pre.has_prompts() {
+            prompts = self
+                .list(
+                    "prompts",
+                    MAX_PROMPTS_PER_PLUGIN,
+                    "MAX_PROMPTS_PER_PLUGIN",
+                    |b, s| Box::pin(async move { prompts_of(b)?.call_list_prompts(s).await }),
+                )
+                .await?;
+        }
+        Ok((resources, templates, prompts))
+    }
+
+    /// One list call at load (no services, no client, describe's wall limit),
+    /// refusing the plugin past `limit` items.
+    async fn list<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        limit: usize,
+        limit_name: &'static str,
+        f: impl for<'a> FnOnce(
+            &'a ServerPlugin,
+            &'a mut Store<CallState>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = wasmtime::Result<Vec<T>>> + Send + 'a>,
+        > + Send,
+    ) -> Result<Vec<T>, LoadError> {
+        let World::V0_2_0(pre) = &self.world else {
+            return Ok(Vec::new());
+        };
+        let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
+        let items = run_call(
+            pre,
+            info,
+            self.describe_wall(),
+            None,
+            ClientState::default(),
+            f,
+        )
+        .await
+        .map_err(|e| LoadError::List {
+            plugin: self.id.to_string(),
+            what,
+            message: e.to_string(),
+        })?;
+        if items.len() > limit {
+            return Err(LoadError::TooManyOffers {
+                plugin: self.id.to_string(),
+                what,
+                count: items.len(),
+                limit,
+                limit_name,
+            });
+        }
+        Ok(items)
+    }
+
+    /// Runs one tool call in a fresh instance under the plugin's limits.
+    /// `client` is the MCP client behind the call (`None`: none, as for
+    /// `toolhost call`), reached through a 0.2.0 plugin's `client` import
+    /// under the manifest's grants and the limits of
+    /// [`crate::contract::v0_2_0::client`].
+    ///
+    /// The result is checked: at most [`MAX_CONTENT_BLOCKS`] blocks and
+    /// [`MAX_OUTPUT_BYTES`] in all. A successful result of a tool that
+    /// declares an `output-schema` but carries no structured JSON object
+    /// becomes an error result (`is_error`, a first text block saying so,
+    /// the plugin's content after it).
+    ///
+    /// Errors: [`CallError::Limit`] (memory, table, CPU, wall, stack),
+    /// [`CallError::Trap`], [`CallError::OutputTooLarge`],
+    /// [`CallError::TooManyBlocks`], [`CallError::Host`]. In each case the
+    /// instance is discarded; the plugin stays loaded.
+    pub async fn call(
+        &self,
+        tool: &str,
+        tool_call_id: &str,
+        arguments: &str,
+        client: Option<Arc<dyn CallClient>>,
+    ) -> Result<Result<ToolOutput, ToolError>, CallError> {
+        let info = CallInfo {
+            plugin: self.id.clone(),
+            manifest: self.manifest.clone(),
+            tool: tool.to_string(),
+            tool_call_id: tool_call_id.to_string(),
+        };
+        let wall = self.manifest.limits.wall;
+        let services = self.services.clone();
+        let result = match &self.world {
+            World::V0_1_0(pre) => {
+                let call = tool_plugin::exports::toolhost::plugin::tool::ToolCall {
+                    tool_call_id: tool_call_id.to_string(),
+                    name: tool.to_string(),
+                    arguments: arguments.to_string(),
+                };
+                self.admitted(
+                    pre,
+                    info,
+                    wall,
+                    services,
+                    ClientState::default(),
+                    move |b, s| {
+                        Box::pin(async move { b.toolhost_plugin_tool().call_call(s, &call).await })
+                    },
+                )
+                .await?
+                .map(adapt::tool_output)
+                .map_err(adapt::tool_error)
+            }
+            World::V0_2_0(pre) => {
+                let call = v2::ToolCall {
+                    tool_call_id: tool_call_id.to_string(),
+                    name: tool.to_string(),
+                    arguments: arguments.to_string(),
+                };
+                let client = self.client_state(client);
+                self.admitted(pre, info, wall, services, client, move |b, s| {
+                    Box::pin(async move { b.tool().call_call(s, &call).await })
+                })
+                .await?
+            }
+        };
+        self.check_tool_output(tool, result)
+    }
+
+    /// The limits on a tool result, then its output schema (see
+    /// [`ToolPlugin::call`]).
+    fn check_tool_output(
+        &self,
+        tool: &str,
+        result: Result<ToolOutput, ToolError>,
+    ) -> Result<Result<ToolOutput, ToolError>, CallError> {
+        let bytes = match &result {
+            Ok(out) => {
+                self.check_count("content blocks", out.content.len())?;
+                out.content.iter().map(block_bytes).sum::<usize>()
+                    + out.structured.as_ref().map_or(0, String::len)
+            }
+            Err(
+                ToolError::Failed(t) | ToolError::InvalidArguments(t) | ToolError::UnknownTool(t),
+            ) => t.len(),
+        };
+        self.check_bytes(bytes)?;
+        let mut result = result;
+        let declares_schema = self
+            .tools
+            .iter()
+            .any(|t| t.name == tool && t.output_schema.is_some());
+        if let Ok(out) = &mut result
+            && declares_schema
+            && !out.is_error
+        {
+            let structured_object = out.structured.as_deref().is_some_and(|s| {
+                matches!(
+                    serde_json::from_str::<serde_json::Value>(s),
+                    Ok(serde_json::Value::Object(_))
+                )
+            });
+            if !structured_object {
+                out.is_error = true;
+                out.content.insert(
+                    0,
+                    ContentBlock::Text(format!(
+                        "tool `{tool}` of plugin `{}` declares an output schema, but its result \
+                         has no structured content (a JSON object), which MCP requires",
+                        self.id
+                    )),
+                );
+            }
+        }
+        Ok(result)
+    }
+
+    fn check_count(&self, what: &'static str, count: usize) -> Result<(), CallError> {
+        if count > MAX_CONTENT_BLOCKS {
+            return Err(CallError::TooManyBlocks {
+                plugin: self.id.to_string(),
+                what,
+                count,
+                limit: MAX_CONTENT_BLOCKS,
+                limit_name: "MAX_CONTENT_BLOCKS",
+            });
+        }
+        Ok(())
+    }
+
+    fn check_bytes(&self, bytes: usize) -> Result<(), CallError> {
+        if bytes > MAX_OUTPUT_BYTES {
+            return Err(CallError::OutputTooLarge {
+                plugin: self.id.to_string(),
+                bytes,
+                limit: MAX_OUTPUT_BYTES,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads resource `uri` (one it lists or one of its templates matches:
+    /// the host routes only those here) in a fresh instance under its limits,
+    /// with `client` behind its `client` import and no session services
+    /// (`sessions.start` answers `denied`). MCP `resources/read`.
+    ///
+    /// The contents are checked: at most [`MAX_CONTENT_BLOCKS`] and
+    /// [`MAX_OUTPUT_BYTES`] in all.
+    ///
+    /// Errors: as [`ToolPlugin::call`]; [`CallError::Host`] when the plugin
+    /// exports no `resources`.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        client: Option<Arc<dyn CallClient>>,
+    ) -> Result<Result<Vec<ResourceContents>, ResourceError>, CallError> {
+        let uri = uri.to_string();
+        let result = self
+            .run_v2(client, move |b, s| {
+                Box::pin(async move { resources_of(b)?.call_read(s, &uri).await })
+            })
+            .await?;
+        let bytes = match &result {
+            Ok(contents) => {
+                self.check_count("resource contents", contents.len())?;
+                contents.iter().map(contents_bytes).sum()
+            }
+            Err(ResourceError::NotFound(t) | ResourceError::Failed(t)) => t.len(),
+        };
+        self.check_bytes(bytes)?;
+        Ok(result)
+    }
+
+    /// Renders prompt `name` with `arguments` (name, value pairs) in a fresh
+    /// instance under its limits, with `client` behind its `client` import
+    /// and no session services. MCP `prompts/get`.
+    ///
+    /// The result is checked: at most [`MAX_CONTENT_BLOCKS`] messages and
+    /// [`MAX_OUTPUT_BYTES`] in all.
+    ///
+    /// Errors: as [`ToolPlugin::read_resource`] (no `prompts` export).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Vec<(String, String)>,
+        client: Option<Arc<dyn CallClient>>,
+    ) -> Result<Result<PromptResult, PromptError>, CallError> {
+        let name = name.to_string();
+        let result = self
+            .run_v2(client, move |b, s| {
+                Box::pin(async move { prompts_of(b)?.call_get(s, &name, &arguments).await })
+            })
+            .await?;
+        let bytes = match &result {
+            Ok(rendered) => {
+                self.check_count("prompt messages", rendered.messages.len())?;
+                rendered
+                    .messages
+                    .iter()
+                    .map(|m| block_bytes(&m.content))
+                    .sum::<usize>()
+                    + rendered.description.as_ref().map_or(0, String::len)
+            }
+            Err(
+                PromptError::UnknownPrompt(t)
+                | PromptError::InvalidArguments(t)
+                | PromptError::Failed(t),
+            ) => t.len(),
+        };
+        self.check_bytes(bytes)?;
+        Ok(result)
+    }
+
+    /// Asks for completions of argument `argument` of prompt `name`
+    /// (`prompts.complete`), given the prefix `value` and the other
+    /// arguments' values (`context`), in a fresh instance under its limits,
+    /// with no client and no session services. MCP `completion/complete` for
+    /// a `ref/prompt`.
+    ///
+    /// Errors: as [`ToolPlugin::read_resource`]; [`CallError::OutputTooLarge`]
+    /// for values over [`MAX_OUTPUT_BYTES`] together.
+    pub async fn complete_prompt(
+        &self,
+        name: &str,
+        argument: &str,
+        value: &str,
+        context: Vec<(String, String)>,
+    ) -> Result<Completions, CallError> {
+        let (name, argument, value) = (name.to_string(), argument.to_string(), value.to_string());
+        let values = self
+            .run_v2(None, move |b, s| {
+                Box::pin(async move {
+                    prompts_of(b)?
+                        .call_complete(s, &name, &argument, &value, &context)
+                        .await
+                })
+            })
+            .await?;
+        self.completions(values)
+    }
+
+    /// Asks for completions of variable `argument` of resource template
+    /// `uri_template` (`resources.complete`), like
+    /// [`ToolPlugin::complete_prompt`]. MCP `completion/complete` for a
+    /// `ref/resource`.
+    ///
+    /// Errors: as [`ToolPlugin::complete_prompt`].
+    pub async fn complete_resource(
+        &self,
+        uri_template: &str,
+        argument: &str,
+        value: &str,
+        context: Vec<(String, String)>,
+    ) -> Result<Completions, CallError> {
+        let (template, argument, value) = (
+            uri_template.to_string(),
+            argument.to_string(),
+            value.to_string(),
+        );
+        let values = self
+            .run_v2(None, move |b, s| {
+                Box::pin(async move {
+                    resources_of(b)?
+                        .call_complete(s, &template, &argument, &value, &context)
+                        .await
+                })
+            })
+            .await?;
+        self.completions(values)
+    }
+
+    fn completions(&self, mut values: Vec<String>) -> Result<Completions, CallError> {
+        self.check_bytes(values.iter().map(String::len).sum())?;
+        let total = values.len();
+        values.truncate(MAX_COMPLETIONS);
+        Ok(Completions { values, total })
+    }
+
+    /// The client state of a call of this plugin served for `client`.
+    fn client_state(&self, client: Option<Arc<dyn CallClient>>) -> ClientState {
+        ClientState::new(client, Some(self.scope.clone()))
+    }
+
+    /// One call of a 0.2.0 export other than `tool` (no services, the
+    /// manifest's wall time, admitted like a tool call).
+    async fn run_v2<R: Send + 'static>(
+        &self,
+        client: Option<Arc<dyn CallClient>>,
+        f: impl for<'a> FnOnce(
+            &'a ServerPlugin,
+            &'a mut Store<CallState>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
+        > + Send,
+    ) -> Result<R, CallError> {
+        let World::V0_2_0(pre) = &self.world else {
+            return Err(CallError::Host {
+                plugin: self.id.to_string(),
+                message: format!(
+                    "it targets contract {}, which has no resources or prompts",
+                    self.contract
+                ),
+            });
+        };
+        let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
+        let wall = self.manifest.limits.wall;
+        let client = self.client_state(client);
+        self.admitted(pre, info, wall, None, client, f).await
+    }
+
+    /// [`run_call`] after taking the plugin's share of the instance pool.
+    async fn admitted<P: WorldPre, R: Send + 'static>(
+        &self,
+        pre: &P,
+        info: CallInfo,
+        wall: Duration,
+        services: Option<Arc<Services>>,
+        client: ClientState,
+        f: impl for<'a> FnOnce(
+            &'a P::Bindings,
+            &'a mut Store<CallState>,
+        ) -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
+        > + Send,
+    ) -> Result<R, CallError> {
+        // Per-plugin quota of calls in flight, with instances kept for the
+        // built-in plugins (`Runtime::admit`, ARCHITECTURE.md "Threading model").
+        let _permit = self
+            ._runtime
+            .admit(&self.id)
+            .await
+            .map_err(|message| CallError::Host {
+                plugin: self.id.to_string(),
+                message,
+            })?;
+        run_call(pre, info, wall, services, client, f).await
+    }
+}
+
+/// The instance's `resources` export; an error (not a trap of the guest's
+/// making) when it has none, which routing rules out.
+fn resources_of(
+    bindings: &ServerPlugin,
+) -> wasmtime::Result<&v2::server_plugin::exports::toolhost::plugin0_2_0::resources::Guest> {
+    bindings
+        .resources()
+        .ok_or_else(|| wasmtime::Error::msg("the plugin exports no resources"))
+}
+
+/// The instance's `prompts` export, like [`resources_of`].
+fn prompts_of(
+    bindings: &ServerPlugin,
+) -> wasmtime::Result<&v2::server_plugin::exports::toolhost::plugin0_2_0::prompts::Guest> {
+    bindings
+        .prompts()
+        .ok_or_else(|| wasmtime::Error::msg("the plugin exports no prompts"))
+}
