@@ -31,10 +31,25 @@
 //! Build with `cargo build --target wasm32-wasip2 --release`; the `.wasm`
 //! in `target/wasm32-wasip2/release/` is the component (no adapter step).
 //! The author's guide is `plugins/README.md`.
+//!
+//! Contract v0.2.0 (content blocks, client calls, resources, prompts) is the
+//! module `v0_2`, behind the cargo feature `v0_2` (off by default, so a
+//! v0.1.0 plugin's component does not change): see its docs.
 
 #![deny(missing_docs)]
 
 use std::time::Duration;
+
+// Contract v0.2.0, `contract/v0_2.rs`. The `allow` is for copies of this
+// file whose Cargo.toml declares no `v0_2` feature (the SDK that `toolhost
+// plugin new` vendors): there the module is left out without a warning.
+#[allow(unexpected_cfgs)]
+mod contract {
+    #[cfg(feature = "v0_2")]
+    pub mod v0_2;
+}
+#[allow(unused_imports)] // empty without the feature
+pub use contract::*;
 
 /// The generated bindings of `wit/v0.1.0` (world `tool-plugin`), with every
 /// WASI interface the world imports (`generate_all`).
