@@ -53,7 +53,7 @@ fn session_id(r: &ToolResult) -> String {
 async fn foreground_success_and_failure() {
     let f = fixture().await;
     let ok = f.call("bash", json!({"command": "echo hello"})).await;
-    assert_eq!(ok.text, "hello");
+    assert_eq!(ok.text(), "hello");
     assert!(!ok.is_error);
     assert_eq!(structured(&ok)["exit_code"], 0);
     assert_eq!(structured(&ok)["output_bytes"], 6);
@@ -61,7 +61,7 @@ async fn foreground_success_and_failure() {
     let fail = f
         .call("bash", json!({"command": "echo oops >&2; exit 3"}))
         .await;
-    assert_eq!(fail.text, "oops\n\n[exit code 3]");
+    assert_eq!(fail.text(), "oops\n\n[exit code 3]");
     assert!(fail.is_error);
     assert_eq!(structured(&fail)["exit_code"], 3);
 }
@@ -72,9 +72,9 @@ async fn signal_and_timeout_are_errors_with_status_lines() {
     let killed = f.call("bash", json!({"command": "kill -KILL $$"})).await;
     assert!(killed.is_error);
     assert!(
-        killed.text.ends_with("[killed by SIGKILL]"),
+        killed.text().ends_with("[killed by SIGKILL]"),
         "{}",
-        killed.text
+        killed.text()
     );
     assert_eq!(structured(&killed)["signal"], "SIGKILL");
     assert_eq!(structured(&killed)["exit_code"], Value::Null);
@@ -92,7 +92,7 @@ async fn signal_and_timeout_are_errors_with_status_lines() {
     );
     assert!(timed_out.is_error);
     assert_eq!(
-        timed_out.text,
+        timed_out.text(),
         "begin\n\n[timed out after 300 ms; process group killed]"
     );
     assert_eq!(structured(&timed_out)["timed_out"], true);
@@ -107,7 +107,7 @@ async fn ansi_and_carriage_returns_are_cleaned_and_long_output_is_cut_in_the_mid
             json!({"command": r"printf '\033[31mred\033[0m\n10%%\r50%%\r100%%\n'"}),
         )
         .await;
-    assert_eq!(r.text, "red\n100%");
+    assert_eq!(r.text(), "red\n100%");
 
     // 100,000 'é' (2 bytes each): cut to at most 30000 characters, never
     // inside a character, with a marker naming the full log.
@@ -119,17 +119,17 @@ async fn ansi_and_carriage_returns_are_cleaned_and_long_output_is_cut_in_the_mid
         .await;
     assert!(!r.is_error);
     assert!(
-        r.text.chars().count() <= 30_000 + 200,
+        r.text().chars().count() <= 30_000 + 200,
         "{}",
-        r.text.chars().count()
+        r.text().chars().count()
     );
     assert!(
-        r.text.contains("characters omitted; full output: "),
+        r.text().contains("characters omitted; full output: "),
         "{}",
-        &r.text[..100]
+        &r.text()[..100]
     );
     let path = structured(&r)["output_path"].as_str().unwrap().to_string();
-    assert!(r.text.contains(&path));
+    assert!(r.text().contains(&path));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 100_000);
     assert_eq!(structured(&r)["truncated"], true);
 }
@@ -140,7 +140,7 @@ async fn background_task_output_and_kill() {
     let started = f
         .call("bash", json!({"command": "echo first; sleep 0.3; echo second; sleep 60", "run_in_background": true}))
         .await;
-    assert!(!started.is_error, "{}", started.text);
+    assert!(!started.is_error, "{}", started.text());
     let id = session_id(&started);
     assert!(id.starts_with("bg_") && id.len() == 15, "{id}");
 
@@ -152,7 +152,7 @@ async fn background_task_output_and_kill() {
         let out = f
             .call("bash_output", json!({"session_id": id, "wait_ms": 200}))
             .await;
-        seen.push_str(out.text.split("\n\n[").next().unwrap_or_default());
+        seen.push_str(out.text().split("\n\n[").next().unwrap_or_default());
         seen.push('\n');
     }
     assert_eq!(
@@ -162,10 +162,10 @@ async fn background_task_output_and_kill() {
     );
 
     let listed = f.call("list_shells", json!({})).await;
-    assert!(listed.text.contains(&id), "{}", listed.text);
+    assert!(listed.text().contains(&id), "{}", listed.text());
 
     let killed = f.call("kill_shell", json!({"session_id": id})).await;
-    assert!(!killed.is_error, "{}", killed.text);
+    assert!(!killed.is_error, "{}", killed.text());
     let snapshot = f
         .host
         .sessions()
@@ -183,18 +183,18 @@ async fn yield_ms_detaches_a_foreground_run_into_a_background_task() {
             json!({"command": "echo early; sleep 2; echo late", "yield_ms": 300}),
         )
         .await;
-    assert!(!r.is_error, "{}", r.text);
+    assert!(!r.is_error, "{}", r.text());
     let id = session_id(&r);
     assert_eq!(
-        r.text,
+        r.text(),
         format!("early\n\n[Detached to background task {id}: yield_ms elapsed]")
     );
     // The run keeps going after the call returned; its output stays retrievable.
     let later = f
         .call("bash_output", json!({"session_id": id, "wait_ms": 20000}))
         .await;
-    assert!(later.text.starts_with("late"), "{}", later.text);
-    assert!(!later.text.contains("early"), "{}", later.text);
+    assert!(later.text().starts_with("late"), "{}", later.text());
+    assert!(!later.text().contains("early"), "{}", later.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,7 +213,7 @@ async fn interactive_session_takes_stdin() {
             json!({"session_id": id, "input": "world\n", "yield_ms": 5000}),
         )
         .await;
-    assert!(w.text.starts_with("hello world"), "{}", w.text);
+    assert!(w.text().starts_with("hello world"), "{}", w.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,7 +222,7 @@ async fn stdin_is_closed_so_cat_returns_at_once() {
     let r = f
         .call("bash", json!({"command": "cat; read x; echo rc=$?"}))
         .await;
-    assert_eq!(r.text, "rc=1");
+    assert_eq!(r.text(), "rc=1");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,12 +234,12 @@ async fn backgrounded_grandchild_does_not_hold_the_call() {
         .await;
     // The leftover `sleep` is ended after the drain grace, and the result says so
     // (README, "Process tracking").
-    assert!(r.text.starts_with("started\n"), "{}", r.text);
+    assert!(r.text().starts_with("started\n"), "{}", r.text());
     assert!(
-        r.text
+        r.text()
             .contains("1 process was still running after the shell exited"),
         "{}",
-        r.text
+        r.text()
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
@@ -265,27 +265,31 @@ async fn bad_input_gets_clear_errors() {
     }
     let r = f.call("bash", json!({"command": "true", "cwd": "/"})).await;
     assert!(
-        r.is_error && r.text.contains("outside the workspace"),
+        r.is_error && r.text().contains("outside the workspace"),
         "{}",
-        r.text
+        r.text()
     );
     let r = f
         .call("bash", json!({"command": "true", "cwd": "no/such/dir"}))
         .await;
-    assert!(r.is_error && r.text.contains("no/such/dir"), "{}", r.text);
+    assert!(
+        r.is_error && r.text().contains("no/such/dir"),
+        "{}",
+        r.text()
+    );
     let r = f
         .call("bash_output", json!({"session_id": "bg_00000000ffff"}))
         .await;
     assert!(
-        r.is_error && r.text.contains("no session bg_00000000ffff"),
+        r.is_error && r.text().contains("no session bg_00000000ffff"),
         "{}",
-        r.text
+        r.text()
     );
     let r = f
         .call("bash", json!({"command": "printf '\\377\\376ok'"}))
         .await;
     assert!(!r.is_error);
-    assert!(r.text.ends_with("ok"), "{:?}", r.text);
+    assert!(r.text().ends_with("ok"), "{:?}", r.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,7 +300,7 @@ async fn cwd_is_relative_to_the_workspace() {
         .call("bash", json!({"command": "pwd", "cwd": "sub"}))
         .await;
     let expected = f.ws.path().canonicalize().unwrap().join("sub");
-    assert_eq!(Path::new(&r.text), expected);
+    assert_eq!(Path::new(&r.text()), expected);
 }
 
 /// A command that prints now and then for seconds keeps the plugin waiting in
@@ -310,10 +314,10 @@ async fn waiting_for_slow_output_is_not_charged_as_cpu() {
             json!({"command": "for i in $(seq 1 150); do echo line $i; sleep 0.02; done"}),
         )
         .await;
-    assert!(!r.is_error, "{}", r.text);
+    assert!(!r.is_error, "{}", r.text());
     assert!(
-        r.text.starts_with("line 1\n") && r.text.ends_with("line 150"),
+        r.text().starts_with("line 1\n") && r.text().ends_with("line 150"),
         "{}",
-        r.text
+        r.text()
     );
 }

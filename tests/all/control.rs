@@ -152,9 +152,9 @@ async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
     let session = info["id"].as_str().unwrap().to_string();
     let result = call.await.unwrap().unwrap();
     assert!(
-        result.text.contains("[Detached to background task"),
+        result.text().contains("[Detached to background task"),
         "{}",
-        result.text
+        result.text()
     );
     // Still running in the background; the live stream shows its later output.
     let mut saw_later = false;
@@ -376,7 +376,7 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
     .await
     .unwrap();
     let result = call.await.unwrap().unwrap();
-    assert!(!result.is_error, "{}", result.text);
+    assert!(!result.is_error, "{}", result.text());
     assert!(ws.path().join("approved").exists());
 
     // A rejection leaves no trace.
@@ -402,7 +402,7 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
     .unwrap();
     let result = call.await.unwrap().unwrap();
     assert!(result.is_error);
-    assert!(result.text.contains("reject_once"), "{}", result.text);
+    assert!(result.text().contains("reject_once"), "{}", result.text());
     assert!(!ws.path().join("rejected").exists());
 
     let kinds: Vec<String> = host
@@ -491,8 +491,8 @@ async fn a_command_of_the_host_cannot_use_the_control_socket() {
             .call_tool("bash", &json!({ "command": command }))
             .await
             .unwrap();
-        assert!(!result.text.contains("answered"), "{result:?}");
-        result.text.trim_end().to_owned()
+        assert!(!result.text().contains("answered"), "{result:?}");
+        result.text().trim_end().to_owned()
     };
     let accepted = || match listener.accept() {
         Ok(_) => true,

@@ -500,7 +500,7 @@ async fn background_denial_is_reported_by_bash_output() {
         .await
         .unwrap();
     assert!(!started.is_error, "{started:?}");
-    assert!(!started.text.contains("sandbox denial"), "{started:?}");
+    assert!(!started.text().contains("sandbox denial"), "{started:?}");
     let id = started.structured.as_ref().unwrap()["session_id"]
         .as_str()
         .unwrap()
@@ -515,7 +515,7 @@ async fn background_denial_is_reported_by_bash_output() {
     assert!(result.is_error, "{result:?}");
     assert!(
         result
-            .text
+            .text()
             .contains("workspace-write sandbox; ask the operator for --sandbox full-access]"),
         "{result:?}"
     );

@@ -105,10 +105,10 @@ async fn assert_host_alive(host: &Host) {
     )
     .await
     .expect("bash after a hostile call");
-    assert_eq!(out.text.trim_end(), "still-alive");
+    assert_eq!(out.text().trim_end(), "still-alive");
     assert!(!out.is_error);
     let out = call(host, "hello", serde_json::json!({})).await.unwrap();
-    assert_eq!(out.text, "hello");
+    assert_eq!(out.text(), "hello");
 }
 
 fn limit_of(result: Result<ToolResult, HostError>) -> LimitExceeded {
@@ -166,7 +166,7 @@ async fn one_gib_allocation_hits_the_memory_limit() {
     let out = call(&env.host, "alloc", serde_json::json!({"mib": 8}))
         .await
         .unwrap();
-    assert_eq!(out.text, format!("allocated {} bytes", 8 << 20));
+    assert_eq!(out.text(), format!("allocated {} bytes", 8 << 20));
     assert_host_alive(&env.host).await;
 }
 
@@ -200,13 +200,13 @@ async fn huge_output_is_refused_by_the_host_cap() {
             assert_eq!(bytes, 20 << 20);
             assert_eq!(limit, MAX_OUTPUT_BYTES);
         }
-        other => panic!("{:?}", other.map(|r| r.text.len())),
+        other => panic!("{:?}", other.map(|r| r.text().len())),
     }
     // Just under the cap is fine.
     let out = call(&env.host, "huge", serde_json::json!({"mib": 1}))
         .await
         .unwrap();
-    assert_eq!(out.text.len(), 1 << 20);
+    assert_eq!(out.text().len(), 1 << 20);
     assert_host_alive(&env.host).await;
 }
 
@@ -240,8 +240,8 @@ async fn no_files_without_a_preopen() {
     )
     .await
     .unwrap();
-    assert!(out.is_error, "{}", out.text);
-    assert!(!out.text.contains("root"), "{}", out.text);
+    assert!(out.is_error, "{}", out.text());
+    assert!(!out.text().contains("root"), "{}", out.text());
     let secret = env.dir.path().join("secret");
     let out = call(
         &env.host,
@@ -250,7 +250,7 @@ async fn no_files_without_a_preopen() {
     )
     .await
     .unwrap();
-    assert!(out.is_error, "{}", out.text);
+    assert!(out.is_error, "{}", out.text());
     assert_host_alive(&env.host).await;
 }
 
@@ -270,7 +270,7 @@ async fn a_preopen_grants_its_directory_and_nothing_above_it() {
         }
     };
     let ok = read("/data/file.txt").await;
-    assert_eq!(ok.text, format!("ok: {}", "granted content".len()));
+    assert_eq!(ok.text(), format!("ok: {}", "granted content".len()));
     for escape in [
         "/data/../secret",
         "../secret",
@@ -278,7 +278,7 @@ async fn a_preopen_grants_its_directory_and_nothing_above_it() {
         "/data/../../etc/passwd",
     ] {
         let out = read(escape).await;
-        assert!(out.is_error, "{escape}: {}", out.text);
+        assert!(out.is_error, "{escape}: {}", out.text());
     }
     // Read-only: writing is refused, and nothing is created.
     let out = call(
@@ -288,7 +288,7 @@ async fn a_preopen_grants_its_directory_and_nothing_above_it() {
     )
     .await
     .unwrap();
-    assert!(out.is_error, "{}", out.text);
+    assert!(out.is_error, "{}", out.text());
     assert!(!env.dir.path().join("granted/new.txt").exists());
     assert_host_alive(&env.host).await;
 }
@@ -306,7 +306,7 @@ async fn a_read_write_preopen_allows_writes_inside_it_only() {
     )
     .await
     .unwrap();
-    assert!(!out.is_error, "{}", out.text);
+    assert!(!out.is_error, "{}", out.text());
     assert_eq!(
         std::fs::read_to_string(env.dir.path().join("granted/new.txt")).unwrap(),
         "written"
@@ -318,7 +318,7 @@ async fn a_read_write_preopen_allows_writes_inside_it_only() {
     )
     .await
     .unwrap();
-    assert!(out.is_error, "{}", out.text);
+    assert!(out.is_error, "{}", out.text());
     assert!(!env.dir.path().join("escaped.txt").exists());
 }
 
@@ -328,7 +328,7 @@ async fn env_holds_only_granted_keys() {
     let out = call(&env_none.host, "env", serde_json::json!({}))
         .await
         .unwrap();
-    assert_eq!(out.text, "", "no grant, no environment");
+    assert_eq!(out.text(), "", "no grant, no environment");
 
     // PATH is set in the test's environment; HOME is not granted.
     let granted = env(Some(&manifest(
@@ -338,7 +338,8 @@ async fn env_holds_only_granted_keys() {
     let out = call(&granted.host, "env", serde_json::json!({}))
         .await
         .unwrap();
-    let mut lines: Vec<&str> = out.text.lines().collect();
+    let text = out.text();
+    let mut lines: Vec<&str> = text.lines().collect();
     lines.sort();
     assert_eq!(
         lines,
@@ -358,7 +359,7 @@ async fn sockets_are_denied() {
     let out = call(&env.host, "socket", serde_json::json!({"addr": addr}))
         .await
         .unwrap();
-    assert!(out.is_error, "{}", out.text);
+    assert!(out.is_error, "{}", out.text());
     assert!(
         matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
         "the guest must not have connected"
@@ -378,8 +379,8 @@ async fn exec_without_a_grant_is_denied_by_the_manifest_step() {
     .await
     .unwrap();
     assert!(out.is_error);
-    assert!(out.text.contains("Denied"), "{}", out.text);
-    assert!(out.text.contains("denied by manifest"), "{}", out.text);
+    assert!(out.text().contains("Denied"), "{}", out.text());
+    assert!(out.text().contains("denied by manifest"), "{}", out.text());
     assert!(!marker.exists());
     assert_host_alive(&env.host).await;
 }
@@ -394,8 +395,8 @@ async fn exec_grant_patterns_allow_only_matching_simple_commands() {
     )
     .await
     .unwrap();
-    assert!(!out.is_error, "{}", out.text);
-    assert!(out.text.starts_with("ok: \"bg_"), "{}", out.text);
+    assert!(!out.is_error, "{}", out.text());
+    assert!(out.text().starts_with("ok: \"bg_"), "{}", out.text());
     let marker = env.host.config().workspace.join("pwned");
     for bypass in [
         format!("echo granted; touch {}", marker.display()),
@@ -409,11 +410,11 @@ async fn exec_grant_patterns_allow_only_matching_simple_commands() {
         let out = call(&env.host, "exec", serde_json::json!({"command": bypass}))
             .await
             .unwrap();
-        assert!(out.is_error, "{bypass}: {}", out.text);
+        assert!(out.is_error, "{bypass}: {}", out.text());
         assert!(
-            out.text.contains("denied by manifest"),
+            out.text().contains("denied by manifest"),
             "{bypass}: {}",
-            out.text
+            out.text()
         );
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -431,22 +432,22 @@ async fn another_plugins_sessions_cannot_be_seen_or_killed() {
     .await
     .unwrap();
     let id = out
-        .text
+        .text()
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .find(|w| w.starts_with("bg_") && w.len() == 15)
-        .unwrap_or_else(|| panic!("no session id in {:?}", out.text))
+        .unwrap_or_else(|| panic!("no session id in {:?}", out.text()))
         .to_string();
     let stolen = call(&env.host, "steal", serde_json::json!({"id": id}))
         .await
         .unwrap();
-    assert!(stolen.is_error, "{}", stolen.text);
+    assert!(stolen.is_error, "{}", stolen.text());
     assert_eq!(
-        stolen.text.matches("UnknownSession").count(),
+        stolen.text().matches("UnknownSession").count(),
         3,
         "{}",
-        stolen.text
+        stolen.text()
     );
-    assert!(stolen.text.contains("list: 0"), "{}", stolen.text);
+    assert!(stolen.text().contains("list: 0"), "{}", stolen.text());
     // The session is untouched and still the bash plugin's to manage.
     let out = call(
         &env.host,
@@ -455,7 +456,7 @@ async fn another_plugins_sessions_cannot_be_seen_or_killed() {
     )
     .await
     .unwrap();
-    assert!(out.text.contains("running"), "{}", out.text);
+    assert!(out.text().contains("running"), "{}", out.text());
     let out = call(
         &env.host,
         "kill_shell",
@@ -463,7 +464,7 @@ async fn another_plugins_sessions_cannot_be_seen_or_killed() {
     )
     .await
     .unwrap();
-    assert!(!out.is_error, "{}", out.text);
+    assert!(!out.is_error, "{}", out.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

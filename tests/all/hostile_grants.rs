@@ -77,26 +77,26 @@ async fn exec(env: &Env, args: serde_json::Value) -> ToolResult {
 
 /// The session id in an `ok: "bg_…"` answer.
 fn started(out: &ToolResult) -> String {
-    assert!(!out.is_error, "{}", out.text);
-    let id = out
-        .text
+    assert!(!out.is_error, "{}", out.text());
+    let text = out.text();
+    let id = text
         .strip_prefix("ok: \"")
         .and_then(|t| t.strip_suffix('"'))
-        .unwrap_or_else(|| panic!("not a session id: {}", out.text));
+        .unwrap_or_else(|| panic!("not a session id: {}", out.text()));
     assert!(id.starts_with("bg_"), "{id}");
     id.to_string()
 }
 
 /// Asserts a `denied` answer holding every one of `parts`.
 fn assert_denied(out: &ToolResult, parts: &[&str]) {
-    assert!(out.is_error, "{}", out.text);
+    assert!(out.is_error, "{}", out.text());
     assert!(
-        out.text.starts_with("err: SessionError::Denied("),
+        out.text().starts_with("err: SessionError::Denied("),
         "{}",
-        out.text
+        out.text()
     );
     for p in parts {
-        assert!(out.text.contains(p), "{p:?} not in {}", out.text);
+        assert!(out.text().contains(p), "{p:?} not in {}", out.text());
     }
 }
 
@@ -400,16 +400,16 @@ async fn a_tool_call_id_is_the_calls_own_or_none() {
     };
     let (bash, (victim, forged, sessions)) = tokio::join!(bash, attack);
     assert!(bash.is_err(), "the bash call was cancelled: {bash:?}");
-    assert!(forged.is_error, "{}", forged.text);
+    assert!(forged.is_error, "{}", forged.text());
     assert!(
         forged
-            .text
+            .text()
             .starts_with("err: SessionError::InvalidRequest(")
             && forged
-                .text
+                .text()
                 .contains(&format!("tool-call-id `{victim}` is not this call's id")),
         "{}",
-        forged.text
+        forged.text()
     );
     // Only the bash call's own process is attributed to it.
     assert_eq!(sessions.len(), 1, "{sessions:?}");
@@ -420,9 +420,9 @@ async fn a_tool_call_id_is_the_calls_own_or_none() {
         )
         .await;
         assert!(
-            out.text.starts_with("err: SessionError::InvalidRequest("),
+            out.text().starts_with("err: SessionError::InvalidRequest("),
             "{}",
-            out.text
+            out.text()
         );
     }
     assert_eq!(env.sessions(), 1);

@@ -53,7 +53,7 @@ async fn assert_bash_runs(host: &Host) {
         .call_tool("bash", &serde_json::json!({"command": "echo still-alive"}))
         .await
         .expect("bash");
-    assert_eq!(out.text.trim_end(), "still-alive");
+    assert_eq!(out.text().trim_end(), "still-alive");
     assert!(!out.is_error);
 }
 
@@ -92,7 +92,7 @@ async fn describe_cannot_start_processes() {
         .call_tool("exec", &serde_json::json!({"command": "touch call-marker"}))
         .await
         .unwrap();
-    assert!(!out.is_error, "{}", out.text);
+    assert!(!out.is_error, "{}", out.text());
 }
 
 /// Item 4 through the listing command: `toolhost tools` runs `describe` and
@@ -167,7 +167,7 @@ async fn a_trapping_or_hanging_describe_is_skipped_and_the_rest_load() {
         .call_tool("hello", &serde_json::json!({}))
         .await
         .unwrap();
-    assert_eq!(out.text, "hello");
+    assert_eq!(out.text(), "hello");
 }
 
 /// Item 10 through the binary: `toolhost tools` lists the loaded tools and
@@ -332,7 +332,7 @@ async fn bad_tool_names_are_refused_and_bash_stays_bash() {
         .call_tool("hello", &serde_json::json!({}))
         .await
         .unwrap();
-    assert_eq!(out.text, "hello");
+    assert_eq!(out.text(), "hello");
 }
 
 /// Item 11 for `toolhost tools`: refused names and descriptions with escape
@@ -536,8 +536,8 @@ async fn a_plugin_cannot_squat_another_plugins_prefixed_name() {
         .call_tool("zzz__env", &serde_json::json!({}))
         .await
         .expect("zzz__env");
-    assert!(out.text.contains("zzz-itself"), "{out:?}");
-    assert!(!out.text.contains("HOSTILE_DESCRIBE"), "{out:?}");
+    assert!(out.text().contains("zzz-itself"), "{out:?}");
+    assert!(!out.text().contains("HOSTILE_DESCRIBE"), "{out:?}");
     assert_bash_runs(&host).await;
 }
 

@@ -93,18 +93,18 @@ async fn assert_bash_answers(host: &Host) {
     .await
     .expect("bash answers")
     .expect("bash call");
-    assert_eq!(out.text.trim_end(), "bash-ok", "{out:?}");
+    assert_eq!(out.text().trim_end(), "bash-ok", "{out:?}");
     assert!(!out.is_error);
 }
 
 /// `started N` from the hostile `starts` tool.
 fn started(out: &ToolResult) -> u64 {
-    out.text
+    out.text()
         .lines()
         .next()
         .and_then(|l| l.strip_prefix("started "))
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected output: {}", out.text))
+        .unwrap_or_else(|| panic!("unexpected output: {}", out.text()))
 }
 
 /// Waits until `caller` has no running session.
@@ -127,15 +127,15 @@ async fn one_plugins_sessions_hit_its_own_quota_while_others_and_bash_still_star
     )
     .await
     .unwrap();
-    assert_eq!(started(&out), 16, "{}", out.text);
+    assert_eq!(started(&out), 16, "{}", out.text());
     assert!(out.is_error);
     assert!(
-        out.text.contains("ResourceLimit")
-            && out.text.contains("plugin `a` has 16 running sessions")
-            && out.text.contains("max_sessions_per_plugin")
-            && out.text.contains("default 16"),
+        out.text().contains("ResourceLimit")
+            && out.text().contains("plugin `a` has 16 running sessions")
+            && out.text().contains("max_sessions_per_plugin")
+            && out.text().contains("default 16"),
         "the refusal names the quota: {}",
-        out.text
+        out.text()
     );
     let a = Caller::Plugin("a".into());
     assert_eq!(env.host.sessions().usage(&a).running, 16);
@@ -148,8 +148,8 @@ async fn one_plugins_sessions_hit_its_own_quota_while_others_and_bash_still_star
     )
     .await
     .unwrap();
-    assert_eq!(started(&out), 2, "{}", out.text);
-    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(started(&out), 2, "{}", out.text());
+    assert!(!out.is_error, "{}", out.text());
     assert_bash_answers(&env.host).await;
 }
 
@@ -176,12 +176,12 @@ async fn many_blocking_calls_of_one_plugin_do_not_starve_the_others() {
     .await
     .expect("b answers")
     .expect("b's hello");
-    assert_eq!(hello.text, "hello");
+    assert_eq!(hello.text(), "hello");
     assert_bash_answers(&env.host).await;
     let (mut slept, mut refused) = (0, 0);
     while let Some(result) = calls.join_next().await {
         match result.unwrap() {
-            Ok(out) if out.text == "slept" => slept += 1,
+            Ok(out) if out.text() == "slept" => slept += 1,
             Err(e) => {
                 let e = e.to_string();
                 assert!(
@@ -214,7 +214,7 @@ async fn finished_sessions_beyond_the_bound_are_evicted_and_logged() {
         )
         .await
         .unwrap();
-        assert_eq!(started(&out), 16, "{}", out.text);
+        assert_eq!(started(&out), 16, "{}", out.text());
         wait_idle(&env.host, &a).await;
     }
     let usage = env.host.sessions().usage(&a);
@@ -270,11 +270,11 @@ async fn stdin_over_the_cap_is_refused_naming_the_limit() {
     )
     .await
     .unwrap();
-    assert_eq!(started(&out), 0, "{}", out.text);
+    assert_eq!(started(&out), 0, "{}", out.text());
     assert!(
-        out.text.contains("MAX_STDIN_BYTES") && out.text.contains("8388608"),
+        out.text().contains("MAX_STDIN_BYTES") && out.text().contains("8388608"),
         "{}",
-        out.text
+        out.text()
     );
     // Within the cap the bytes arrive whole.
     let out = call(
@@ -285,7 +285,7 @@ async fn stdin_over_the_cap_is_refused_naming_the_limit() {
     )
     .await
     .unwrap();
-    assert_eq!(started(&out), 1, "{}", out.text);
+    assert_eq!(started(&out), 1, "{}", out.text());
     wait_idle(&env.host, &Caller::Plugin("a".into())).await;
     let count = std::fs::read_to_string(env.ws.path().join("stdin-count")).unwrap();
     assert_eq!(count.trim(), (8 << 20).to_string());
@@ -314,13 +314,13 @@ async fn a_huge_command_is_refused_quickly_while_bash_answers() {
         .unwrap()
         .unwrap();
     assert!(start.elapsed() < HANG_GUARD);
-    assert_eq!(started(&out), 0, "{}", out.text);
+    assert_eq!(started(&out), 0, "{}", out.text());
     assert!(
-        out.text.contains("InvalidRequest")
-            && out.text.contains("MAX_COMMAND_BYTES")
-            && out.text.contains("1048576"),
+        out.text().contains("InvalidRequest")
+            && out.text().contains("MAX_COMMAND_BYTES")
+            && out.text().contains("1048576"),
         "{}",
-        out.text
+        out.text()
     );
 }
 
@@ -463,7 +463,7 @@ async fn bash_calls_beyond_their_share_of_the_pool_wait_instead_of_failing() {
             .expect("the call ends")
             .unwrap()
             .unwrap_or_else(|e| panic!("call {i} failed: {e}"));
-        assert!(!out.is_error, "call {i}: {}", out.text);
-        assert_eq!(out.text.trim_end(), format!("call-{i}"));
+        assert!(!out.is_error, "call {i}: {}", out.text());
+        assert_eq!(out.text().trim_end(), format!("call-{i}"));
     }
 }

@@ -295,7 +295,7 @@ async fn a_plugin_granted_cat_cannot_read_another_plugins_output_or_host_state()
     )
     .await
     .expect("bash");
-    assert_eq!(out.text.trim_end(), "TOPSECRET-7f3a", "{out:?}");
+    assert_eq!(out.text().trim_end(), "TOPSECRET-7f3a", "{out:?}");
     let sessions_dir = env.state.path().canonicalize().unwrap().join("sessions");
     let logs: Vec<PathBuf> = std::fs::read_dir(&sessions_dir)
         .unwrap()
@@ -334,9 +334,9 @@ async fn a_plugin_granted_cat_cannot_read_another_plugins_output_or_host_state()
         let out = call(&env.host, "run", serde_json::json!({"command": command}))
             .await
             .expect("run");
-        assert!(out.text.contains(expect), "{command}: {out:?}");
-        assert!(!out.text.contains("TOPSECRET"), "{command}: {out:?}");
-        assert!(!out.text.contains("compiled"), "{command}: {out:?}");
+        assert!(out.text().contains(expect), "{command}: {out:?}");
+        assert!(!out.text().contains("TOPSECRET"), "{command}: {out:?}");
+        assert!(!out.text().contains("compiled"), "{command}: {out:?}");
         if expect.contains("No such file") {
             assert!(out.is_error, "{command} must fail: {out:?}");
         }
@@ -356,9 +356,9 @@ async fn a_plugin_granted_cat_cannot_read_another_plugins_output_or_host_state()
         .unwrap()
         .to_str()
         .unwrap();
-    assert!(!out.text.contains(victim_id), "{out:?}");
+    assert!(!out.text().contains(victim_id), "{out:?}");
     assert_eq!(
-        out.text.lines().count(),
+        out.text().lines().count(),
         2,
         "exit line + its own id: {out:?}"
     );
@@ -397,7 +397,7 @@ async fn a_preopen_swapped_for_a_symlink_is_refused_and_nothing_outside_is_touch
     };
 
     let out = read("/inner/file.txt").await.expect("read");
-    assert_eq!(out.text, "ok: 7", "{out:?}");
+    assert_eq!(out.text(), "ok: 7", "{out:?}");
 
     // What a sandboxed command in the workspace (or the plugin) could do: move the
     // directory away and put a symlink to another directory in its place.
@@ -629,9 +629,9 @@ async fn a_preopen_over_the_state_dir_is_refused_at_load() {
     let out = call(&host, "read", serde_json::json!({"path": "/data/file.txt"}))
         .await
         .expect("read");
-    assert_eq!(out.text, "ok: 6", "{out:?}");
+    assert_eq!(out.text(), "ok: 6", "{out:?}");
     let out = call(&host, "bash", serde_json::json!({"command": "echo alive"}))
         .await
         .expect("bash");
-    assert_eq!(out.text.trim_end(), "alive", "{out:?}");
+    assert_eq!(out.text().trim_end(), "alive", "{out:?}");
 }

@@ -8,7 +8,9 @@
 mod architecture;
 mod bash;
 mod cli;
+mod conformance;
 mod contract;
+mod contract_v0_2;
 mod control;
 mod crash_restart;
 mod descendants;
@@ -22,6 +24,8 @@ mod hostile_quota;
 mod hostile_state;
 mod load;
 mod mcp;
+mod mcp_http;
+mod mcp_robustness;
 mod plugin_cli;
 mod policy_honesty;
 mod sandbox;

@@ -1,10 +1,11 @@
-//! The front doors of toolhost: the MCP server (stdio), the control API
+//! The front doors of toolhost: the MCP server (stdio and Streamable HTTP), the control API
 //! (server and client) with `toolhost attach`, and the TTY approver. The
 //! `toolhost` binary (`main.rs`) is the CLI over them; the work itself is done
 //! by `toolhost-runtime` ([`toolhost_runtime::Host`]) and `toolhost-process`.
 //! See ARCHITECTURE.md, "Front doors".
 
 pub mod attach;
+pub mod content;
 pub mod control;
 pub mod jsonrpc;
 pub mod mcp;

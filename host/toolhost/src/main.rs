@@ -129,7 +129,9 @@ impl StateArgs {
 enum Command {
     /// Call one tool once and print its result.
     ///
-    /// Prints the tool's text on stdout. Exits 0 when the tool succeeded, 1 when
+    /// Prints the tool's text on stdout (text blocks as they are; images,
+    /// audio and resources as one-line markers such as `[image image/png, 68
+    /// bytes]`). Exits 0 when the tool succeeded, 1 when
     /// the tool reports an error (e.g. a non-zero exit code), 2 for usage
     /// errors (unknown tool, invalid arguments, bad configuration).
     ///
@@ -140,25 +142,40 @@ enum Command {
         /// The arguments as a JSON object, e.g. '{"command":"ls"}'.
         #[arg(default_value = "{}")]
         arguments: String,
-        /// Print the whole result as JSON ({"text", "structured", "is_error"}).
+        /// Print the whole result as JSON ({"text", "structured", "is_error"},
+        /// and "content", MCP content blocks, when the result is more than
+        /// one text block).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         host: HostArgs,
     },
-    /// Serve MCP over stdio (for agents), plus the control socket (for humans).
+    /// Serve MCP over stdio or Streamable HTTP (for agents), plus the control
+    /// socket (for humans).
     ///
-    /// stdout carries MCP messages only; logs go to stderr. Every tool call,
+    /// On stdio, stdout carries MCP messages only; logs go to stderr. With
+    /// --http ADDR, MCP is served at http://ADDR/mcp instead (many concurrent
+    /// sessions) and the bound address is printed on stderr. Every tool call,
     /// process and permission request is recorded in the host session's event
     /// log (<state-dir>/hosts/<id>/events.jsonl); `toolhost attach` follows it
     /// through the control socket. The host session id is printed on stderr.
     ///
-    /// Register with an MCP client as the command `toolhost serve --workspace DIR`.
+    /// Register with an MCP client as the command `toolhost serve --workspace DIR`,
+    /// or, with --http, as the URL http://ADDR/mcp.
     Serve {
         /// Resume this host session (e.g. hs_0190a1b2c3d4): its event log
         /// continues where it stopped. Default: a new host session.
         #[arg(long, value_name = "ID")]
         host_session: Option<String>,
+        /// Serve MCP over Streamable HTTP on ADDR (e.g. 127.0.0.1:8765; port 0
+        /// picks a free one) at the path /mcp, instead of stdio. A non-loopback
+        /// address needs --token-file.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// With --http: every request must carry `Authorization: Bearer TOKEN`,
+        /// TOKEN being this file's content (surrounding whitespace removed).
+        #[arg(long, value_name = "PATH", requires = "http")]
+        token_file: Option<PathBuf>,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -303,15 +320,32 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             match outcome {
                 Ok(result) => {
                     if json {
-                        let value = serde_json::json!({
-                            "text": result.text,
+                        let mut value = serde_json::json!({
+                            "text": result.text(),
                             "structured": result.structured,
                             "is_error": result.is_error,
                         });
+                        // Anything beyond one text block (contract 0.2.0):
+                        // every block as MCP content (binary data base64).
+                        if !matches!(
+                            result.content.as_slice(),
+                            [toolhost_runtime::ContentBlock::Text(_)]
+                        ) {
+                            value["content"] = result
+                                .content
+                                .iter()
+                                .map(|b| {
+                                    serde_json::to_value(toolhost::content::content_block(b))
+                                        .unwrap_or_default()
+                                })
+                                .collect();
+                        }
                         println!("{value}");
                     } else {
                         // Plugin text, for a terminal: controls escaped (`--json` is exact).
-                        let text = escape(&result.text);
+                        // Text blocks as they are, other blocks as one-line markers.
+                        let rendered = result.render_terminal();
+                        let text = escape(&rendered);
                         print!("{text}");
                         if !text.ends_with('\n') {
                             println!();
@@ -333,7 +367,22 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                 }
             }
         }
-        Command::Serve { host_session, host } => serve(host, host_session, child_nofile).await,
+        Command::Serve {
+            host_session,
+            http,
+            token_file,
+            host,
+        } => {
+            // Checked before anything starts, so a refused bind costs nothing.
+            let http = match http
+                .map(|addr| http_options(addr, token_file.as_deref()))
+                .transpose()
+            {
+                Ok(h) => h,
+                Err(e) => return usage_error(e.to_string()),
+            };
+            serve(host, host_session, http, child_nofile).await
+        }
         Command::Attach {
             session,
             from,
@@ -466,9 +515,24 @@ fn gc(
     }
 }
 
+/// The `--http` options: `addr`, and the token read from `token_file`;
+/// refused when `addr` is not loopback and there is no token.
+fn http_options(
+    addr: std::net::SocketAddr,
+    token_file: Option<&std::path::Path>,
+) -> Result<toolhost::mcp::http::HttpOptions, toolhost::mcp::http::HttpError> {
+    let token = token_file
+        .map(toolhost::mcp::http::BearerToken::from_file)
+        .transpose()?;
+    let options = toolhost::mcp::http::HttpOptions { addr, token };
+    options.check()?;
+    Ok(options)
+}
+
 async fn serve(
     args: HostArgs,
     host_session: Option<String>,
+    http: Option<toolhost::mcp::http::HttpOptions>,
     child_nofile: Option<u64>,
 ) -> ExitCode {
     let state_dir = args
@@ -555,6 +619,8 @@ async fn serve(
         pid,
         message: Some(if resumed > 0 {
             format!("resumed host session after seq {resumed}")
+        } else if http.is_some() {
+            "serving MCP over HTTP".into()
         } else {
             "serving MCP on stdio".into()
         }),
@@ -583,19 +649,27 @@ async fn serve(
         control.path().display(),
         log.id()
     );
-    let end = tokio::select! {
-        end = toolhost::mcp::serve_stdio(
-            host.clone(),
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-            stop_rx,
-        ) => end,
-        // What MCP clients send to stop a server: end every session's process
-        // group like a stop request does (they would otherwise outlive us).
-        signal = termination_signal() => {
-            tracing::info!(signal, "stopping on a signal");
-            Ok(toolhost::mcp::ServeEnd::Stopped)
-        }
+    let end = if let Some(options) = http {
+        serve_http(host.clone(), options, stop_rx, pid, &log).await
+    } else {
+        Ok(tokio::select! {
+            end = toolhost::mcp::serve_stdio(
+                host.clone(),
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                stop_rx,
+            ) => end,
+            // What MCP clients send to stop a server: end every session's process
+            // group like a stop request does (they would otherwise outlive us).
+            signal = termination_signal() => {
+                tracing::info!(signal, "stopping on a signal");
+                Ok(toolhost::mcp::ServeEnd::Stopped)
+            }
+        })
+    };
+    let end = match end {
+        Ok(end) => end,
+        Err(code) => return code,
     };
     host.sessions().shutdown().await;
     let (state, message, code) = match end {
@@ -625,6 +699,42 @@ async fn serve(
     // stdin is read by a blocking thread that cannot be interrupted; leave
     // without waiting for it.
     std::process::exit(code)
+}
+
+/// Serves MCP over Streamable HTTP until a stop request (control API) or a
+/// termination signal; prints the endpoint on stderr once bound. The caller
+/// then ends every process session, as for stdio. `Err(exit code)` when the
+/// socket cannot be bound (recorded as a failed lifecycle).
+async fn serve_http(
+    host: Arc<toolhost_runtime::Host>,
+    options: toolhost::mcp::http::HttpOptions,
+    mut stop_rx: tokio::sync::watch::Receiver<bool>,
+    pid: u32,
+    log: &HostSessionLog,
+) -> Result<Result<toolhost::mcp::ServeEnd, toolhost::mcp::ServeError>, ExitCode> {
+    let server = match toolhost::mcp::http::HttpServer::bind(options).await {
+        Ok(s) => s,
+        Err(e) => {
+            log.append(HostEventKind::Lifecycle {
+                state: Lifecycle::Failed,
+                pid,
+                message: Some(e.to_string()),
+            });
+            return Err(usage_error(e.to_string()));
+        }
+    };
+    eprintln!("toolhost: serving MCP over HTTP at {}", server.url());
+    server
+        .serve(host, async move {
+            tokio::select! {
+                _ = stop_rx.wait_for(|s| *s) => {}
+                signal = termination_signal() => {
+                    tracing::info!(signal, "stopping on a signal");
+                }
+            }
+        })
+        .await;
+    Ok(Ok(toolhost::mcp::ServeEnd::Stopped))
 }
 
 /// The host session to attach to: the given one, else the only running one.

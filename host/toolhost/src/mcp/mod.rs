@@ -1,13 +1,27 @@
-//! `toolhost serve`: an MCP server over stdio (ARCHITECTURE.md, "Front doors"), built on rmcp, the
-//! official Rust SDK, following the MCP specification revision 2025-06-18
-//! (<https://modelcontextprotocol.io/specification/2025-06-18>).
+//! `toolhost serve`: an MCP server (ARCHITECTURE.md, "Front doors"), built on
+//! rmcp, the official Rust SDK, following the MCP specification revision
+//! 2025-11-25 (<https://modelcontextprotocol.io/specification/2025-11-25>) and
+//! accepting clients of 2024-11-05, 2025-03-26 and 2025-06-18.
+//!
+//! Two transports share one request handler, [`McpServer`]:
+//!
+//! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout ([`serve_stdio`]),
+//!   one client per process ("Transports", "stdio").
+//! - [`http`]: Streamable HTTP ([`http::HttpServer`]), many concurrent
+//!   sessions, each with its own `Mcp-Session-Id` and its own [`McpServer`]
+//!   over the one shared [`Host`] ("Transports", "Streamable HTTP").
+//!
+//! What the handler does:
 //!
 //! - `initialize` answers with the `tools` capability and `listChanged: true`
 //!   (a `notifications/tools/list_changed` is sent whenever
-//!   [`Host::tools_changed`] fires; the set is fixed at start-up for now).
+//!   [`Host::tools_changed`] fires; the set is fixed at start-up for now). A
+//!   client asking for a version we do not support gets our latest
+//!   ([`PROTOCOL_VERSION`]), as "Lifecycle", "Version Negotiation" requires; a
+//!   second `initialize` on the same connection or session is `-32600`.
 //! - `tools/list`: every loaded plugin's tools with their description, JSON
 //!   Schema (the plugin's `input-schema`) and annotations from its hints.
-//! - `tools/call`: text content, `structuredContent` and `isError`. An unknown
+//! - `tools/call`: content, `structuredContent` and `isError`. An unknown
 //!   tool or arguments the plugin refuses are JSON-RPC errors `-32602`
 //!   (Invalid params), as the spec's tools section shows; a plugin trap or
 //!   limit is a result with `isError: true` so the agent can read it.
@@ -19,56 +33,60 @@
 //!   is killed) and no response is sent, as the spec's cancellation section
 //!   requires.
 //! - Calls run concurrently (each request is its own task).
-//! - A client that disappears (stdin closes) does not stop calls in
-//!   progress: they run to their end and are recorded in the event log;
-//!   [`serve_stdio`] returns once they have settled.
+//! - A client that disappears (stdin closes, an HTTP session ends) does not
+//!   stop calls in progress: they run to their end and are recorded in the
+//!   event log.
+//! - A policy `ask` during a call goes to the client that made the call,
+//!   through elicitation ([`ElicitationApprover`]), on either transport.
 //!
-//! The transport is ours ([`StdioTransport`]) rather than rmcp's, because
-//! JSON-RPC 2.0 §5.1 asks for error responses rmcp's stdio transport does not
-//! send: unparsable JSON gets `-32700` (Parse error, id `null`), a message that
-//! is not a valid request object (a batch, a wrong `jsonrpc`, a line longer
-//! than [`MAX_MESSAGE_BYTES`]) gets `-32600` (Invalid Request), an unknown
-//! method `-32601` (rmcp), a known method with malformed params `-32602`.
-//! The server keeps serving after each. stdout carries protocol messages
-//! only; logs go to stderr.
+//! Input is checked before rmcp sees it ([`classify`]), because JSON-RPC 2.0
+//! §5.1 asks for error responses rmcp does not send: unparsable JSON gets
+//! `-32700` (Parse error, id `null`), a message that is not a valid request
+//! object (a batch, a wrong `jsonrpc`, a non-string `method`, an id that is
+//! neither a string nor a number) gets `-32600` (Invalid Request), an unknown
+//! method `-32601` (rmcp), a known method with malformed params `-32602`. The
+//! server keeps serving after each.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerCapabilities, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RxJsonRpcMessage, TxJsonRpcMessage,
-};
-use rmcp::transport::Transport;
+use rmcp::service::{NotificationContext, Peer, RequestContext, RxJsonRpcMessage};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use toolhost_runtime::host_session::HostEventKind;
 use toolhost_runtime::{Host, HostError};
 
-use crate::jsonrpc::{self, Line, LineReader};
+pub mod http;
+pub mod stdio;
 
-/// Longest message line the server reads: 4 MiB. A longer line is discarded
-/// (never buffered whole) and answered with `-32600`.
+pub use crate::jsonrpc::codes;
+pub use stdio::{ServeEnd, ServeError, StdioTransport, WriterTask, serve_stdio};
+
+/// Longest message the server reads, on either transport: 4 MiB. A longer
+/// stdio line is discarded (never buffered whole) and answered with
+/// `-32600`; a longer HTTP body is answered `413 Payload Too Large`.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Shortest time between two progress notifications of one call: 100 ms.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
-/// The MCP revision this server implements; `initialize` negotiates down to it.
-pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_06_18;
+/// The MCP revision this server implements and answers `initialize` with
+/// when the client asks for one it does not support (2025-11-25); every
+/// earlier revision rmcp knows is accepted as asked.
+pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
-pub use crate::jsonrpc::codes;
-
-/// The client-to-server request methods of MCP 2025-06-18.
+/// The client-to-server request methods of MCP 2025-11-25 (without the
+/// experimental `tasks/*`).
 const KNOWN_METHODS: &[&str] = &[
     "initialize",
     "ping",
@@ -85,12 +103,143 @@ const KNOWN_METHODS: &[&str] = &[
     "logging/setLevel",
 ];
 
-/// Ids (as compact JSON text) of requests the client cancelled, shared by the
-/// transport (which sees `notifications/cancelled` first) and the handler.
-type CancelledSet = Arc<Mutex<HashSet<String>>>;
+/// Requests the client cancelled (`notifications/cancelled`), recorded by the
+/// transport before rmcp sees the notification, so the handler can tell a
+/// cancel (kill the call) from a client that went away (let it run). Keys:
+/// [`cancel_key`].
+pub(crate) type CancelledSet = Arc<Mutex<HashSet<String>>>;
 
-fn id_key(id: &RequestId) -> String {
-    serde_json::to_string(id).unwrap_or_default()
+/// The key of request `id` of session `session` in a [`CancelledSet`]:
+/// the session id (`""` on stdio), a newline, the id as compact JSON.
+pub(crate) fn cancel_key(session: &str, id: &RequestId) -> String {
+    format!(
+        "{session}\n{}",
+        serde_json::to_string(id).unwrap_or_default()
+    )
+}
+
+/// Records `message` in `cancelled` if it is a `notifications/cancelled`.
+pub(crate) fn record_cancel(
+    cancelled: &CancelledSet,
+    session: &str,
+    message: &RxJsonRpcMessage<RoleServer>,
+) {
+    if let rmcp::model::JsonRpcMessage::Notification(n) = message
+        && let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
+        && let Some(id) = &c.params.request_id
+    {
+        cancelled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(cancel_key(session, id));
+    }
+}
+
+/// What one incoming JSON-RPC text is, by [`classify`].
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A well-formed message for rmcp.
+    Message(Box<RxJsonRpcMessage<RoleServer>>),
+    /// Not acceptable: answer with `response`, a JSON-RPC error response whose
+    /// code is `code` (`-32700`, `-32600` or `-32602`).
+    Reject { code: i32, response: Value },
+    /// A malformed notification or response: dropped (JSON-RPC 2.0 §4.1: a
+    /// notification is never answered), with `why` logged.
+    Ignore(String),
+}
+
+fn reject(id: Value, code: i32, message: String) -> Incoming {
+    tracing::debug!(code, "answering a malformed message: {message}");
+    Incoming::Reject {
+        code,
+        response: crate::jsonrpc::error(&id, code, message),
+    }
+}
+
+/// Classifies one message's bytes (a stdio line, an HTTP body) as JSON-RPC
+/// 2.0 §4-5 and MCP "Base Protocol" define messages; see the module docs for
+/// the codes.
+pub(crate) fn classify(bytes: &[u8]) -> Incoming {
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => return reject(Value::Null, codes::PARSE_ERROR, format!("Parse error: {e}")),
+    };
+    let Value::Object(obj) = &value else {
+        let what = if value.is_array() {
+            "batches are not supported (MCP 2025-06-18 removed JSON-RPC batching)"
+        } else {
+            "a message must be a JSON object"
+        };
+        return reject(
+            Value::Null,
+            codes::INVALID_REQUEST,
+            format!("Invalid Request: {what}"),
+        );
+    };
+    let id = obj.get("id").cloned();
+    let reply_id = match &id {
+        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        _ => Value::Null,
+    };
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return reject(
+            reply_id,
+            codes::INVALID_REQUEST,
+            "Invalid Request: `jsonrpc` must be \"2.0\"".into(),
+        );
+    }
+    let method = obj.get("method");
+    if method.is_some_and(|m| !m.is_string()) {
+        return reject(
+            reply_id,
+            codes::INVALID_REQUEST,
+            "Invalid Request: `method` must be a string".into(),
+        );
+    }
+    if method.is_some()
+        && let Some(bad) = &id
+        && !matches!(bad, Value::String(_) | Value::Number(_))
+    {
+        return reject(
+            Value::Null,
+            codes::INVALID_REQUEST,
+            "Invalid Request: `id` must be a string or a number (MCP: never null)".into(),
+        );
+    }
+    match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value.clone()) {
+        Ok(rmcp::model::JsonRpcMessage::Request(r))
+            if matches!(&r.request, rmcp::model::ClientRequest::CustomRequest(c)
+                if KNOWN_METHODS.contains(&c.method.as_str())) =>
+        {
+            // rmcp falls back to a custom request when a known method's
+            // params do not fit; that is Invalid params, not an unknown method.
+            let method = r.request.method().to_string();
+            reject(
+                reply_id,
+                codes::INVALID_PARAMS,
+                format!("Invalid params for `{method}`"),
+            )
+        }
+        Ok(message) => Incoming::Message(Box::new(message)),
+        Err(e) => match (method.and_then(Value::as_str), &id) {
+            (Some(method), Some(_)) => reject(
+                reply_id,
+                codes::INVALID_PARAMS,
+                format!("Invalid params for `{method}`: {e}"),
+            ),
+            (None, Some(_)) if obj.contains_key("result") || obj.contains_key("error") => {
+                Incoming::Ignore(format!("a malformed response from the client: {e}"))
+            }
+            (Some(method), None) => {
+                Incoming::Ignore(format!("a malformed `{method}` notification: {e}"))
+            }
+            _ => reject(
+                reply_id,
+                codes::INVALID_REQUEST,
+                format!("Invalid Request: {e}"),
+            ),
+        },
+    }
 }
 
 /// Counts calls in progress so `serve` can wait for them after the client left.
@@ -112,27 +261,56 @@ impl Drop for InflightGuard {
     }
 }
 
-/// The MCP request handler: tools of a [`Host`].
-#[derive(Clone)]
-pub struct McpServer {
+/// What every [`McpServer`] of one `serve` run shares: the host, the
+/// cancelled requests, the count of calls in progress and the one
+/// elicitation approver (registered with the host once).
+pub(crate) struct Shared {
     host: Arc<Host>,
     cancelled: CancelledSet,
     inflight: Inflight,
     elicitation: Arc<ElicitationApprover>,
 }
 
-impl McpServer {
-    /// A handler for `host`. Registers the MCP client as a permission
-    /// approver (through elicitation, when the client declares it); it is
-    /// asked after any attached control client.
-    fn new(host: Arc<Host>, cancelled: CancelledSet) -> McpServer {
+impl Shared {
+    /// State for serving `host`. Registers the MCP clients as a permission
+    /// approver (through elicitation, for clients that declare it); it is
+    /// asked after any attached control client (registered earlier).
+    pub(crate) fn new(host: Arc<Host>, cancelled: CancelledSet) -> Arc<Shared> {
         let elicitation = Arc::new(ElicitationApprover::default());
         host.permissions().add_approver(elicitation.clone());
-        McpServer {
+        Arc::new(Shared {
             host,
             cancelled,
             inflight: Inflight(watch::channel(0).0),
             elicitation,
+        })
+    }
+
+    /// Follows the number of calls in progress.
+    pub(crate) fn inflight(&self) -> watch::Receiver<usize> {
+        self.inflight.0.subscribe()
+    }
+}
+
+/// The MCP request handler of one client connection (stdio) or one HTTP
+/// session: tools of a shared [`Host`].
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+    /// Set by the first `initialize`; a second one is refused.
+    initialized: Arc<AtomicBool>,
+    /// Dropped with the last clone of this handler (the session ended): ends
+    /// its `tools/list_changed` forwarder.
+    alive: Arc<watch::Sender<()>>,
+}
+
+impl McpServer {
+    /// A handler for one connection or session over `shared`.
+    pub(crate) fn new(shared: Arc<Shared>) -> McpServer {
+        McpServer {
+            shared,
+            initialized: Arc::default(),
+            alive: Arc::new(watch::channel(()).0),
         }
     }
 
@@ -148,17 +326,44 @@ impl McpServer {
                         o
                     });
                 let hints = &t.spec.hints;
-                Tool::new(t.name.clone(), t.spec.description.clone(), Arc::new(schema))
-                    .with_annotations(
-                        ToolAnnotations::new()
-                            .read_only(hints.read_only)
-                            .destructive(hints.destructive)
-                            .idempotent(hints.idempotent)
-                            .open_world(hints.open_world),
-                    )
+                let mut tool =
+                    Tool::new(t.name.clone(), t.spec.description.clone(), Arc::new(schema))
+                        .with_annotations(
+                            ToolAnnotations::new()
+                                .read_only(hints.read_only)
+                                .destructive(hints.destructive)
+                                .idempotent(hints.idempotent)
+                                .open_world(hints.open_world),
+                        );
+                // Contract 0.2.0: `title` and `outputSchema` (checked to be a
+                // JSON object at load).
+                if let Some(title) = &t.spec.title {
+                    tool = tool.with_title(title.clone());
+                }
+                if let Some(Ok(schema)) = t
+                    .spec
+                    .output_schema
+                    .as_deref()
+                    .map(serde_json::from_str::<JsonObject>)
+                {
+                    tool = tool.with_raw_output_schema(Arc::new(schema));
+                }
+                tool
             })
             .collect()
     }
+}
+
+/// The `Mcp-Session-Id` of the HTTP request `context` came with (`""` on
+/// stdio, where rmcp attaches no HTTP parts).
+fn session_of(context: &RequestContext<RoleServer>) -> String {
+    context
+        .extensions
+        .get::<::http::request::Parts>()
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
 }
 
 impl ServerHandler for McpServer {
@@ -179,12 +384,33 @@ impl ServerHandler for McpServer {
         std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL_VERSION))
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if self.initialized.swap(true, Ordering::SeqCst) {
+            return Err(McpError::invalid_request(
+                "Invalid Request: already initialized (send `initialize` once per connection \
+                 or session)",
+                None,
+            ));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut changed = self.host.tools_changed();
+        let mut changed = self.shared.host.tools_changed();
+        let mut alive = self.alive.subscribe();
         let peer = context.peer;
-        self.elicitation.connect(&peer);
         tokio::spawn(async move {
-            while changed.changed().await.is_ok() {
+            loop {
+                tokio::select! {
+                    c = changed.changed() => if c.is_err() { break },
+                    // Only fires (with an error) once the session's handler is gone.
+                    _ = alive.changed() => break,
+                }
                 if peer.notify_tool_list_changed().await.is_err() {
                     break;
                 }
@@ -198,7 +424,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(McpServer::tool_list(
-            &self.host,
+            &self.shared.host,
         )))
     }
 
@@ -207,22 +433,23 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let host = self.shared.host.clone();
         let name = request.name.to_string();
-        if !self.host.tools().iter().any(|t| t.name == name) {
-            let available: Vec<_> = self.host.tools().iter().map(|t| t.name.clone()).collect();
+        if !host.tools().iter().any(|t| t.name == name) {
+            let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
             return Err(McpError::invalid_params(
                 format!("Unknown tool: {name}"),
                 Some(json!({ "available": available })),
             ));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let host = self.host.clone();
         let tool_call_id = host.new_call_id();
         let cursor = host.events().last_seq();
         let cancel = Arc::new(tokio::sync::Notify::new());
         let (tx, rx) = tokio::sync::oneshot::channel();
         {
-            let guard = self.inflight.enter();
+            let guard = self.shared.inflight.enter();
+            let route = self.shared.elicitation.route(&tool_call_id, &context.peer);
             let host = host.clone();
             let id = tool_call_id.clone();
             let cancel = cancel.clone();
@@ -230,6 +457,7 @@ impl ServerHandler for McpServer {
                 let result = host
                     .call_tool_as(&id, &name, &arguments, "mcp", cancel)
                     .await;
+                drop(route);
                 drop(guard);
                 let _ = tx.send(result);
             });
@@ -246,8 +474,8 @@ impl ServerHandler for McpServer {
         let outcome = tokio::select! {
             r = rx => r.map_err(|_| McpError::internal_error("the tool call task ended without a result", None)),
             () = context.ct.cancelled() => {
-                let key = id_key(&context.id);
-                let by_client = self.cancelled.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+                let key = cancel_key(&session_of(&context), &context.id);
+                let by_client = self.shared.cancelled.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
                 if by_client {
                     tracing::info!(%tool_call_id, "cancelled by the client");
                     cancel.notify_one();
@@ -260,28 +488,27 @@ impl ServerHandler for McpServer {
         if let Some(p) = progress {
             p.abort();
         }
-        let result = outcome?;
-        match result {
-            Ok(r) => {
-                let mut out = if r.is_error {
-                    CallToolResult::error(vec![ContentBlock::text(r.text)])
-                } else {
-                    CallToolResult::success(vec![ContentBlock::text(r.text)])
-                };
-                out.structured_content = r.structured;
-                out.is_error = Some(r.is_error);
-                Ok(out.into())
-            }
-            Err(e @ (HostError::UnknownTool { .. } | HostError::InvalidArguments { .. })) => {
-                Err(McpError::invalid_params(e.to_string(), None))
-            }
-            Err(e @ (HostError::Plugin(_) | HostError::Cancelled(_))) => {
-                let mut out = CallToolResult::error(vec![ContentBlock::text(e.to_string())]);
-                out.is_error = Some(true);
-                Ok(out.into())
-            }
-            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        to_mcp_result(outcome?)
+    }
+}
+
+/// A settled host call as MCP answers it: a `CallToolResult`, or `-32602`
+/// for an unknown tool or arguments the plugin refuses ("Tools", "Error
+/// Handling").
+fn to_mcp_result(
+    result: Result<toolhost_runtime::ToolResult, HostError>,
+) -> Result<CallToolResponse, McpError> {
+    match result {
+        Ok(r) => Ok(crate::content::call_tool_result(&r).into()),
+        Err(e @ (HostError::UnknownTool { .. } | HostError::InvalidArguments { .. })) => {
+            Err(McpError::invalid_params(e.to_string(), None))
         }
+        Err(e @ (HostError::Plugin(_) | HostError::Cancelled(_))) => {
+            let mut out = CallToolResult::error(vec![ContentBlock::text(e.to_string())]);
+            out.is_error = Some(true);
+            Ok(out.into())
+        }
+        Err(e) => Err(McpError::internal_error(e.to_string(), None)),
     }
 }
 
@@ -337,299 +564,62 @@ async fn progress_pump(
     }
 }
 
-/// A newline-delimited JSON-RPC transport over any reader/writer pair (stdin
-/// and stdout for `serve`) that answers malformed input with JSON-RPC errors
-/// (see the module docs) and records `notifications/cancelled` before rmcp
-/// sees it. Writes go through one writer task, so a message is never
-/// interleaved with another or cut by a cancelled future.
-pub struct StdioTransport<R> {
-    reader: LineReader<R>,
-    out: mpsc::UnboundedSender<Vec<u8>>,
-    cancelled: CancelledSet,
-}
-
-/// The task writing a [`StdioTransport`]'s messages; await it to be sure
-/// every queued message was written once the transport is dropped.
-pub type WriterTask = tokio::task::JoinHandle<()>;
-
-impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
-    fn new<W: AsyncWrite + Unpin + Send + 'static>(
-        read: R,
-        mut write: W,
-        cancelled: CancelledSet,
-    ) -> (StdioTransport<R>, WriterTask) {
-        let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let writer = tokio::spawn(async move {
-            while let Some(line) = rx.recv().await {
-                if let Err(e) = async {
-                    write.write_all(&line).await?;
-                    write.flush().await
-                }
-                .await
-                {
-                    tracing::warn!("writing to the MCP client failed: {e}");
-                    break;
-                }
-            }
-        });
-        (
-            StdioTransport {
-                reader: LineReader::new(read, MAX_MESSAGE_BYTES),
-                out,
-                cancelled,
-            },
-            writer,
-        )
-    }
-
-    fn reply_error(&self, id: Value, code: i32, message: String) {
-        tracing::debug!(code, "answering a malformed message: {message}");
-        let _ = self
-            .out
-            .send(jsonrpc::encode_line(&jsonrpc::error(&id, code, message)));
-    }
-
-    /// Classifies one line: a message for rmcp, or `None` after answering it.
-    fn parse(&self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let value: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(e) => {
-                self.reply_error(Value::Null, codes::PARSE_ERROR, format!("Parse error: {e}"));
-                return None;
-            }
-        };
-        let Value::Object(obj) = &value else {
-            let what = if value.is_array() {
-                "batches are not supported (MCP 2025-06-18 removed JSON-RPC batching)"
-            } else {
-                "a message must be a JSON object"
-            };
-            self.reply_error(
-                Value::Null,
-                codes::INVALID_REQUEST,
-                format!("Invalid Request: {what}"),
-            );
-            return None;
-        };
-        let id = obj.get("id").cloned();
-        let reply_id = match &id {
-            Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
-            _ => Value::Null,
-        };
-        if obj.get("jsonrpc") != Some(&json!("2.0")) {
-            self.reply_error(
-                reply_id,
-                codes::INVALID_REQUEST,
-                "Invalid Request: `jsonrpc` must be \"2.0\"".into(),
-            );
-            return None;
-        }
-        let method = obj.get("method");
-        if method.is_some_and(|m| !m.is_string()) {
-            self.reply_error(
-                reply_id,
-                codes::INVALID_REQUEST,
-                "Invalid Request: `method` must be a string".into(),
-            );
-            return None;
-        }
-        if method.and_then(Value::as_str) == Some("notifications/cancelled")
-            && let Some(request_id) = obj.get("params").and_then(|p| p.get("requestId"))
-        {
-            self.cancelled
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(request_id.to_string());
-        }
-        match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value.clone()) {
-            Ok(rmcp::model::JsonRpcMessage::Request(r))
-                if matches!(&r.request, rmcp::model::ClientRequest::CustomRequest(c)
-                    if KNOWN_METHODS.contains(&c.method.as_str())) =>
-            {
-                // rmcp falls back to a custom request when a known method's
-                // params do not fit; that is Invalid params, not an unknown method.
-                let method = r.request.method().to_string();
-                self.reply_error(
-                    reply_id,
-                    codes::INVALID_PARAMS,
-                    format!("Invalid params for `{method}`"),
-                );
-                None
-            }
-            Ok(message) => Some(message),
-            Err(e) => {
-                match (method.and_then(Value::as_str), &id) {
-                    (Some(method), Some(_)) => self.reply_error(
-                        reply_id,
-                        codes::INVALID_PARAMS,
-                        format!("Invalid params for `{method}`: {e}"),
-                    ),
-                    (None, Some(_)) if obj.contains_key("result") || obj.contains_key("error") => {
-                        tracing::warn!("ignoring a malformed response from the client: {e}");
-                    }
-                    (Some(method), None) => {
-                        tracing::warn!("ignoring a malformed `{method}` notification: {e}");
-                    }
-                    _ => self.reply_error(
-                        reply_id,
-                        codes::INVALID_REQUEST,
-                        format!("Invalid Request: {e}"),
-                    ),
-                }
-                None
-            }
-        }
-    }
-}
-
-impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTransport<R> {
-    type Error = std::io::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let line = serde_json::to_vec(&item)
-            .map_err(std::io::Error::other)
-            .map(|mut l| {
-                l.push(b'\n');
-                l
-            });
-        let out = self.out.clone();
-        async move {
-            out.send(line?)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "writer closed"))
-        }
-    }
-
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        loop {
-            let line = match self.reader.next_line().await {
-                Ok(Line::Eof) => return None,
-                Err(e) => {
-                    tracing::warn!("reading from the MCP client failed: {e}");
-                    return None;
-                }
-                Ok(Line::TooLong) => {
-                    self.reply_error(
-                        Value::Null,
-                        codes::INVALID_REQUEST,
-                        format!("Invalid Request: message longer than {MAX_MESSAGE_BYTES} bytes"),
-                    );
-                    continue;
-                }
-                Ok(Line::Message(line)) => line,
-            };
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            if let Some(message) = self.parse(&line) {
-                return Some(message);
-            }
-        }
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-}
-
-/// Why [`serve_stdio`] returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServeEnd {
-    /// The client closed the connection (stdin reached end of file) and every
-    /// call in progress settled.
-    ClientClosed,
-    /// `stop` was requested (the control API); calls in progress were left to
-    /// the caller to end.
-    Stopped,
-}
-
-/// Errors of [`serve_stdio`].
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// The MCP handshake failed (the client sent no valid `initialize`, or
-    /// the connection broke during it).
-    #[error("MCP initialization failed: {0}")]
-    Initialize(String),
-}
-
-/// Serves MCP on `read`/`write` (stdin/stdout for `toolhost serve`) until the
-/// client goes away and every call has settled, or `stop` fires.
-///
-/// Errors: [`ServeError::Initialize`].
-pub async fn serve_stdio<R, W>(
-    host: Arc<Host>,
-    read: R,
-    write: W,
-    mut stop: watch::Receiver<bool>,
-) -> Result<ServeEnd, ServeError>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    use rmcp::ServiceExt;
-    let cancelled = CancelledSet::default();
-    let (transport, writer) = StdioTransport::new(read, write, cancelled.clone());
-    let server = McpServer::new(host, cancelled);
-    let inflight = server.inflight.0.subscribe();
-    let running = tokio::select! {
-        r = server.serve(transport) => r.map_err(|e| ServeError::Initialize(e.to_string()))?,
-        _ = stop.wait_for(|s| *s) => return Ok(ServeEnd::Stopped),
-    };
-    let cancel = running.cancellation_token();
-    let mut waiting = Box::pin(running.waiting());
-    tokio::select! {
-        _ = &mut waiting => {}
-        _ = stop.wait_for(|s| *s) => {
-            cancel.cancel();
-            return Ok(ServeEnd::Stopped);
-        }
-    }
-    drop(waiting);
-    let mut inflight = inflight;
-    let calls = inflight.borrow().to_owned();
-    if calls > 0 {
-        tracing::info!(
-            calls,
-            "the MCP client went away; waiting for calls in progress"
-        );
-    }
-    tokio::select! {
-        _ = inflight.wait_for(|n| *n == 0) => {}
-        _ = stop.wait_for(|s| *s) => return Ok(ServeEnd::Stopped),
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    Ok(ServeEnd::ClientClosed)
-}
-
-/// The MCP client as a permission approver (step 4 of the permission pipeline, ARCHITECTURE.md, "The path of one tool call"): when the
-/// client declared the `elicitation` capability (form mode, MCP 2025-06-18
-/// `elicitation/create`), a policy `ask` becomes an elicitation whose form
-/// has one required field, `decision`, an enum of the ACP option kinds
-/// (`allow_once`, `allow_always`, `reject_once`, `reject_always`).
+/// The MCP clients as one permission approver (step 4 of the permission
+/// pipeline, ARCHITECTURE.md, "The path of one tool call"): a policy `ask`
+/// during a tool call goes to the client that made that call (its stdio
+/// connection or its HTTP session), when that client declared the
+/// `elicitation` capability (form mode, MCP 2025-11-25 "Client Features",
+/// "Elicitation", `elicitation/create`). The form has one required field,
+/// `decision`, an enum of the ACP option kinds (`allow_once`,
+/// `allow_always`, `reject_once`, `reject_always`).
 ///
 /// `accept` answers with that decision, `decline` is `reject_once`,
-/// `cancel` is `cancelled`. A client without the capability, a failed request
-/// or a malformed answer leaves the question to the next approver (none:
-/// deny). An unanswered elicitation times out after
+/// `cancel` is `cancelled`. A call from a client without the capability, a
+/// failed request or a malformed answer leaves the question to the next
+/// approver (none: deny). An unanswered elicitation times out after
 /// [`ELICITATION_TIMEOUT`].
 #[derive(Default)]
 pub struct ElicitationApprover {
-    peer: std::sync::Mutex<Option<Peer<RoleServer>>>,
+    /// The client of each call in progress (by tool call id) that can answer.
+    routes: Mutex<HashMap<String, Peer<RoleServer>>>,
 }
 
 /// How long an elicitation waits for the person at the MCP client (5 min).
 pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// Removes a call's route when dropped (the call settled).
+struct Route {
+    approver: Option<(Arc<ElicitationApprover>, String)>,
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        if let Some((approver, id)) = self.approver.take() {
+            approver
+                .routes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+        }
+    }
+}
+
 impl ElicitationApprover {
-    /// Uses `peer` for asks if it declared form elicitation.
-    fn connect(&self, peer: &Peer<RoleServer>) {
-        if peer
+    /// Sends the asks of call `tool_call_id` to `peer` until the returned
+    /// guard is dropped, if `peer` declared form elicitation.
+    fn route(self: &Arc<Self>, tool_call_id: &str, peer: &Peer<RoleServer>) -> Route {
+        if !peer
             .supported_elicitation_modes()
             .contains(&rmcp::service::ElicitationMode::Form)
         {
-            *self.peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(peer.clone());
+            return Route { approver: None };
+        }
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tool_call_id.to_string(), peer.clone());
+        Route {
+            approver: Some((self.clone(), tool_call_id.to_string())),
         }
     }
 
@@ -669,10 +659,11 @@ impl toolhost_runtime::permissions::Approver for ElicitationApprover {
         use toolhost_runtime::permissions::ApprovalOutcome;
         Box::pin(async move {
             let peer = self
-                .peer
+                .routes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .clone()?;
+                .get(&request.tool_call_id)
+                .cloned()?;
             let message = format!(
                 "{}\n\ncommand: {}\ncwd: {}\n(tool `{}` of plugin `{}`)",
                 request.prompt, request.command, request.cwd, request.tool, request.plugin

@@ -1,0 +1,558 @@
+//! MCP over Streamable HTTP (MCP 2025-11-25, "Transports", "Streamable
+//! HTTP"): `toolhost serve --http ADDR`, one endpoint, [`MCP_PATH`].
+//!
+//! rmcp's server transport ([`StreamableHttpService`] with a
+//! [`LocalSessionManager`]) speaks the protocol: `POST` carries one JSON-RPC
+//! message (a request is answered with an SSE stream, a notification or
+//! response with `202`), `GET` opens the session's standalone SSE stream,
+//! `DELETE` ends the session. Each `initialize` makes a session with its own
+//! `Mcp-Session-Id` (a UUID) and its own [`McpServer`] over the one shared
+//! [`Host`]. Every SSE stream starts with a priming event (an event id and
+//! `retry: 3000`), and every event carries an id, so a client whose stream
+//! broke resumes it with `GET` and `Last-Event-ID` ("Resumability and
+//! Redelivery"); events of finished requests are kept for 60 s.
+//!
+//! In front of it, this module ([`HttpServer`]) checks, in this order:
+//!
+//! 1. DNS rebinding ("Security Warning"): when bound to a loopback address,
+//!    the `Host` header must name a loopback host (`localhost`, `127.0.0.1`,
+//!    `[::1]`, any port), and an `Origin` header, if present, must be
+//!    `http(s)://` one of them; otherwise `403 Forbidden`. On another address
+//!    (which needs a token), `Origin` must be loopback or name the `Host`.
+//! 2. The bearer token, when one is configured (required off loopback):
+//!    `Authorization: Bearer TOKEN`, compared in constant time (SHA-256 of
+//!    both, then [`subtle`]); otherwise `401` with `WWW-Authenticate:
+//!    Bearer realm="toolhost"`. The token is never logged.
+//! 3. The path: anything but [`MCP_PATH`] is `404`.
+//! 4. The body: at most [`MAX_MESSAGE_BYTES`], else `413` with a JSON-RPC
+//!    `-32600` body. A `POST` body is classified like a stdio line
+//!    ([`super::classify`]): unparsable JSON is `400` with `-32700`, an
+//!    invalid message `400` with `-32600` (the spec: "If the server cannot
+//!    accept the input, it MUST return an HTTP error status code"), a known
+//!    method with malformed params `200` with `-32602`, and a malformed
+//!    notification `202`.
+//!
+//! A request other than `initialize` without a session id is `400` and one
+//! for an unknown or ended session `404` (rmcp, as the spec's "Session
+//! Management" says).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use hyper::body::{Bytes, Incoming as IncomingBody};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
+
+use toolhost_runtime::Host;
+
+use super::{
+    CancelledSet, Incoming, MAX_MESSAGE_BYTES, McpServer, Shared, classify, codes, record_cancel,
+};
+use crate::jsonrpc;
+
+/// The one MCP endpoint's path: `/mcp`.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How long shutdown waits for open connections to finish after the
+/// sessions were ended (5 s).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a client may take to send a request's headers (30 s; slow
+/// clients are cut off).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The host names a loopback-bound server accepts in `Host` and `Origin`.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Errors of [`BearerToken::from_file`] and [`HttpServer::bind`].
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The address is not loopback and no token was given.
+    #[error(
+        "refusing to serve MCP over HTTP on {addr}: it is not a loopback address, so every \
+         request must carry a bearer token; pass --token-file PATH (a file holding the token) \
+         or bind 127.0.0.1 / [::1]"
+    )]
+    TokenRequired {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The token file could not be read or holds no token.
+    #[error("cannot use the token file {}: {reason}", path.display())]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (never the token itself).
+        reason: String,
+    },
+    /// Binding the listening socket failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// A bearer token, kept only as its SHA-256 digest (so the comparison takes
+/// the same time whatever the length, and the token is never in a log).
+#[derive(Clone)]
+pub struct BearerToken {
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(..)")
+    }
+}
+
+impl BearerToken {
+    /// The token in `path`: its text without surrounding whitespace, which
+    /// must be non-empty, visible ASCII (RFC 6750 §2.1 `b64token`-safe), and
+    /// at most 4 KiB.
+    ///
+    /// Errors: [`HttpError::TokenFile`].
+    pub fn from_file(path: &Path) -> Result<BearerToken, HttpError> {
+        let fail = |reason: String| HttpError::TokenFile {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+        if bytes.len() > 4096 {
+            return Err(fail("longer than 4 KiB".into()));
+        }
+        let token = bytes.trim_ascii();
+        if token.is_empty() {
+            return Err(fail("the file is empty".into()));
+        }
+        if !token.iter().all(|b| b.is_ascii_graphic()) {
+            return Err(fail(
+                "the token must be visible ASCII without spaces".into(),
+            ));
+        }
+        Ok(BearerToken::new(token))
+    }
+
+    fn new(token: &[u8]) -> BearerToken {
+        BearerToken {
+            digest: Sha256::digest(token).into(),
+        }
+    }
+
+    /// Whether `Authorization` carries this token (`Bearer TOKEN`, the
+    /// scheme case-insensitive, RFC 6750 §2.1).
+    fn admits(&self, headers: &HeaderMap) -> Result<(), AuthFailure> {
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Err(AuthFailure::Missing);
+        };
+        let value = value.as_bytes();
+        let Some(token) = value
+            .get(..7)
+            .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
+            .map(|_| value[7..].trim_ascii())
+        else {
+            return Err(AuthFailure::Invalid);
+        };
+        let digest: [u8; 32] = Sha256::digest(token).into();
+        if bool::from(digest.ct_eq(&self.digest)) {
+            Ok(())
+        } else {
+            Err(AuthFailure::Invalid)
+        }
+    }
+}
+
+enum AuthFailure {
+    Missing,
+    Invalid,
+}
+
+/// What `toolhost serve --http` was asked for.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen, e.g. `127.0.0.1:8765` (port 0: any free port).
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry; required unless `addr`
+    /// is loopback.
+    pub token: Option<BearerToken>,
+}
+
+impl HttpOptions {
+    /// Checks the options before anything starts: a non-loopback address
+    /// without a token is refused.
+    ///
+    /// Errors: [`HttpError::TokenRequired`].
+    pub fn check(&self) -> Result<(), HttpError> {
+        if !self.addr.ip().is_loopback() && self.token.is_none() {
+            return Err(HttpError::TokenRequired { addr: self.addr });
+        }
+        Ok(())
+    }
+}
+
+/// A bound, not yet serving, Streamable HTTP front door.
+pub struct HttpServer {
+    listener: tokio::net::TcpListener,
+    local_addr: SocketAddr,
+    options: HttpOptions,
+}
+
+impl HttpServer {
+    /// Checks `options` ([`HttpOptions::check`]) and binds the socket.
+    ///
+    /// Errors: [`HttpError::TokenRequired`], [`HttpError::Bind`].
+    pub async fn bind(options: HttpOptions) -> Result<HttpServer, HttpError> {
+        options.check()?;
+        let addr = options.addr;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Bind { addr, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| HttpError::Bind { addr, source })?;
+        Ok(HttpServer {
+            listener,
+            local_addr,
+            options,
+        })
+    }
+
+    /// The address bound (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The endpoint's URL, e.g. `http://127.0.0.1:8765/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{MCP_PATH}", self.local_addr)
+    }
+
+    /// Serves MCP for `host` until `stop` resolves; then ends every session
+    /// (their SSE streams close), stops accepting, and waits up to
+    /// [`SHUTDOWN_GRACE`] for open connections. Calls in progress are left
+    /// running: the caller ends their processes (as `serve` does for stdio,
+    /// `Sessions::shutdown`).
+    pub async fn serve(self, host: Arc<Host>, stop: impl Future<Output = ()>) {
+        let cancelled = CancelledSet::default();
+        let shared = Shared::new(host, cancelled.clone());
+        let sessions_ct = CancellationToken::new();
+        let loopback = self.local_addr.ip().is_loopback();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(sessions_ct.clone())
+            .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
+        // Defense in depth: rmcp checks Host and Origin too.
+        config = if loopback {
+            config
+                .with_allowed_hosts(LOOPBACK_NAMES)
+                .with_allowed_origins(
+                    ["http", "https"]
+                        .iter()
+                        .flat_map(|s| {
+                            ["localhost", "127.0.0.1", "[::1]"].map(|h| format!("{s}://{h}:*"))
+                        })
+                        .collect::<Vec<_>>(),
+                )
+        } else {
+            config.disable_allowed_hosts()
+        };
+        let factory_shared = shared.clone();
+        let mcp = StreamableHttpService::new(
+            move || Ok(McpServer::new(factory_shared.clone())),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let front = Arc::new(Front {
+            mcp,
+            loopback,
+            token: self.options.token.clone(),
+            cancelled,
+        });
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            let accepted = tokio::select! {
+                a = self.listener.accept() => a,
+                () = &mut stop => break,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // EMFILE and the like: back off a little, keep serving.
+                    tracing::warn!("accepting an HTTP connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let front = front.clone();
+            let service = hyper::service::service_fn(move |request| {
+                let front = front.clone();
+                async move { Ok::<_, Infallible>(front.handle(request).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            let connection = graceful.watch(connection);
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!("HTTP connection ended: {e}");
+                }
+            });
+        }
+        tracing::info!("stopping the HTTP front door: ending MCP sessions");
+        sessions_ct.cancel();
+        drop(self.listener);
+        if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("HTTP connections still open after {SHUTDOWN_GRACE:?}; leaving them");
+        }
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// A response that ends the request before rmcp sees it (boxed: a
+/// `Response` is large).
+type Refused = Box<Response<Body>>;
+
+/// The checks in front of rmcp (module docs).
+struct Front {
+    mcp: StreamableHttpService<McpServer, LocalSessionManager>,
+    loopback: bool,
+    token: Option<BearerToken>,
+    cancelled: CancelledSet,
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    let mut response =
+        Response::new(Full::new(Bytes::from(serde_json::to_vec(body).unwrap_or_default())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// `host` without brackets, lowercase.
+fn normalize(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+impl Front {
+    async fn handle(&self, request: Request<IncomingBody>) -> Response<Body> {
+        match self.handle_checked(request).await {
+            Ok(response) => response,
+            Err(refused) => *refused,
+        }
+    }
+
+    /// The host name of the `Host` header, when acceptable.
+    fn check_host(&self, headers: &HeaderMap) -> Result<String, Refused> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.parse::<http::uri::Authority>().ok())
+            .map(|a| normalize(a.host()))
+            .ok_or_else(|| {
+                Box::new(plain(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: missing or invalid Host header",
+                ))
+            })?;
+        if self.loopback && !LOOPBACK_NAMES.contains(&host.as_str()) {
+            tracing::warn!("refused a request whose Host is not loopback (DNS rebinding?)");
+            return Err(Box::new(plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Host header is not allowed",
+            )));
+        }
+        Ok(host)
+    }
+
+    fn check_origin(&self, headers: &HeaderMap, host: &str) -> Result<(), Refused> {
+        let Some(origin) = headers.get(header::ORIGIN) else {
+            return Ok(());
+        };
+        let allowed = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.parse::<http::Uri>().ok())
+            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")))
+            .and_then(|u| u.host().map(normalize))
+            .is_some_and(|o| LOOPBACK_NAMES.contains(&o.as_str()) || (!self.loopback && o == host));
+        if allowed {
+            Ok(())
+        } else {
+            tracing::warn!("refused a request with a foreign Origin");
+            Err(Box::new(plain(
+                StatusCode::FORBIDDEN,
+                "Forbidden: Origin header is not allowed",
+            )))
+        }
+    }
+
+    fn check_token(&self, headers: &HeaderMap) -> Result<(), Refused> {
+        let Some(token) = &self.token else {
+            return Ok(());
+        };
+        let challenge = match token.admits(headers) {
+            Ok(()) => return Ok(()),
+            Err(AuthFailure::Missing) => "Bearer realm=\"toolhost\"",
+            Err(AuthFailure::Invalid) => "Bearer realm=\"toolhost\", error=\"invalid_token\"",
+        };
+        tracing::warn!("refused a request without a valid bearer token");
+        let mut response = plain(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized: a valid `Authorization: Bearer` token is required",
+        );
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+        Err(Box::new(response))
+    }
+
+    async fn handle_checked(
+        &self,
+        request: Request<IncomingBody>,
+    ) -> Result<Response<Body>, Refused> {
+        let host = self.check_host(request.headers())?;
+        self.check_origin(request.headers(), &host)?;
+        self.check_token(request.headers())?;
+        if request.uri().path() != MCP_PATH {
+            return Err(Box::new(plain(
+                StatusCode::NOT_FOUND,
+                "Not Found: the MCP endpoint is /mcp",
+            )));
+        }
+        let (parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return Err(Box::new(json_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &jsonrpc::error(
+                        &Value::Null,
+                        codes::INVALID_REQUEST,
+                        format!("Invalid Request: message longer than {MAX_MESSAGE_BYTES} bytes"),
+                    ),
+                )));
+            }
+            Err(e) => {
+                tracing::debug!("reading a request body failed: {e}");
+                return Err(Box::new(plain(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: unreadable body",
+                )));
+            }
+        };
+        let is_json = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
+            });
+        if parts.method == http::Method::POST && is_json {
+            match classify(&bytes) {
+                Incoming::Message(message) => {
+                    let session = parts
+                        .headers
+                        .get("mcp-session-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    record_cancel(&self.cancelled, session, &message);
+                }
+                Incoming::Reject { code, response } => {
+                    let status = if code == codes::INVALID_PARAMS {
+                        StatusCode::OK
+                    } else {
+                        StatusCode::BAD_REQUEST
+                    };
+                    return Err(Box::new(json_response(status, &response)));
+                }
+                Incoming::Ignore(why) => {
+                    tracing::warn!("ignoring {why}");
+                    let mut accepted = Response::new(Full::new(Bytes::new()).boxed());
+                    *accepted.status_mut() = StatusCode::ACCEPTED;
+                    return Err(Box::new(accepted));
+                }
+            }
+        }
+        Ok(self
+            .mcp
+            .handle(Request::from_parts(parts, Full::new(bytes)))
+            .await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+        h
+    }
+
+    #[test]
+    fn the_token_is_compared_whole_and_the_scheme_case_insensitively() {
+        let t = BearerToken::new(b"s3cret-token");
+        assert!(t.admits(&auth("Bearer s3cret-token")).is_ok());
+        assert!(t.admits(&auth("bearer s3cret-token")).is_ok());
+        assert!(t.admits(&auth("Bearer s3cret-toke")).is_err());
+        assert!(t.admits(&auth("Bearer s3cret-token2")).is_err());
+        assert!(t.admits(&auth("Basic s3cret-token")).is_err());
+        assert!(t.admits(&HeaderMap::new()).is_err());
+        assert_eq!(format!("{t:?}"), "BearerToken(..)");
+    }
+
+    #[test]
+    fn non_loopback_needs_a_token() {
+        let options = HttpOptions {
+            addr: "0.0.0.0:0".parse().unwrap(),
+            token: None,
+        };
+        assert!(matches!(
+            options.check(),
+            Err(HttpError::TokenRequired { .. })
+        ));
+        let options = HttpOptions {
+            addr: "[::1]:0".parse().unwrap(),
+            token: None,
+        };
+        assert!(options.check().is_ok());
+    }
+}
