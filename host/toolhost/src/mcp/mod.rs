@@ -52,11 +52,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); MCP 2025-11-25 has it.
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerCapabilities, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, RequestId, ServerCapabilities, SetLevelRequestParams,
+    SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RxJsonRpcMessage};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -66,8 +70,13 @@ use tokio::sync::watch;
 use toolhost_runtime::host_session::HostEventKind;
 use toolhost_runtime::{Host, HostError};
 
+mod client;
 pub mod http;
+mod offers;
 pub mod stdio;
+
+pub use client::{CLIENT_REQUEST_TIMEOUT, MAX_SUBSCRIPTIONS_PER_SESSION};
+use client::{McpClient, SessionState, Subscriptions};
 
 pub use crate::jsonrpc::codes;
 pub use stdio::{ServeEnd, ServeError, StdioTransport, WriterTask, serve_stdio};
@@ -269,6 +278,8 @@ pub(crate) struct Shared {
     cancelled: CancelledSet,
     inflight: Inflight,
     elicitation: Arc<ElicitationApprover>,
+    /// Every session, for `notifications/resources/updated`.
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl Shared {
@@ -283,6 +294,7 @@ impl Shared {
             cancelled,
             inflight: Inflight(watch::channel(0).0),
             elicitation,
+            subscriptions: Arc::default(),
         })
     }
 
@@ -302,16 +314,34 @@ pub struct McpServer {
     /// Dropped with the last clone of this handler (the session ended): ends
     /// its `tools/list_changed` forwarder.
     alive: Arc<watch::Sender<()>>,
+    /// The session's log level, subscriptions and peer, for its plugins'
+    /// client requests ([`client`]).
+    session: Arc<SessionState>,
 }
 
 impl McpServer {
     /// A handler for one connection or session over `shared`.
     pub(crate) fn new(shared: Arc<Shared>) -> McpServer {
+        let session = SessionState::new();
+        shared.subscriptions.register(&session);
         McpServer {
             shared,
             initialized: Arc::default(),
             alive: Arc::new(watch::channel(()).0),
+            session,
         }
+    }
+
+    /// The client behind one request of this session, for the plugin's
+    /// `client` import.
+    fn client_for(&self, context: &RequestContext<RoleServer>) -> Arc<McpClient> {
+        self.session.set_peer(&context.peer);
+        Arc::new(McpClient::new(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            self.session.clone(),
+            self.shared.subscriptions.clone(),
+        ))
     }
 
     /// The MCP tool list (name, description, input schema, annotations).
@@ -368,8 +398,17 @@ fn session_of(context: &RequestContext<RoleServer>) -> String {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
-        let capabilities: ServerCapabilities =
-            serde_json::from_value(json!({"tools": {"listChanged": true}})).unwrap_or_default();
+        // Resources (with subscriptions), prompts and completions come from
+        // contract 0.2.0 plugins (ARCHITECTURE.md, "Resources and prompts");
+        // logging carries their `client.log` messages.
+        let capabilities: ServerCapabilities = serde_json::from_value(json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": false},
+            "prompts": {"listChanged": false},
+            "completions": {},
+            "logging": {},
+        }))
+        .unwrap_or_default();
         InitializeResult::new(capabilities)
             .with_protocol_version(PROTOCOL_VERSION)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -447,6 +486,8 @@ impl ServerHandler for McpServer {
         let cursor = host.events().last_seq();
         let cancel = Arc::new(tokio::sync::Notify::new());
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let client = self.client_for(&context);
+        let plugin_reports_progress = client.plugin_reports_progress.clone();
         {
             let guard = self.shared.inflight.enter();
             let route = self.shared.elicitation.route(&tool_call_id, &context.peer);
@@ -455,7 +496,14 @@ impl ServerHandler for McpServer {
             let cancel = cancel.clone();
             tokio::spawn(async move {
                 let result = host
-                    .call_tool_as(&id, &name, &arguments, "mcp", cancel)
+                    .call(toolhost_runtime::CallRequest {
+                        tool_call_id: &id,
+                        name: &name,
+                        arguments: &arguments,
+                        source: "mcp",
+                        cancel,
+                        client: Some(client),
+                    })
                     .await;
                 drop(route);
                 drop(guard);
@@ -469,6 +517,7 @@ impl ServerHandler for McpServer {
                 cursor,
                 token,
                 context.peer.clone(),
+                plugin_reports_progress,
             ))
         });
         let outcome = tokio::select! {
@@ -489,6 +538,110 @@ impl ServerHandler for McpServer {
             p.abort();
         }
         to_mcp_result(outcome?)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.session.set_peer(&context.peer);
+        offers::list_resources(&self.shared.host)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        offers::list_resource_templates(&self.shared.host)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let client: Arc<dyn toolhost_runtime::CallClient> = self.client_for(&context);
+        let _guard = self.shared.inflight.enter();
+        let contents = self
+            .shared
+            .host
+            .read_resource(&request.uri, Some(client))
+            .await
+            .map_err(offers::mcp_error)?;
+        Ok(offers::read_result(&contents)?.into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.set_peer(&context.peer);
+        if self.session.subscription_count() >= MAX_SUBSCRIPTIONS_PER_SESSION {
+            return Err(McpError::invalid_params(
+                format!(
+                    "too many subscriptions: at most {MAX_SUBSCRIPTIONS_PER_SESSION} per session"
+                ),
+                None,
+            ));
+        }
+        self.session.subscribe(&request.uri, true);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.subscribe(&request.uri, false);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        offers::list_prompts(&self.shared.host)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let arguments = offers::string_arguments(request.arguments.as_ref())?;
+        let client: Arc<dyn toolhost_runtime::CallClient> = self.client_for(&context);
+        let _guard = self.shared.inflight.enter();
+        let result = self
+            .shared
+            .host
+            .get_prompt(&request.name, arguments, Some(client))
+            .await
+            .map_err(offers::mcp_error)?;
+        Ok(offers::prompt_result(&result)?.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        offers::complete(&self.shared.host, request).await
+    }
+
+    #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); MCP 2025-11-25 has it.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.set_peer(&context.peer);
+        self.session.set_log_level(request.level);
+        Ok(())
     }
 }
 
@@ -520,6 +673,7 @@ async fn progress_pump(
     mut cursor: u64,
     token: ProgressToken,
     peer: Peer<RoleServer>,
+    plugin_reports_progress: Arc<AtomicBool>,
 ) {
     let mut changes = host.events().subscribe();
     let mut bytes = 0u64;
@@ -545,6 +699,11 @@ async fn progress_pump(
             {
                 bytes += len;
             }
+        }
+        // A plugin that reports its own progress (contract 0.2.0) owns the
+        // token from then on: mixing in output bytes would not grow.
+        if plugin_reports_progress.load(Ordering::Relaxed) {
+            return;
         }
         if bytes > sent {
             let mut param = ProgressNotificationParam::new(token.clone(), bytes as f64);

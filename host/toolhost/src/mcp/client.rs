@@ -1,0 +1,414 @@
+//! The MCP client behind a request, as a contract 0.2.0 plugin reaches it
+//! through `toolhost:plugin/client@0.2.0` (ARCHITECTURE.md, "The client
+//! channel"): [`McpClient`] implements the runtime's [`CallClient`] over the
+//! rmcp [`Peer`] of the connection (stdio) or HTTP session that made the
+//! request. The runtime has already applied the manifest grants and the
+//! per-call limits; this module maps each request onto MCP 2025-11-25:
+//!
+//! - progress → `notifications/progress` with the request's `progressToken`
+//!   ("Basic", "Utilities", "Progress"); none without a token;
+//! - log → `notifications/message` when the session's `logging/setLevel`
+//!   ([`SessionState::log_level`], default `info`) lets it through
+//!   ("Server Features", "Utilities", "Logging");
+//! - elicit → `elicitation/create`, form mode ("Client Features",
+//!   "Elicitation"), only when the client declared it;
+//! - sample → `sampling/createMessage` ("Client Features", "Sampling"), only
+//!   when the client declared it;
+//! - resource updated → `notifications/resources/updated` to every session
+//!   subscribed to the URI ([`Subscriptions`]; "Server Features",
+//!   "Resources", "Subscriptions").
+//!
+//! Elicitation and sampling wait at most [`CLIENT_REQUEST_TIMEOUT`] (the
+//! call's own wall-time limit ends them earlier).
+
+#![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); MCP 2025-11-25 has them.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use base64::Engine as _;
+use rmcp::RoleServer;
+use rmcp::model::{
+    CreateMessageRequestParams, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{ElicitationMode, Peer};
+use serde_json::{Value, json};
+
+use toolhost_runtime::CallClient;
+use toolhost_runtime::contract::v0_2_0::client::{
+    ClientError, ClientFuture, ElicitAction, ElicitRequest, ElicitResponse, LogLevel,
+    SamplingRequest, SamplingResponse,
+};
+use toolhost_runtime::contract::v0_2_0::{ContentBlock, Media, Role};
+
+/// How long an elicitation or a sampling request waits for the client
+/// (5 min); the plugin then gets `client-error::failed`.
+pub const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A log level's rank, least severe first (RFC 5424 order, as MCP lists
+/// them): `debug` 0 … `emergency` 7.
+fn rank(level: LogLevel) -> u8 {
+    match level {
+        LogLevel::Debug => 0,
+        LogLevel::Info => 1,
+        LogLevel::Notice => 2,
+        LogLevel::Warning => 3,
+        LogLevel::Error => 4,
+        LogLevel::Critical => 5,
+        LogLevel::Alert => 6,
+        LogLevel::Emergency => 7,
+    }
+}
+
+/// The rank of an MCP `LoggingLevel` (as [`rank`]).
+pub(crate) fn mcp_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn mcp_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}
+
+/// What one MCP connection or HTTP session keeps for its plugins' client
+/// requests: its peer, its `logging/setLevel` and its resource
+/// subscriptions.
+pub(crate) struct SessionState {
+    /// The client, once a request has come in (set by every handler call).
+    peer: Mutex<Option<Peer<RoleServer>>>,
+    /// The least severe level passed on, as a [`rank`]; `info` (1) until the
+    /// client sets one.
+    log_level: AtomicU8,
+    /// URIs subscribed with `resources/subscribe`.
+    subscribed: Mutex<HashSet<String>>,
+}
+
+impl SessionState {
+    pub(crate) fn new() -> Arc<SessionState> {
+        Arc::new(SessionState {
+            peer: Mutex::new(None),
+            log_level: AtomicU8::new(1),
+            subscribed: Mutex::default(),
+        })
+    }
+
+    /// Remembers the session's peer (for resource-updated notices).
+    pub(crate) fn set_peer(&self, peer: &Peer<RoleServer>) {
+        let mut slot = self.peer.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(peer.clone());
+        }
+    }
+
+    /// `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        self.log_level.store(mcp_rank(level), Ordering::Relaxed);
+    }
+
+    /// `resources/subscribe` (`true`) or `resources/unsubscribe` (`false`).
+    pub(crate) fn subscribe(&self, uri: &str, on: bool) {
+        let mut set = self.subscribed.lock().unwrap_or_else(|e| e.into_inner());
+        if on {
+            set.insert(uri.to_string());
+        } else {
+            set.remove(uri);
+        }
+    }
+}
+
+/// Most URIs one session may subscribe to (10,000); more are refused with
+/// `-32602`.
+pub const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 10_000;
+
+impl SessionState {
+    /// How many URIs the session is subscribed to.
+    pub(crate) fn subscription_count(&self) -> usize {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+}
+
+/// Every live session of one `serve` run, for resource-updated notices.
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    sessions: Mutex<Vec<Weak<SessionState>>>,
+}
+
+impl Subscriptions {
+    /// Adds a session (dropped sessions are forgotten on the next notice).
+    pub(crate) fn register(&self, session: &Arc<SessionState>) {
+        let mut all = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|s| s.strong_count() > 0);
+        all.push(Arc::downgrade(session));
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to every live
+    /// session subscribed to it.
+    async fn notify(&self, uri: &str) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut all = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            all.retain(|s| s.strong_count() > 0);
+            all.iter()
+                .filter_map(Weak::upgrade)
+                .filter(|s| {
+                    s.subscribed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .contains(uri)
+                })
+                .filter_map(|s| s.peer.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                .collect()
+        };
+        for peer in peers {
+            if let Err(e) = peer
+                .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri))
+                .await
+            {
+                tracing::debug!("resources/updated not sent: {e}");
+            }
+        }
+    }
+}
+
+/// The client behind one request (a tool call, a prompt, a resource read).
+pub(crate) struct McpClient {
+    peer: Peer<RoleServer>,
+    /// The request's `_meta.progressToken`, if any.
+    progress_token: Option<ProgressToken>,
+    session: Arc<SessionState>,
+    subscriptions: Arc<Subscriptions>,
+    /// Set once the plugin reported progress itself: the host's own
+    /// output-bytes progress for the call stops, so `progress` keeps growing.
+    pub(crate) plugin_reports_progress: Arc<AtomicBool>,
+}
+
+impl McpClient {
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        progress_token: Option<ProgressToken>,
+        session: Arc<SessionState>,
+        subscriptions: Arc<Subscriptions>,
+    ) -> McpClient {
+        McpClient {
+            peer,
+            progress_token,
+            session,
+            subscriptions,
+            plugin_reports_progress: Arc::default(),
+        }
+    }
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> ClientError {
+    ClientError::Failed(format!("{what} failed: {e}"))
+}
+
+/// A plugin's content block as a sampling message's content (text, image or
+/// audio; the runtime refuses the others before they get here).
+fn sampling_content(block: &ContentBlock) -> Result<Value, ClientError> {
+    let b64 = |m: &Media| base64::engine::general_purpose::STANDARD.encode(&m.data);
+    Ok(match block {
+        ContentBlock::Text(text) => json!({"type": "text", "text": text}),
+        ContentBlock::Image(m) => json!({"type": "image", "data": b64(m), "mimeType": m.mime_type}),
+        ContentBlock::Audio(m) => json!({"type": "audio", "data": b64(m), "mimeType": m.mime_type}),
+        _ => {
+            return Err(ClientError::Failed(
+                "sampling messages carry text, image or audio content only".into(),
+            ));
+        }
+    })
+}
+
+/// The client's sampled content as a plugin content block.
+fn plugin_content(content: &Value) -> Result<ContentBlock, ClientError> {
+    let decode = |v: &Value| -> Result<Media, ClientError> {
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(v["data"].as_str().unwrap_or_default())
+            .map_err(|e| failed("decoding the sampled media", e))?;
+        Ok(Media {
+            data,
+            mime_type: v["mimeType"].as_str().unwrap_or_default().to_string(),
+            annotations: None,
+        })
+    };
+    match content["type"].as_str() {
+        Some("text") => Ok(ContentBlock::Text(
+            content["text"].as_str().unwrap_or_default().to_string(),
+        )),
+        Some("image") => Ok(ContentBlock::Image(decode(content)?)),
+        Some("audio") => Ok(ContentBlock::Audio(decode(content)?)),
+        other => Err(ClientError::Failed(format!(
+            "the client sampled content of type {other:?}, which contract 0.2.0 cannot carry"
+        ))),
+    }
+}
+
+impl CallClient for McpClient {
+    fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> ClientFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(token) = &self.progress_token else {
+                return;
+            };
+            self.plugin_reports_progress.store(true, Ordering::Relaxed);
+            let mut param = ProgressNotificationParam::new(token.clone(), progress);
+            param.total = total;
+            param.message = message;
+            if let Err(e) = self.peer.notify_progress(param).await {
+                tracing::debug!("progress not sent: {e}");
+            }
+        })
+    }
+
+    fn log(&self, level: LogLevel, logger: String, data: Value) -> ClientFuture<'_, ()> {
+        Box::pin(async move {
+            if rank(level) < self.session.log_level.load(Ordering::Relaxed) {
+                return;
+            }
+            let mut param = LoggingMessageNotificationParam::new(mcp_level(level), data);
+            param.logger = Some(logger);
+            if let Err(e) = self.peer.notify_logging_message(param).await {
+                tracing::debug!("log message not sent: {e}");
+            }
+        })
+    }
+
+    fn elicit(
+        &self,
+        request: ElicitRequest,
+    ) -> ClientFuture<'_, Result<ElicitResponse, ClientError>> {
+        Box::pin(async move {
+            if !self
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
+            {
+                return Err(ClientError::Unsupported(
+                    "the MCP client did not declare the `elicitation` capability (form mode)"
+                        .into(),
+                ));
+            }
+            let schema: ElicitationSchema = serde_json::from_str(&request.requested_schema)
+                .map_err(|e| {
+                    ClientError::Failed(format!(
+                        "`requested-schema` is not an MCP elicitation schema (an object of \
+                         primitive properties): {e}"
+                    ))
+                })?;
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: request.message,
+                requested_schema: schema,
+            };
+            let result = self
+                .peer
+                .create_elicitation_with_timeout(params, Some(CLIENT_REQUEST_TIMEOUT))
+                .await
+                .map_err(|e| failed("elicitation/create", e))?;
+            let action = match result.action {
+                ElicitationAction::Accept => ElicitAction::Accept,
+                ElicitationAction::Decline => ElicitAction::Decline,
+                _ => ElicitAction::Cancel,
+            };
+            let content = match (&action, result.content) {
+                (ElicitAction::Accept, Some(c)) => Some(c.to_string()),
+                (ElicitAction::Accept, None) => Some("{}".into()),
+                _ => None,
+            };
+            Ok(ElicitResponse { action, content })
+        })
+    }
+
+    fn sample(
+        &self,
+        request: SamplingRequest,
+    ) -> ClientFuture<'_, Result<SamplingResponse, ClientError>> {
+        Box::pin(async move {
+            let declared = self
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.sampling.is_some());
+            if !declared {
+                return Err(ClientError::Unsupported(
+                    "the MCP client did not declare the `sampling` capability".into(),
+                ));
+            }
+            let mut messages = Vec::with_capacity(request.messages.len());
+            for m in &request.messages {
+                let role = match m.role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                };
+                messages.push(json!({"role": role, "content": sampling_content(&m.content)?}));
+            }
+            let mut params = json!({"messages": messages, "maxTokens": request.max_tokens});
+            if let Some(s) = &request.system_prompt {
+                params["systemPrompt"] = json!(s);
+            }
+            if let Some(t) = request.temperature {
+                params["temperature"] = json!(t);
+            }
+            if !request.stop_sequences.is_empty() {
+                params["stopSequences"] = json!(request.stop_sequences);
+            }
+            if let Some(p) = &request.model_preferences {
+                params["modelPreferences"] =
+                    serde_json::from_str(p).map_err(|e| failed("model-preferences", e))?;
+            }
+            let params: CreateMessageRequestParams =
+                serde_json::from_value(params).map_err(|e| failed("sampling request", e))?;
+            let result =
+                tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, self.peer.create_message(params))
+                    .await
+                    .map_err(|_| ClientError::Failed("sampling/createMessage timed out".into()))?
+                    .map_err(|e| failed("sampling/createMessage", e))?;
+            let result = serde_json::to_value(&result).map_err(|e| failed("sampling result", e))?;
+            let role = match result["role"].as_str() {
+                Some("assistant") => Role::Assistant,
+                _ => Role::User,
+            };
+            // MCP 2025-11-25 lets `content` be one block or a list; the
+            // contract carries one: the first.
+            let content = match &result["content"] {
+                Value::Array(items) => items.first().cloned().unwrap_or(Value::Null),
+                one => one.clone(),
+            };
+            Ok(SamplingResponse {
+                role,
+                content: plugin_content(&content)?,
+                model: result["model"].as_str().unwrap_or_default().to_string(),
+                stop_reason: result["stopReason"].as_str().map(str::to_string),
+            })
+        })
+    }
+
+    fn resource_updated(&self, uri: String) -> ClientFuture<'_, ()> {
+        Box::pin(async move { self.subscriptions.notify(&uri).await })
+    }
+}
