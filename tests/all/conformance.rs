@@ -3,7 +3,7 @@
 //! with the conformance plugin (`plugins/examples/conformance`, built by
 //! `plugins/examples/build.sh`), and the MCP Inspector CLI
 //! (`@modelcontextprotocol/inspector`) listing and calling tools over stdio
-//! and HTTP. Both run on the Node 22 that `npm ci --prefix tests/clients`
+//! and HTTP. Both run on the Node 22 that `tests/setup.sh`
 //! installs there (the `node` npm package; the suite needs Node ≥ 22.19).
 //!
 //! Expected failures live in `tests/clients/conformance-baseline.yml` with
@@ -30,7 +30,7 @@ fn node() -> PathBuf {
     let node = root().join("tests/clients/node_modules/.bin/node");
     assert!(
         node.exists(),
-        "{} is missing: run `npm ci --prefix tests/clients` (README's test command does)",
+        "{} is missing: run `tests/setup.sh` (README's test command runs it)",
         node.display()
     );
     node
@@ -41,7 +41,7 @@ fn client_script(path: &str) -> PathBuf {
     let script = root().join("tests/clients/node_modules").join(path);
     assert!(
         script.is_file(),
-        "{} is missing: run `npm ci --prefix tests/clients`",
+        "{} is missing: run `tests/setup.sh`",
         script.display()
     );
     script
@@ -53,7 +53,7 @@ fn conformance_plugin() -> PathBuf {
     assert!(
         wasm.is_file() && wasm.with_extension("toml").is_file(),
         "{} or its manifest is missing: build the example plugins with \
-         `plugins/examples/build.sh` (README's test command does)",
+         `tests/setup.sh` (README's test command runs it)",
         wasm.display()
     );
     wasm

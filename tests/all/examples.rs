@@ -30,7 +30,7 @@ fn example(lang: &str) -> PathBuf {
     assert!(
         wasm.is_file() && wasm.with_extension("toml").is_file(),
         "{} or its manifest is missing: build the example plugins with \
-         `plugins/examples/build.sh` (README's test command does)",
+         `tests/setup.sh` (README's test command runs it)",
         wasm.display()
     );
     wasm

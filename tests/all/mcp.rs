@@ -490,7 +490,7 @@ fn python_sdk_client() {
     assert!(
         python.exists(),
         "{} is missing: the MCP tests drive the official Python SDK from it. Create it with\n  \
-         python3 -m venv .venv && .venv/bin/pip install mcp pytest\n(in {}); .ci/run does this.",
+         tests/setup.sh\n(in {}); README's test command runs it.",
         python.display(),
         root.display()
     );

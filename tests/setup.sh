@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs and builds what the test suite drives besides Rust, all pinned, all
+# inside the repository (run from anywhere; README's test command runs it):
+#   .venv/                      the official MCP Python SDK and pytest (tests/python)
+#   tests/clients/node_modules/ Node 22 (the `node` npm package), the official MCP
+#                               conformance suite and the MCP Inspector CLI
+#                               (tests/all/conformance.rs), from package-lock.json
+#   target/examples/            the example plugins in Rust, Python and JavaScript
+#                               and the conformance plugin (plugins/examples/build.sh)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+python3 -m venv .venv
+.venv/bin/pip install -q mcp pytest
+# `npm install` with the committed lock (npm 11's `npm ci` refuses this lock over
+# an optional dependency of another platform); --loglevel=error hides the
+# engine warnings of the system Node, which these packages never run on.
+npm install --prefix tests/clients --no-audit --no-fund --loglevel=error
+plugins/examples/build.sh
