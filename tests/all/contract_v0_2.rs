@@ -824,7 +824,7 @@ fn the_cli_prints_content_blocks() {
 }
 
 #[test]
-fn plugin_wit_writes_the_draft_contract_exactly() {
+fn plugin_wit_writes_contract_0_2_0_exactly() {
     let out = tempfile::tempdir().unwrap();
     let wit = out.path().join("wit");
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))

@@ -683,3 +683,124 @@ async fn elicitation_goes_to_the_session_that_made_the_call() {
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
 }
+
+/// A plugin's elicitation during a call travels on that call's own POST SSE
+/// stream (MCP "Transports": messages on it relate to the request), so a
+/// client that never opens the optional GET stream still gets it, answers
+/// it, and gets the call's result on the same stream.
+#[tokio::test(flavor = "multi_thread")]
+async fn elicitation_rides_the_calls_own_stream() {
+    let (ws, state) = dirs();
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/compat/v0.2.0/conformance.wasm");
+    let serve = HttpServe::start(
+        ws.path(),
+        state.path(),
+        None,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},
+        "clientInfo":{"name":"no-get-stream","version":"1"}}});
+    let mut reply = send(
+        &serve.addr,
+        "POST",
+        "/mcp",
+        &post_headers(&[]),
+        init.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let session = reply.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    reply.message(&json!(0)).await;
+    let with_session = post_headers(&[("mcp-session-id", &session)]);
+    let ack = send(
+        &serve.addr,
+        "POST",
+        "/mcp",
+        &with_session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(ack.status, 202);
+
+    let mut call = send(
+        &serve.addr,
+        "POST",
+        "/mcp",
+        &with_session,
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call",
+            "params":{"name":"test_elicitation","arguments":{"message":"Who are you?"}}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(call.status, 200);
+    // The first message on the call's stream is the elicitation.
+    let ask = loop {
+        let (_, _, data) = call.event().await.expect("the call's stream ended first");
+        if !data.is_empty() {
+            break serde_json::from_str::<Value>(&data).unwrap();
+        }
+    };
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "Who are you?", "{ask}");
+    let answer = send(
+        &serve.addr,
+        "POST",
+        "/mcp",
+        &with_session,
+        json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept",
+            "content":{"username":"ada","email":"ada@example.com"}}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(answer.status, 202);
+    let result = call.message(&json!(5)).await;
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("accept") && text.contains("ada@example.com"),
+        "{result}"
+    );
+}
+
+/// Bound to another loopback address, the server accepts that address in
+/// `Host` (an IP literal cannot be rebound by DNS) and still refuses names.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_on_another_loopback_address_accepts_its_own_host() {
+    let (ws, state) = dirs();
+    let p = policy(state.path());
+    let serve = HttpServe::start(
+        ws.path(),
+        state.path(),
+        Some(&p),
+        &["--http", "127.0.0.2:0"],
+    );
+    let port = serve.port().to_string();
+    for (host, expected) in [
+        (format!("127.0.0.2:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("evil.example:{port}"), 403),
+    ] {
+        let mut h = post_headers(&[]);
+        h.push(("host", host.as_str()));
+        let reply = send(
+            &serve.addr,
+            "POST",
+            "/mcp",
+            &h,
+            initialize_body("2025-11-25"),
+        )
+        .await;
+        let status = reply.status;
+        let _ = reply.text().await;
+        assert_eq!(status, expected, "Host: {host}");
+    }
+}

@@ -955,7 +955,7 @@ impl Manifest {
     pub fn deny_all(id: &str) -> Manifest {
         Manifest {
             id: id.to_string(),
-            contract: crate::contract_version::LATEST.to_string(),
+            contract: crate::contract_version::STARTER.to_string(),
             sha256: None,
             exec: ExecGrant::None,
             exec_env: Vec::new(),

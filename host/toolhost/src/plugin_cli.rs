@@ -88,8 +88,8 @@ pub enum PluginCommand {
         /// The directory to write it into (created if missing).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// The contract version, e.g. 0.1.0 (default: the newest this toolhost
-        /// supports).
+        /// The contract version, e.g. 0.2.0 (default: 0.1.0, the one `plugin
+        /// new` starts projects from).
         #[arg(long, value_name = "VERSION")]
         contract: Option<String>,
     },
@@ -211,7 +211,7 @@ pub async fn run(command: PluginCommand) -> ExitCode {
             }
         }
         PluginCommand::Wit { out, contract } => {
-            let version = contract.unwrap_or_else(|| toolhost_runtime::contract::LATEST.into());
+            let version = contract.unwrap_or_else(|| toolhost_runtime::contract::STARTER.into());
             match scaffold::write_contract(&version, &out) {
                 Ok(files) => {
                     println!(

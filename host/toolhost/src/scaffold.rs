@@ -306,7 +306,7 @@ pub fn new_project(name: &str, lang: Lang, dir: &Path) -> Result<Vec<PathBuf>, S
         written.push(path);
     }
     written.extend(write_contract(
-        toolhost_runtime::contract::LATEST,
+        toolhost_runtime::contract::STARTER,
         &dir.join("wit"),
     )?);
     Ok(written)
@@ -383,7 +383,7 @@ strip = true
 panic = "abort"
 codegen-units = 1
 "#,
-        contract = toolhost_runtime::contract::LATEST,
+        contract = toolhost_runtime::contract::STARTER,
     )
 }
 
@@ -408,7 +408,7 @@ fn rust_sdk_lib() -> String {
     templates::RUST_SDK.replace(
         &format!(
             "path: \"../../../wit/v{}\"",
-            toolhost_runtime::contract::LATEST
+            toolhost_runtime::contract::STARTER
         ),
         "path: \"../wit\"",
     )

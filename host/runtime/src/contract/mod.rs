@@ -16,4 +16,4 @@
 pub mod v0_1_0;
 pub mod v0_2_0;
 
-pub use crate::contract_version::{LATEST, SUPPORTED};
+pub use crate::contract_version::{STARTER, SUPPORTED};

@@ -549,6 +549,24 @@ fn prepare(
         message,
     })?;
     let contract = check_world(&names, id, kind)?;
+    // The manifest's `contract` must name the version the component was
+    // built for (its exports decide; a plugin without a manifest file gets
+    // the default one, whatever it targets).
+    if kind == PluginKind::Tool
+        && manifest.contract != contract
+        && *manifest != Manifest::deny_all(id)
+    {
+        return Err(LoadError::WrongWorld {
+            plugin: id.to_string(),
+            world: kind.world(&manifest.contract),
+            message: format!(
+                "its manifest says `contract = \"{}\"` but the component was built for \
+                 contract {contract} (it exports {}); set `contract = \"{contract}\"`",
+                manifest.contract,
+                kind.export(contract)
+            ),
+        });
+    }
     let (component, source) = runtime.compile(bytes).map_err(invalid)?;
     let linker = linker(runtime, kind, contract).map_err(invalid)?;
     let pre = linker

@@ -19,7 +19,12 @@
 //!   "Resources", "Subscriptions").
 //!
 //! Elicitation and sampling wait at most [`CLIENT_REQUEST_TIMEOUT`] (the
-//! call's own wall-time limit ends them earlier).
+//! call's own wall-time limit ends them earlier). Over Streamable HTTP they
+//! travel on the SSE stream of the request that caused them (MCP
+//! "Transports": messages on a POST's stream SHOULD relate to that request;
+//! [`request_on_call_stream`]), so a client that never opens the optional
+//! GET stream still sees them. Log notifications follow rmcp's routing: on
+//! HTTP they go to the session's GET stream.
 
 #![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); MCP 2025-11-25 has them.
 
@@ -31,10 +36,13 @@ use std::time::Duration;
 use base64::Engine as _;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CreateMessageRequestParams, ElicitRequestParams, ElicitationAction, ElicitationSchema,
-    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ClientResult, CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, GetExtensions, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerRequest,
 };
-use rmcp::service::{ElicitationMode, Peer};
+use rmcp::service::{
+    ElicitationMode, OriginatingRequestId, Peer, PeerRequestOptions, ServiceError,
+};
 use serde_json::{Value, json};
 
 use toolhost_runtime::CallClient;
@@ -192,9 +200,51 @@ impl Subscriptions {
     }
 }
 
+/// Sends `request` to the client as part of request `origin` (the tool call
+/// or prompt it serves), and waits at most `timeout` for the answer. The
+/// `OriginatingRequestId` marker (rmcp's SEP-2260 support) makes the
+/// Streamable HTTP transport deliver it on `origin`'s SSE stream instead of
+/// the optional GET stream; on stdio it changes nothing.
+///
+/// Errors: what rmcp reports (the client's JSON-RPC error, a timeout, a
+/// closed transport).
+pub(crate) async fn request_on_call_stream(
+    peer: &Peer<RoleServer>,
+    origin: &RequestId,
+    mut request: ServerRequest,
+    timeout: Duration,
+) -> Result<ClientResult, ServiceError> {
+    request
+        .extensions_mut()
+        .insert(OriginatingRequestId(origin.clone()));
+    peer.send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+        .await?
+        .await_response()
+        .await
+}
+
+/// `elicitation/create` as part of request `origin` ([`request_on_call_stream`]).
+///
+/// Errors: as [`request_on_call_stream`]; an answer of another kind is
+/// `UnexpectedResponse`.
+pub(crate) async fn elicit_for(
+    peer: &Peer<RoleServer>,
+    origin: &RequestId,
+    params: ElicitRequestParams,
+    timeout: Duration,
+) -> Result<ElicitResult, ServiceError> {
+    let request = ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(params));
+    match request_on_call_stream(peer, origin, request, timeout).await? {
+        ClientResult::ElicitResult(r) => Ok(r),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
 /// The client behind one request (a tool call, a prompt, a resource read).
 pub(crate) struct McpClient {
     peer: Peer<RoleServer>,
+    /// The id of the request this client serves (its SSE stream on HTTP).
+    origin: RequestId,
     /// The request's `_meta.progressToken`, if any.
     progress_token: Option<ProgressToken>,
     session: Arc<SessionState>,
@@ -207,12 +257,14 @@ pub(crate) struct McpClient {
 impl McpClient {
     pub(crate) fn new(
         peer: Peer<RoleServer>,
+        origin: RequestId,
         progress_token: Option<ProgressToken>,
         session: Arc<SessionState>,
         subscriptions: Arc<Subscriptions>,
     ) -> McpClient {
         McpClient {
             peer,
+            origin,
             progress_token,
             session,
             subscriptions,
@@ -326,9 +378,7 @@ impl CallClient for McpClient {
                 message: request.message,
                 requested_schema: schema,
             };
-            let result = self
-                .peer
-                .create_elicitation_with_timeout(params, Some(CLIENT_REQUEST_TIMEOUT))
+            let result = elicit_for(&self.peer, &self.origin, params, CLIENT_REQUEST_TIMEOUT)
                 .await
                 .map_err(|e| failed("elicitation/create", e))?;
             let action = match result.action {
@@ -383,11 +433,24 @@ impl CallClient for McpClient {
             }
             let params: CreateMessageRequestParams =
                 serde_json::from_value(params).map_err(|e| failed("sampling request", e))?;
-            let result =
-                tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, self.peer.create_message(params))
-                    .await
-                    .map_err(|_| ClientError::Failed("sampling/createMessage timed out".into()))?
-                    .map_err(|e| failed("sampling/createMessage", e))?;
+            let request =
+                ServerRequest::CreateMessageRequest(rmcp::model::CreateMessageRequest::new(params));
+            let result = match request_on_call_stream(
+                &self.peer,
+                &self.origin,
+                request,
+                CLIENT_REQUEST_TIMEOUT,
+            )
+            .await
+            .map_err(|e| failed("sampling/createMessage", e))?
+            {
+                ClientResult::CreateMessageResult(r) => r,
+                _ => {
+                    return Err(ClientError::Failed(
+                        "sampling/createMessage: the client answered with another result".into(),
+                    ));
+                }
+            };
             let result = serde_json::to_value(&result).map_err(|e| failed("sampling result", e))?;
             let role = match result["role"].as_str() {
                 Some("assistant") => Role::Assistant,

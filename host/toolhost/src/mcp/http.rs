@@ -15,9 +15,10 @@
 //! In front of it, this module ([`HttpServer`]) checks, in this order:
 //!
 //! 1. DNS rebinding ("Security Warning"): when bound to a loopback address,
-//!    the `Host` header must name a loopback host (`localhost`, `127.0.0.1`,
-//!    `[::1]`, any port), and an `Origin` header, if present, must be
-//!    `http(s)://` one of them; otherwise `403 Forbidden`. On another address
+//!    the `Host` header must name a loopback host (`localhost` or a loopback
+//!    IP literal: `127.0.0.1`, the bound `127.0.0.2`, `[::1]`, any port), and
+//!    an `Origin` header, if present, must be `http(s)://` one of them;
+//!    otherwise `403 Forbidden`. On another address
 //!    (which needs a token), `Origin` must be loopback or name the `Host`.
 //! 2. The bearer token, when one is configured (required off loopback):
 //!    `Authorization: Bearer TOKEN`, compared in constant time (SHA-256 of
@@ -256,16 +257,26 @@ impl HttpServer {
             .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
         // Defense in depth: rmcp checks Host and Origin too.
         config = if loopback {
-            config
-                .with_allowed_hosts(LOOPBACK_NAMES)
-                .with_allowed_origins(
-                    ["http", "https"]
-                        .iter()
-                        .flat_map(|s| {
-                            ["localhost", "127.0.0.1", "[::1]"].map(|h| format!("{s}://{h}:*"))
-                        })
-                        .collect::<Vec<_>>(),
-                )
+            // The loopback names plus the address bound (e.g. 127.0.0.2).
+            let bound = match self.local_addr.ip() {
+                std::net::IpAddr::V4(ip) => ip.to_string(),
+                std::net::IpAddr::V6(ip) => ip.to_string(),
+            };
+            let mut hosts: Vec<String> = LOOPBACK_NAMES.iter().map(|h| h.to_string()).collect();
+            hosts.push(bound.clone());
+            let bound_origin = match self.local_addr.ip() {
+                std::net::IpAddr::V6(_) => format!("[{bound}]"),
+                std::net::IpAddr::V4(_) => bound,
+            };
+            config.with_allowed_hosts(hosts).with_allowed_origins(
+                ["http", "https"]
+                    .iter()
+                    .flat_map(|s| {
+                        ["localhost", "127.0.0.1", "[::1]", bound_origin.as_str()]
+                            .map(|h| format!("{s}://{h}:*"))
+                    })
+                    .collect::<Vec<_>>(),
+            )
         } else {
             config.disable_allowed_hosts()
         };
@@ -360,6 +371,17 @@ fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
     response
 }
 
+/// Whether a `Host` or `Origin` host (normalized) names this machine's
+/// loopback: `localhost` or a loopback IP literal (`127.0.0.0/8`, `::1`).
+/// An IP literal cannot be rebound by DNS, so every loopback one is safe
+/// (a server bound to `127.0.0.2` is reached as `127.0.0.2`).
+fn is_loopback_name(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// `host` without brackets, lowercase.
 fn normalize(host: &str) -> String {
     host.trim_start_matches('[')
@@ -388,7 +410,7 @@ impl Front {
                     "Bad Request: missing or invalid Host header",
                 ))
             })?;
-        if self.loopback && !LOOPBACK_NAMES.contains(&host.as_str()) {
+        if self.loopback && !is_loopback_name(&host) {
             tracing::warn!("refused a request whose Host is not loopback (DNS rebinding?)");
             return Err(Box::new(plain(
                 StatusCode::FORBIDDEN,
@@ -408,7 +430,7 @@ impl Front {
             .and_then(|o| o.parse::<http::Uri>().ok())
             .filter(|u| matches!(u.scheme_str(), Some("http" | "https")))
             .and_then(|u| u.host().map(normalize))
-            .is_some_and(|o| LOOPBACK_NAMES.contains(&o.as_str()) || (!self.loopback && o == host));
+            .is_some_and(|o| is_loopback_name(&o) || (!self.loopback && o == host));
         if allowed {
             Ok(())
         } else {

@@ -338,6 +338,7 @@ impl McpServer {
         self.session.set_peer(&context.peer);
         Arc::new(McpClient::new(
             context.peer.clone(),
+            context.id.clone(),
             context.meta.get_progress_token(),
             self.session.clone(),
             self.shared.subscriptions.clone(),
@@ -490,7 +491,10 @@ impl ServerHandler for McpServer {
         let plugin_reports_progress = client.plugin_reports_progress.clone();
         {
             let guard = self.shared.inflight.enter();
-            let route = self.shared.elicitation.route(&tool_call_id, &context.peer);
+            let route = self
+                .shared
+                .elicitation
+                .route(&tool_call_id, &context.peer, &context.id);
             let host = host.clone();
             let id = tool_call_id.clone();
             let cancel = cancel.clone();
@@ -739,8 +743,10 @@ async fn progress_pump(
 /// [`ELICITATION_TIMEOUT`].
 #[derive(Default)]
 pub struct ElicitationApprover {
-    /// The client of each call in progress (by tool call id) that can answer.
-    routes: Mutex<HashMap<String, Peer<RoleServer>>>,
+    /// The client of each call in progress (by tool call id) that can answer,
+    /// and the id of its `tools/call` request (whose SSE stream carries the
+    /// ask on HTTP).
+    routes: Mutex<HashMap<String, (Peer<RoleServer>, RequestId)>>,
 }
 
 /// How long an elicitation waits for the person at the MCP client (5 min).
@@ -766,7 +772,12 @@ impl Drop for Route {
 impl ElicitationApprover {
     /// Sends the asks of call `tool_call_id` to `peer` until the returned
     /// guard is dropped, if `peer` declared form elicitation.
-    fn route(self: &Arc<Self>, tool_call_id: &str, peer: &Peer<RoleServer>) -> Route {
+    fn route(
+        self: &Arc<Self>,
+        tool_call_id: &str,
+        peer: &Peer<RoleServer>,
+        origin: &RequestId,
+    ) -> Route {
         if !peer
             .supported_elicitation_modes()
             .contains(&rmcp::service::ElicitationMode::Form)
@@ -776,7 +787,7 @@ impl ElicitationApprover {
         self.routes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(tool_call_id.to_string(), peer.clone());
+            .insert(tool_call_id.to_string(), (peer.clone(), origin.clone()));
         Route {
             approver: Some((self.clone(), tool_call_id.to_string())),
         }
@@ -817,7 +828,7 @@ impl toolhost_runtime::permissions::Approver for ElicitationApprover {
         use rmcp::model::{ElicitRequestParams, ElicitationAction};
         use toolhost_runtime::permissions::ApprovalOutcome;
         Box::pin(async move {
-            let peer = self
+            let (peer, origin) = self
                 .routes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -832,9 +843,7 @@ impl toolhost_runtime::permissions::Approver for ElicitationApprover {
                 message,
                 requested_schema: Self::schema()?,
             };
-            let result = match peer
-                .create_elicitation_with_timeout(params, Some(ELICITATION_TIMEOUT))
-                .await
+            let result = match client::elicit_for(&peer, &origin, params, ELICITATION_TIMEOUT).await
             {
                 Ok(r) => r,
                 Err(e) => {
