@@ -804,3 +804,61 @@ async fn a_server_on_another_loopback_address_accepts_its_own_host() {
         assert_eq!(status, expected, "Host: {host}");
     }
 }
+
+/// When commands may use the network, a command could open its own MCP
+/// session to a tokenless loopback server and answer its own permission
+/// prompts: `serve` refuses to start that way, naming the flag that opened
+/// the network and `--token-file`.
+#[test]
+fn loopback_without_a_token_is_refused_when_commands_have_network() {
+    let (ws, state) = dirs();
+    for open in [["--allow-network", ""], ["--sandbox", "full-access"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(open.iter().filter(|a| !a.is_empty()))
+            .arg("--workspace")
+            .arg(ws.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .env_remove("TOOLHOST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{open:?}: {stderr}");
+        assert!(
+            stderr.contains("--token-file") && stderr.contains(open.join(" ").trim()),
+            "{open:?}: {stderr}"
+        );
+    }
+}
+
+/// `resources/subscribe` refuses URIs that are too long or carry control
+/// characters (`-32602`), and the session keeps working.
+#[tokio::test(flavor = "multi_thread")]
+async fn subscribe_refuses_oversized_and_control_character_uris() {
+    let (ws, state) = dirs();
+    let p = policy(state.path());
+    let serve = HttpServe::start(
+        ws.path(),
+        state.path(),
+        Some(&p),
+        &["--http", "127.0.0.1:0"],
+    );
+    let session = open_session(&serve.addr, &[]).await;
+    let long = format!("test://{}", "a".repeat(5000));
+    for (id, uri) in [
+        (1, long.as_str()),
+        (2, "test://x\u{1b}[2J"),
+        (3, "test://ok"),
+    ] {
+        let body =
+            json!({"jsonrpc":"2.0","id":id,"method":"resources/subscribe","params":{"uri":uri}});
+        let reply = request(&serve.addr, &session, &json!(id), &body, &[]).await;
+        if id == 3 {
+            assert_eq!(reply["result"], json!({}), "{reply}");
+        } else {
+            assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        }
+    }
+}

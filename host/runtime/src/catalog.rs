@@ -8,9 +8,11 @@
 //! offers is refused for the later plugin with a warning ([`RefusedOffer`],
 //! `Host::refused_offers`); names are never prefixed as tools' are.
 //!
-//! Routing a URI: the plugin that lists exactly that URI; else the first
-//! template, in load order, that matches it ([`crate::uri_template`]); else
-//! [`RequestError::ResourceNotFound`].
+//! Routing a URI: the plugin that lists exactly that URI; else the most
+//! specific template that matches it ([`crate::uri_template`]): the one with
+//! the most literal characters, so a catch-all such as `test://{a}/{b}/{c}`
+//! cannot take reads meant for `test://template/{id}/data`; among equals the
+//! first in load order; else [`RequestError::ResourceNotFound`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,6 +41,27 @@ pub struct TemplateEntry {
     /// The template as the plugin listed it (MCP `ResourceTemplate`).
     pub template: ResourceTemplate,
     parsed: UriTemplate,
+    /// Bytes of the template outside its `{...}` expressions.
+    literal_len: usize,
+}
+
+/// Bytes of `template` outside its `{...}` expressions.
+fn literal_len(template: &str) -> usize {
+    let mut inside = false;
+    template
+        .bytes()
+        .filter(|&b| {
+            match b {
+                b'{' => inside = true,
+                b'}' => {
+                    inside = false;
+                    return false;
+                }
+                _ => {}
+            }
+            !inside
+        })
+        .count()
 }
 
 impl TemplateEntry {
@@ -174,6 +197,7 @@ impl Catalog {
                     plugin: plugin.clone(),
                     template: t.clone(),
                     parsed,
+                    literal_len: literal_len(&t.uri_template),
                 });
             }
             for p in plugin.prompts() {
@@ -228,9 +252,12 @@ impl Catalog {
         if let Some(&i) = self.by_uri.get(uri) {
             return Some(&self.resources[i].plugin);
         }
+        // `max_by_key` keeps the last maximum: reverse so load order wins ties.
         self.templates
             .iter()
-            .find(|t| t.matches(uri))
+            .rev()
+            .filter(|t| t.matches(uri))
+            .max_by_key(|t| t.literal_len)
             .map(|t| &t.plugin)
     }
 
@@ -347,6 +374,23 @@ impl Catalog {
                     .complete_resource(template, argument, value, context)
                     .await?)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::literal_len;
+
+    #[test]
+    fn literal_len_counts_bytes_outside_expressions() {
+        for (template, expected) in [
+            ("test://template/{id}/data", 21),
+            ("test://{a}/{b}/{c}", 9),
+            ("file:///{a}", 8),
+            ("plain://uri", 11),
+        ] {
+            assert_eq!(literal_len(template), expected, "{template}");
         }
     }
 }

@@ -374,8 +374,16 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             host,
         } => {
             // Checked before anything starts, so a refused bind costs nothing.
+            // Commands that can reach the network could reach this server too.
+            let commands_network = if host.sandbox == SandboxMode::FullAccess {
+                Some("--sandbox full-access".to_string())
+            } else if host.allow_network {
+                Some("--allow-network".to_string())
+            } else {
+                None
+            };
             let http = match http
-                .map(|addr| http_options(addr, token_file.as_deref()))
+                .map(|addr| http_options(addr, token_file.as_deref(), commands_network))
                 .transpose()
             {
                 Ok(h) => h,
@@ -520,11 +528,16 @@ fn gc(
 fn http_options(
     addr: std::net::SocketAddr,
     token_file: Option<&std::path::Path>,
+    commands_network: Option<String>,
 ) -> Result<toolhost::mcp::http::HttpOptions, toolhost::mcp::http::HttpError> {
     let token = token_file
         .map(toolhost::mcp::http::BearerToken::from_file)
         .transpose()?;
-    let options = toolhost::mcp::http::HttpOptions { addr, token };
+    let options = toolhost::mcp::http::HttpOptions {
+        addr,
+        token,
+        commands_network,
+    };
     options.check()?;
     Ok(options)
 }

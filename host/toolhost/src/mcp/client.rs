@@ -144,9 +144,18 @@ impl SessionState {
     }
 }
 
-/// Most URIs one session may subscribe to (10,000); more are refused with
+/// Most URIs one session may subscribe to (1,000); more are refused with
 /// `-32602`.
-pub const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 10_000;
+pub const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 1_000;
+
+/// Longest URI `resources/subscribe` accepts, in bytes (4 KiB, as the
+/// runtime's limit on the URIs plugins offer); a longer one, or one with
+/// control characters, is refused with `-32602`.
+pub const MAX_SUBSCRIBE_URI_BYTES: usize = 4 << 10;
+
+/// How long one `notifications/resources/updated` may wait for a session's
+/// stream (1 s) before it is dropped for that session.
+pub const NOTICE_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl SessionState {
     /// How many URIs the session is subscribed to.
@@ -189,13 +198,21 @@ impl Subscriptions {
                 .filter_map(|s| s.peer.lock().unwrap_or_else(|e| e.into_inner()).clone())
                 .collect()
         };
+        // Each notice is sent on its own task and given up after
+        // [`NOTICE_TIMEOUT`]: a session that does not read its stream must
+        // not hold up the plugin call (or the other sessions).
         for peer in peers {
-            if let Err(e) = peer
-                .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri))
-                .await
-            {
-                tracing::debug!("resources/updated not sent: {e}");
-            }
+            let uri = uri.to_string();
+            tokio::spawn(async move {
+                let send = peer.notify_resource_updated(
+                    rmcp::model::ResourceUpdatedNotificationParam::new(uri),
+                );
+                match tokio::time::timeout(NOTICE_TIMEOUT, send).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::debug!("resources/updated not sent: {e}"),
+                    Err(_) => tracing::debug!("resources/updated dropped: the session is stuck"),
+                }
+            });
         }
     }
 }

@@ -74,6 +74,15 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// clients are cut off).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a request body may take to arrive, in full (30 s); a slower one
+/// is answered `408 Request Timeout`.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Most HTTP connections open at once (1,024); further ones wait in the
+/// kernel's accept queue until one closes, so a flood of idle connections
+/// cannot use up the host's file descriptors.
+pub const MAX_CONNECTIONS: usize = 1024;
+
 /// The host names a loopback-bound server accepts in `Host` and `Origin`.
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -89,6 +98,21 @@ pub enum HttpError {
     TokenRequired {
         /// The address asked for.
         addr: SocketAddr,
+    },
+    /// Loopback without a token while the commands plugins start may use the
+    /// network: one of them could open its own MCP session and answer the
+    /// permission prompts its own command raised.
+    #[error(
+        "refusing to serve MCP over HTTP on {addr} without a token: commands may use the \
+         network ({why}), so a command could connect to this server and answer its own \
+         permission prompts; pass --token-file PATH (a file holding the token, outside the \
+         workspace), or leave the network closed to commands"
+    )]
+    TokenRequiredForNetwork {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Which setting opens the network (`--allow-network`, `--sandbox full-access`).
+        why: String,
     },
     /// The token file could not be read or holds no token.
     #[error("cannot use the token file {}: {reason}", path.display())]
@@ -188,18 +212,32 @@ pub struct HttpOptions {
     /// Where to listen, e.g. `127.0.0.1:8765` (port 0: any free port).
     pub addr: SocketAddr,
     /// The bearer token every request must carry; required unless `addr`
-    /// is loopback.
+    /// is loopback and commands cannot reach the network.
     pub token: Option<BearerToken>,
+    /// Why the commands plugins start may use the network (e.g.
+    /// `--allow-network`), if they may; `None`: they cannot connect to
+    /// anything, this server included.
+    pub commands_network: Option<String>,
 }
 
 impl HttpOptions {
     /// Checks the options before anything starts: a non-loopback address
-    /// without a token is refused.
+    /// without a token is refused, and so is loopback without a token when
+    /// commands may use the network (a command could drive the server).
     ///
-    /// Errors: [`HttpError::TokenRequired`].
+    /// Errors: [`HttpError::TokenRequired`], [`HttpError::TokenRequiredForNetwork`].
     pub fn check(&self) -> Result<(), HttpError> {
-        if !self.addr.ip().is_loopback() && self.token.is_none() {
+        if self.token.is_some() {
+            return Ok(());
+        }
+        if !self.addr.ip().is_loopback() {
             return Err(HttpError::TokenRequired { addr: self.addr });
+        }
+        if let Some(why) = &self.commands_network {
+            return Err(HttpError::TokenRequiredForNetwork {
+                addr: self.addr,
+                why: why.clone(),
+            });
         }
         Ok(())
     }
@@ -294,7 +332,13 @@ impl HttpServer {
         });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut stop = std::pin::pin!(stop);
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         loop {
+            let slot = tokio::select! {
+                s = slots.clone().acquire_owned() => s,
+                () = &mut stop => break,
+            };
+            let Ok(slot) = slot else { break };
             let accepted = tokio::select! {
                 a = self.listener.accept() => a,
                 () = &mut stop => break,
@@ -322,6 +366,7 @@ impl HttpServer {
                 if let Err(e) = connection.await {
                     tracing::debug!("HTTP connection ended: {e}");
                 }
+                drop(slot);
             });
         }
         tracing::info!("stopping the HTTP front door: ending MCP sessions");
@@ -477,7 +522,19 @@ impl Front {
             )));
         }
         let (parts, body) = request.into_parts();
-        let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
+        let read = tokio::time::timeout(
+            BODY_READ_TIMEOUT,
+            Limited::new(body, MAX_MESSAGE_BYTES).collect(),
+        )
+        .await;
+        let Ok(read) = read else {
+            tracing::debug!("a request body took longer than {BODY_READ_TIMEOUT:?}");
+            return Err(Box::new(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request Timeout: the body did not arrive in time",
+            )));
+        };
+        let bytes = match read {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => {
                 return Err(Box::new(json_response(
@@ -566,6 +623,7 @@ mod tests {
         let options = HttpOptions {
             addr: "0.0.0.0:0".parse().unwrap(),
             token: None,
+            commands_network: None,
         };
         assert!(matches!(
             options.check(),
@@ -574,7 +632,17 @@ mod tests {
         let options = HttpOptions {
             addr: "[::1]:0".parse().unwrap(),
             token: None,
+            commands_network: None,
         };
         assert!(options.check().is_ok());
+        // Loopback, but commands may connect to it: a token is required.
+        let options = HttpOptions {
+            commands_network: Some("--allow-network".into()),
+            ..options
+        };
+        assert!(matches!(
+            options.check(),
+            Err(HttpError::TokenRequiredForNetwork { .. })
+        ));
     }
 }

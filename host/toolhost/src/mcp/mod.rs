@@ -75,7 +75,9 @@ pub mod http;
 mod offers;
 pub mod stdio;
 
-pub use client::{CLIENT_REQUEST_TIMEOUT, MAX_SUBSCRIPTIONS_PER_SESSION};
+pub use client::{
+    CLIENT_REQUEST_TIMEOUT, MAX_SUBSCRIBE_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSION, NOTICE_TIMEOUT,
+};
 use client::{McpClient, SessionState, Subscriptions};
 
 pub use crate::jsonrpc::codes;
@@ -118,6 +120,13 @@ const KNOWN_METHODS: &[&str] = &[
 /// [`cancel_key`].
 pub(crate) type CancelledSet = Arc<Mutex<HashSet<String>>>;
 
+/// Longest [`cancel_key`] recorded (512 bytes: a session id and a request
+/// id; MCP ids are short).
+const MAX_CANCEL_KEY_BYTES: usize = 512;
+
+/// Most cancellations remembered at once (4,096); past it the set is cleared.
+const MAX_CANCELLED: usize = 4096;
+
 /// The key of request `id` of session `session` in a [`CancelledSet`]:
 /// the session id (`""` on stdio), a newline, the id as compact JSON.
 pub(crate) fn cancel_key(session: &str, id: &RequestId) -> String {
@@ -137,10 +146,19 @@ pub(crate) fn record_cancel(
         && let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
         && let Some(id) = &c.params.request_id
     {
-        cancelled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(cancel_key(session, id));
+        let key = cancel_key(session, id);
+        // Request ids this long are not ours to cancel; and the set stays
+        // bounded: cancels for requests that never ran or already ended
+        // would otherwise pile up (oldest forgotten first would need an
+        // order; clearing is enough: a lost mark only lets a call run on).
+        if key.len() > MAX_CANCEL_KEY_BYTES {
+            return;
+        }
+        let mut set = cancelled.lock().unwrap_or_else(|e| e.into_inner());
+        if set.len() >= MAX_CANCELLED {
+            set.clear();
+        }
+        set.insert(key);
     }
 }
 
@@ -583,6 +601,16 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.session.set_peer(&context.peer);
+        if request.uri.len() > MAX_SUBSCRIBE_URI_BYTES || request.uri.chars().any(char::is_control)
+        {
+            return Err(McpError::invalid_params(
+                format!(
+                    "invalid resource URI: at most {MAX_SUBSCRIBE_URI_BYTES} bytes, no control \
+                     characters"
+                ),
+                None,
+            ));
+        }
         if self.session.subscription_count() >= MAX_SUBSCRIPTIONS_PER_SESSION {
             return Err(McpError::invalid_params(
                 format!(
