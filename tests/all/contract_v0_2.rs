@@ -739,6 +739,18 @@ async fn a_second_plugin_offering_the_same_names_is_refused_them() {
     );
     // Tools are prefixed instead, as for any two plugins.
     assert!(host.tools().iter().any(|t| t.name == "server2__content"));
+    // And server2 may not announce changes of the URIs refused it: reads of
+    // them go to `server`, so its notices for them are dropped.
+    let client = Arc::new(FakeClient::default());
+    call_with(host, "server2__client", json!({}), Some(client.clone()))
+        .await
+        .unwrap();
+    let updates: Vec<String> = client
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("updated"))
+        .collect();
+    assert_eq!(updates, Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

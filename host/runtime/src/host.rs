@@ -299,7 +299,7 @@ pub struct Host {
     skipped: Vec<SkippedPlugin>,
     refused: Vec<RefusedTool>,
     tools: Vec<ToolEntry>,
-    catalog: Catalog,
+    catalog: Arc<Catalog>,
     tools_version: tokio::sync::watch::Sender<u64>,
     next_call: AtomicU64,
     events: Arc<HostSessionLog>,
@@ -486,7 +486,19 @@ impl Host {
             .flat_map(|p| p.refused_tools().iter().cloned())
             .collect();
         all_refused.append(&mut refused);
-        let catalog = Catalog::build(&plugins);
+        let catalog = Arc::new(Catalog::build(&plugins));
+        // A plugin may announce changes only of URIs a read routes to it
+        // (ARCHITECTURE.md, "Resources and prompts").
+        for plugin in &plugins {
+            let catalog = Arc::downgrade(&catalog);
+            let id = plugin.id().to_string();
+            plugin.set_route_check(Box::new(move |uri| {
+                catalog
+                    .upgrade()
+                    .and_then(|c| c.route(uri).map(|p| p.id() == id))
+                    .unwrap_or(false)
+            }));
+        }
         Ok(Host {
             config,
             services,

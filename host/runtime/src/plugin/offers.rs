@@ -145,12 +145,30 @@ fn label_error(what: &str, value: &str, required: bool) -> Option<String> {
     if required && value.is_empty() {
         return Some(format!("its {what} is empty"));
     }
+    // One line of plain text: no C0/C1 controls (escape sequences, newlines)
+    // and no bidirectional formatting characters (text that reads otherwise
+    // than it is), which clients may show as they are.
+    if let Some(c) = value
+        .chars()
+        .find(|&c| c.is_control() || is_bidi_control(c))
+    {
+        return Some(format!(
+            "its {what} contains the control character U+{:04X}",
+            c as u32
+        ));
+    }
     (value.len() > MAX_LABEL_BYTES).then(|| {
         format!(
             "its {what} is {} bytes, more than the limit of {MAX_LABEL_BYTES} (MAX_LABEL_BYTES)",
             value.len()
         )
     })
+}
+
+/// Unicode's bidirectional formatting characters (UAX #9: embeddings,
+/// overrides, isolates, marks).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The first problem of the optional labels and description shared by
@@ -480,5 +498,21 @@ mod tests {
                 ("many", "MAX_PROMPT_ARGUMENTS"),
             ],
         );
+    }
+
+    #[test]
+    fn labels_refuse_control_and_bidi_characters() {
+        for bad in [
+            "a\u{1b}[31m",
+            "two\nlines",
+            "x\u{202E}y",
+            "z\u{2066}",
+            "\u{85}",
+        ] {
+            assert!(super::label_error("name", bad, true).is_some(), "{bad:?}");
+        }
+        for good in ["test_prompt", "Résumé", "image/png", "名前"] {
+            assert_eq!(super::label_error("name", good, true), None, "{good:?}");
+        }
     }
 }

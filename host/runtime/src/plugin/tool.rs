@@ -216,6 +216,7 @@ impl ToolPlugin {
         let scope = UriScope {
             uris: resources.iter().map(|r| r.uri.clone()).collect(),
             templates: templates.iter().map(|(_, parsed)| parsed.clone()).collect(),
+            routed_here: std::sync::OnceLock::new(),
         };
         plugin.tools = tools;
         plugin.refused = refused;
@@ -225,6 +226,13 @@ impl ToolPlugin {
         plugin.refused_offers = refused_offers;
         plugin.scope = Arc::new(scope);
         Ok(plugin)
+    }
+
+    /// Gives the plugin's resource scope the host's routing once every
+    /// plugin's offers are merged ([`UriScope::routed_here`]); later calls
+    /// change nothing.
+    pub(crate) fn set_route_check(&self, routed: crate::contract::v0_2_0::client::RouteCheck) {
+        let _ = self.scope.routed_here.set(routed);
     }
 
     /// The plugin id.

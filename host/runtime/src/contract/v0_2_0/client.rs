@@ -119,18 +119,39 @@ pub trait CallClient: Send + Sync {
 
 /// The URIs a plugin may announce changes of: those it lists and those its
 /// templates match (`client.resource-updated` for any other is ignored).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct UriScope {
     /// Its resources' URIs.
     pub uris: std::collections::HashSet<String>,
     /// Its resource templates, parsed.
     pub templates: Vec<UriTemplate>,
+    /// Set once the host has merged every plugin's offers: whether a read of
+    /// a URI goes to this plugin (`Host`'s catalog routing). With it, a
+    /// plugin cannot announce changes of URIs another plugin lists, of offers
+    /// the merge refused it, or that a more specific template of another
+    /// plugin takes.
+    pub routed_here: std::sync::OnceLock<RouteCheck>,
+}
+
+/// The host's check that a URI is routed to a given plugin ([`UriScope::routed_here`]).
+pub type RouteCheck = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
+impl std::fmt::Debug for UriScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UriScope")
+            .field("uris", &self.uris)
+            .field("templates", &self.templates.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl UriScope {
-    /// Whether `uri` is one of the plugin's.
+    /// Whether `uri` is one of the plugin's: one it lists or one of its
+    /// templates matches, and (once the host has merged the offers) one a
+    /// read would be routed to it for.
     pub fn contains(&self, uri: &str) -> bool {
-        self.uris.contains(uri) || self.templates.iter().any(|t| t.matches(uri))
+        (self.uris.contains(uri) || self.templates.iter().any(|t| t.matches(uri)))
+            && self.routed_here.get().is_none_or(|routed| routed(uri))
     }
 }
 
