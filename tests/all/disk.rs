@@ -367,9 +367,13 @@ fn toolhost_call_caps_the_output_log_as_configured() {
     let text = result["text"].as_str().unwrap();
     assert_eq!(result["is_error"], Value::Bool(true), "{result}");
     assert!(text.contains("output-cap"), "{text}");
+    // The bound is the documented one (`output.rs`, `PUNCH_STEP`: at most
+    // 256 KiB over the cap on disk at any time): under load the file system
+    // may still hold blocks it allocated ahead of the writer when the call
+    // returns (seen: 160 KiB for this 64 KiB cap on a loaded 2-core machine).
     let flood = std::fs::metadata(&logs()[1]).unwrap();
     assert!(
-        flood.blocks() * 512 <= CAP + 64 * 1024,
+        flood.blocks() * 512 <= CAP + 256 * 1024,
         "{} bytes on disk for a {CAP}-byte cap",
         flood.blocks() * 512
     );
