@@ -51,8 +51,8 @@ pub const LANGS: [&str; 3] = ["rust", "python", "js"];
 const CALL_GOAL: Duration = Duration::from_millis(2);
 
 /// The arguments every `greet` gets, and the text it must answer.
-const NAME: &str = "Ada";
-const GREETING: &str = "Hello, Ada!";
+pub(crate) const NAME: &str = "Ada";
+pub(crate) const GREETING: &str = "Hello, Ada!";
 
 /// Where the built examples are: `$TOOLHOST_EXAMPLES`, else `target/examples` of
 /// this repository.
@@ -126,11 +126,17 @@ fn listing(dir: &Path) -> Result<Vec<(String, u64, std::time::SystemTime)>> {
     Ok(files)
 }
 
-type Client = RunningService<RoleClient, ()>;
+/// An rmcp client session over a child's stdio.
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// `toolhost serve` over stdio with `plugins` (none: what the state dir's plugins
 /// dir holds), initialised; returns the client and the server's pid.
-async fn serve(bin: &Path, ws: &Path, state: &Path, plugins: &[PathBuf]) -> Result<(Client, u32)> {
+pub(crate) async fn serve(
+    bin: &Path,
+    ws: &Path,
+    state: &Path,
+    plugins: &[PathBuf],
+) -> Result<(Client, u32)> {
     let mut cmd = tokio::process::Command::new(bin);
     cmd.arg("serve")
         .arg("--workspace")
@@ -151,7 +157,7 @@ async fn serve(bin: &Path, ws: &Path, state: &Path, plugins: &[PathBuf]) -> Resu
 }
 
 /// One `greet` through MCP, checked.
-async fn greet_mcp(client: &Client, tool: &str) -> Result<()> {
+pub(crate) async fn greet_mcp(client: &Client, tool: &str) -> Result<()> {
     let mut params = CallToolRequestParams::new(tool.to_string());
     params.arguments = json!({ "name": NAME }).as_object().cloned();
     let result = client.call_tool(params).await?;
@@ -191,7 +197,7 @@ async fn greet_plugin(plugin: &ToolPlugin) -> Result<()> {
 }
 
 /// CPU time (user + system) of process `pid` so far.
-fn cpu_of(pid: u32) -> Result<Duration> {
+pub(crate) fn cpu_of(pid: u32) -> Result<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let rest = stat.rsplit_once(')').context("malformed stat")?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();

@@ -1,4 +1,4 @@
-//! toolhost's benchmarks: figures P1–P7, L1 and P12 of `BENCHMARKS.md`, each measured
+//! toolhost's benchmarks: figures P1–P10, L1 and P12 of `BENCHMARKS.md`, each measured
 //! against a baseline in the same run, interleaved. `main.rs` runs every figure in its own
 //! child process (so one figure's threads and memory never colour another's) and
 //! prints one table; `benches/micro.rs` runs P1, P3 and P7 under criterion.
@@ -8,16 +8,21 @@ pub mod end_to_end;
 pub mod examples;
 pub mod fixture;
 pub mod load;
+pub mod mcp_call;
 pub mod plugin_call;
+pub mod policy_decide;
 pub mod replay;
 pub mod report;
 pub mod scale;
+pub mod serve_startup;
 pub mod startup;
 pub mod stats;
 pub mod wakeup;
 
 /// The figure ids, in table order.
-pub const FIGURES: [&str; 9] = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "L1", "P12"];
+pub const FIGURES: [&str; 12] = [
+    "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "L1", "P12",
+];
 
 /// How big a run is: `quick` (under a minute on 2 cores) or full (the real figures).
 #[derive(Debug, Clone, Copy)]
@@ -50,7 +55,7 @@ pub fn run_helper(id: &str, sessions: usize) -> Option<anyhow::Result<String>> {
     }
 }
 
-/// Runs figure `id` (`P1` … `P7`, `L1`, `P12`) in this process and returns its rows.
+/// Runs figure `id` (`P1` … `P10`, `L1`, `P12`) in this process and returns its rows.
 ///
 /// Errors: an unknown id, or whatever the figure's setup or checks hit.
 pub fn run_figure(id: &str, mode: Mode) -> anyhow::Result<Vec<report::Row>> {
@@ -63,6 +68,9 @@ pub fn run_figure(id: &str, mode: Mode) -> anyhow::Result<Vec<report::Row>> {
         "P5" => runtime.block_on(scale::run(mode.sessions())),
         "P6" => startup::run(mode.pick(4, 20)),
         "P7" => replay::run(100_000, mode.pick(2, 5)),
+        "P8" => runtime.block_on(mcp_call::run(mode.pick(300, 3_000), mode.pick(300, 2_000))),
+        "P9" => runtime.block_on(serve_startup::run(mode.pick(5, 30))),
+        "P10" => runtime.block_on(policy_decide::run(mode.quick)),
         "L1" => runtime.block_on(load::run(mode.pick(40, 200))),
         "P12" => runtime.block_on(examples::run(
             mode.pick(30, 300),

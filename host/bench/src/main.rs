@@ -1,5 +1,5 @@
-//! `toolhost-bench`: runs figures P1–P7 and L1 (load) and prints one table
-//! (see BENCHMARKS.md). `cargo run --release -p toolhost-bench [-- --quick]`.
+//! `toolhost-bench`: runs figures P1–P10, L1 (load) and P12 (example plugins) and
+//! prints one table (see BENCHMARKS.md). `cargo run --release -p toolhost-bench [-- --quick]`.
 
 use std::process::{Command, ExitCode, Stdio};
 

@@ -17,34 +17,49 @@ use crate::stats::{Summary, duration};
 /// benchmark binary, which is (re)built first when running under cargo so it is never
 /// stale.
 pub fn toolhost_binary() -> Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("TOOLHOST_BIN") {
-        return Ok(bin.into());
+    built_binary("TOOLHOST_BIN", "toolhost", "toolhost")
+}
+
+/// P8's and P9's baseline, the minimal rmcp server `toolhost-bench-mcp`
+/// (`src/bin/toolhost-bench-mcp.rs`): `$TOOLHOST_BENCH_MCP`, else the one beside this
+/// benchmark binary, (re)built first under cargo as [`toolhost_binary`] is.
+pub fn baseline_mcp_binary() -> Result<PathBuf> {
+    built_binary("TOOLHOST_BENCH_MCP", "toolhost-bench", "toolhost-bench-mcp")
+}
+
+/// `$env` if set, else binary `bin` of `package` beside this benchmark binary,
+/// built first (same profile and target dir) when running under cargo.
+fn built_binary(env: &str, package: &str, bin: &str) -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(env) {
+        return Ok(path.into());
     }
     let exe = std::env::current_exe()?;
-    let dir = exe.parent().context("no directory")?;
-    let bin = dir.join("toolhost");
+    let mut dir = exe.parent().context("no directory")?;
+    // An integration test runs from `target/<profile>/deps`.
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir = dir.parent().context("no profile directory")?;
+    }
+    let path = dir.join(bin);
     if let Some(cargo) = std::env::var_os("CARGO") {
         let target = dir.parent().context("no target directory")?;
         let mut build = Command::new(cargo);
         build
-            .args(["build", "-q", "-p", "toolhost", "--bin", "toolhost"])
+            .args(["build", "-q", "-p", package, "--bin", bin])
             .env("CARGO_TARGET_DIR", target);
         if dir.file_name().is_some_and(|n| n == "release") {
             build.arg("--release");
         }
         let status = build.status().context("running cargo build")?;
-        ensure!(
-            status.success(),
-            "cargo build of the toolhost binary failed"
-        );
+        ensure!(status.success(), "cargo build of the {bin} binary failed");
     }
-    if !bin.exists() {
+    if !path.exists() {
         bail!(
-            "{} does not exist: build it (`cargo build --release -p toolhost`) or set TOOLHOST_BIN",
-            bin.display()
+            "{} does not exist: build it (`cargo build --release -p {package} --bin {bin}`) or \
+             set {env}",
+            path.display()
         );
     }
-    Ok(bin)
+    Ok(path)
 }
 
 /// One whole-process run with `state` as the state dir; returns the wall time.
