@@ -61,6 +61,24 @@ async fn toolhost_serve(bin: &Path, fixture: &Fixture, plugin: &Path) -> Result<
     spawn_mcp(cmd).await
 }
 
+/// Context switches (voluntary + involuntary, summed over its threads) of process
+/// `pid` so far, from `/proc/PID/task/*/status`: each thread hand-off on the call
+/// path is one or two of them. Threads that already exited are not counted.
+pub fn switches_of(pid: u32) -> Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else {
+            continue;
+        };
+        total += status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    Ok(total)
+}
+
 /// CPU time (user + system, all threads) of this process so far.
 pub fn own_cpu() -> Duration {
     // SAFETY: `usage` is a valid out-pointer.
@@ -195,20 +213,35 @@ pub async fn run(calls: usize, block: usize) -> Result<Vec<Row>> {
     // CPU per call: blocks of `block` calls (the kernel counts CPU time in 10 ms
     // ticks), the two servers alternating, twice each.
     let (mut ours_cpu, mut raw_cpu) = (Duration::ZERO, Duration::ZERO);
+    let (mut ours_switches, mut raw_switches) = (0u64, 0u64);
     for _ in 0..2 {
-        for (client, name, pid, sum) in [
-            (&toolhost, tool.as_str(), toolhost_pid, &mut ours_cpu),
-            (&baseline, "greet", baseline_pid, &mut raw_cpu),
+        for (client, name, pid, sum, switches) in [
+            (
+                &toolhost,
+                tool.as_str(),
+                toolhost_pid,
+                &mut ours_cpu,
+                &mut ours_switches,
+            ),
+            (
+                &baseline,
+                "greet",
+                baseline_pid,
+                &mut raw_cpu,
+                &mut raw_switches,
+            ),
         ] {
-            let before = cpu_of(pid)?;
+            let (before, switched) = (cpu_of(pid)?, switches_of(pid)?);
             for _ in 0..block {
                 greet_mcp(client, name).await?;
             }
             *sum += cpu_of(pid)? - before;
+            *switches += switches_of(pid)?.saturating_sub(switched);
         }
     }
     let ours_cpu = ours_cpu / (2 * block) as u32;
     let raw_cpu = raw_cpu / (2 * block) as u32;
+    let per_call = |n: u64| n as f64 / (2 * block) as f64;
     for client in [toolhost, baseline] {
         client
             .cancel()
@@ -258,6 +291,12 @@ pub async fn run(calls: usize, block: usize) -> Result<Vec<Row>> {
                 cpu(ours_cpu),
                 cpu(raw_cpu),
                 ratio(ours_cpu, raw_cpu)
+            ),
+            format!(
+                "server context switches per call (voluntary + involuntary, all threads, \
+                 /proc/PID/task/*/status): toolhost {:.1}, rmcp server {:.1}",
+                per_call(ours_switches),
+                per_call(raw_switches)
             ),
             format!(
                 "in this process, latency median / CPU per call: Host::call_tool with a \

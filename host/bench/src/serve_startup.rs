@@ -1,8 +1,8 @@
 //! P9: `toolhost serve` start-up. From spawning the process to its answer to
-//! `tools/list` (after `initialize`), with a warm compiled cache, loading 1, 10 and
-//! 20 copies of the Rust example plugin (`plugins/examples/rust`, each under its own
-//! id with a manifest, in a `--plugins-dir`), against spawning the minimal rmcp
-//! server of P8 (`toolhost-bench-mcp`) to its `tools/list` answer. All four are
+//! `tools/list` (after `initialize`), with a warm compiled cache, loading 1, 10, 20
+//! and 50 copies of the Rust example plugin (`plugins/examples/rust`, each under its
+//! own id with a manifest, in a `--plugins-dir`), against spawning the minimal rmcp
+//! server of P8 (`toolhost-bench-mcp`) to its `tools/list` answer. All five are
 //! interleaved; each process is gone before the next starts.
 
 use std::path::{Path, PathBuf};
@@ -18,16 +18,17 @@ use crate::report::Row;
 use crate::startup::{baseline_mcp_binary, toolhost_binary};
 use crate::stats::{Summary, duration};
 
-/// The plugin counts measured (the first and last are the issue's; the middle one
-/// shows whether the growth is linear).
-pub const COUNTS: [usize; 3] = [1, 10, 20];
+/// The plugin counts measured (1 and 20 are the issue's; the others show whether
+/// the growth is linear, 50 far enough out for a super-linear term to show).
+pub const COUNTS: [usize; 4] = [1, 10, 20, 50];
 
 /// The goal for one plugin.
 const GOAL: Duration = Duration::from_millis(20);
 
-/// "At most linear": the per-plugin cost from 10 to 20 plugins at most this many
-/// times that from 1 to 10 (room for noise), judged on the fastest start of each
-/// (a start-up's noise only ever adds time; the medians' steps are printed too).
+/// "At most linear": the per-plugin cost of every later step (10 → 20, 20 → 50) at
+/// most this many times that from 1 to 10 (room for noise), judged on the fastest
+/// start of each (a start-up's noise only ever adds time; the medians' steps are
+/// printed too).
 const LINEAR_SLACK: f64 = 1.5;
 
 /// A plugins dir with `n` copies of `wasm`, as `exNN.wasm` with manifest
@@ -164,21 +165,29 @@ pub async fn run(runs: usize) -> Result<Vec<Row>> {
         .iter()
         .map(|s| Summary::of(s.init.clone()))
         .collect();
-    let (base, one, ten, twenty) = (
-        listed[0].median,
-        listed[1].median,
-        listed[2].median,
-        listed[3].median,
-    );
+    let (base, one, twenty) = (listed[0].median, listed[1].median, listed[3].median);
     let per = |a: Duration, b: Duration, n: usize| {
         Duration::from_secs_f64((b.as_secs_f64() - a.as_secs_f64()).max(0.0) / n as f64)
     };
-    let (low, high, all) = (per(one, ten, 9), per(ten, twenty, 10), per(one, twenty, 19));
-    let (min_low, min_high) = (
-        per(listed[1].min, listed[2].min, 9),
-        per(listed[2].min, listed[3].min, 10),
-    );
-    let linear = min_high.as_secs_f64() <= LINEAR_SLACK * min_low.as_secs_f64().max(1e-4);
+    // Per-plugin cost of each step between consecutive counts.
+    let steps: Vec<(usize, usize, Duration, Duration)> = COUNTS
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| {
+            let n = w[1] - w[0];
+            (
+                w[0],
+                w[1],
+                per(listed[i + 1].median, listed[i + 2].median, n),
+                per(listed[i + 1].min, listed[i + 2].min, n),
+            )
+        })
+        .collect();
+    let all = per(one, twenty, 19);
+    let first = steps[0].3.as_secs_f64().max(1e-4);
+    let linear = steps
+        .iter()
+        .all(|s| s.3.as_secs_f64() <= LINEAR_SLACK * first);
     let mut details = vec![format!(
         "rmcp server (toolhost-bench-mcp): to tools/list {}; to initialize {}",
         listed[0].describe(),
@@ -192,14 +201,18 @@ pub async fn run(runs: usize) -> Result<Vec<Row>> {
             duration(init[i + 1].median)
         ));
     }
+    let show = |f: fn(&(usize, usize, Duration, Duration)) -> Duration| {
+        steps
+            .iter()
+            .map(|s| format!("{}→{} {}", s.0, s.1, duration(f(s))))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     details.push(format!(
-        "per plugin: medians 1→10 {}, 10→20 {}, 1→20 {}; minima 1→10 {}, 10→20 {}; \
-         growth {} (minima: 10→20 ≤ {LINEAR_SLACK}× 1→10)",
-        duration(low),
-        duration(high),
-        duration(all),
-        duration(min_low),
-        duration(min_high),
+        "per plugin: medians {}; minima {}; growth {} (minima: every step ≤ {LINEAR_SLACK}× \
+         1→10)",
+        show(|s| s.2),
+        show(|s| s.3),
         if linear { "linear" } else { "MORE than linear" }
     ));
     Ok(vec![Row {
@@ -211,9 +224,10 @@ pub async fn run(runs: usize) -> Result<Vec<Row>> {
             COUNTS.map(|n| n.to_string()).join(", ")
         ),
         measured: format!(
-            "1: {}, 20: {} ({}/plugin)",
+            "1: {}, 20: {}, 50: {} ({}/plugin 1→20)",
             duration(one),
             duration(twenty),
+            duration(listed[4].median),
             duration(all)
         ),
         baseline: format!("rmcp {}", duration(base)),

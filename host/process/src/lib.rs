@@ -11,12 +11,14 @@
 //! command and its process group. It is not a *host session* (the event log of
 //! one `toolhost serve` run, in `toolhost-runtime`).
 
+mod fd_flags;
 mod fd_limit;
 mod peer;
 pub mod sandbox;
 mod sessions;
 mod spawn;
 
+pub use fd_flags::set_nonblocking;
 pub use fd_limit::{FdLimit, raise_fd_limit};
 pub use peer::current_uid;
 pub use sessions::*;

@@ -662,16 +662,15 @@ async fn serve(
         control.path().display(),
         log.id()
     );
+    // Put back in blocking mode right before exiting (ProcessStdio::take).
+    let mut restore_blocking = None;
     let end = if let Some(options) = http {
         serve_http(host.clone(), options, stop_rx, pid, &log).await
     } else {
+        let (stdio, restore) = toolhost::mcp::ProcessStdio::take();
+        restore_blocking = Some(restore);
         Ok(tokio::select! {
-            end = toolhost::mcp::serve_stdio(
-                host.clone(),
-                tokio::io::stdin(),
-                tokio::io::stdout(),
-                stop_rx,
-            ) => end,
+            end = toolhost::mcp::serve_process_stdio(host.clone(), stdio, stop_rx) => end,
             // What MCP clients send to stop a server: end every session's process
             // group like a stop request does (they would otherwise outlive us).
             signal = termination_signal() => {
@@ -709,8 +708,9 @@ async fn serve(
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     drop(control);
-    // stdin is read by a blocking thread that cannot be interrupted; leave
-    // without waiting for it.
+    drop(restore_blocking);
+    // stdin may be read by a blocking thread that cannot be interrupted;
+    // leave without waiting for it.
     std::process::exit(code)
 }
 

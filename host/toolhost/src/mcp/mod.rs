@@ -81,7 +81,10 @@ pub use client::{
 use client::{McpClient, SessionState, Subscriptions};
 
 pub use crate::jsonrpc::codes;
-pub use stdio::{ServeEnd, ServeError, StdioTransport, WriterTask, serve_stdio};
+pub use stdio::{
+    ProcessStdio, RestoreBlocking, ServeEnd, ServeError, StdioTransport, WriterTask,
+    serve_process_stdio, serve_stdio,
+};
 
 /// Longest message the server reads, on either transport: 4 MiB. A longer
 /// stdio line is discarded (never buffered whole) and answered with
