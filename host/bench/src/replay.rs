@@ -92,6 +92,9 @@ pub fn log_with(fixture: &Fixture, n: usize) -> Result<HostSessionLog> {
     Ok(log)
 }
 
+/// The goal (issue 16): at least 3M events/s replayed from the file.
+const GOAL: f64 = 3e6;
+
 /// Runs P7 over `n` events, `reps` replays of each kind, interleaved.
 pub fn run(n: usize, reps: usize) -> Result<Vec<Row>> {
     let fixture = Fixture::new()?;
@@ -122,8 +125,8 @@ pub fn run(n: usize, reps: usize) -> Result<Vec<Row>> {
         baseline: rate(raw_rate),
         ratio: Some(r),
         ratio_note: "toolhost / read-lines".into(),
-        goal: "≥ 1M events/s".into(),
-        met: ours_rate >= 1e6,
+        goal: format!("≥ {}", rate(GOAL)),
+        met: ours_rate >= GOAL,
         details: vec![
             format!(
                 "toolhost: {}",

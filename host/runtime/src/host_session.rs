@@ -394,36 +394,48 @@ fn bound_value(v: &mut Value) {
 /// written to `events.jsonl` (without the newline). Serialises as that object
 /// verbatim, so a replay goes out without being decoded and re-encoded; call
 /// [`RecordedEvent::event`] for the typed [`HostEvent`].
-#[derive(Debug, Clone)]
+///
+/// The text is JSON the host encoded itself, or a line of the file that
+/// [`HostSessionLog::open`] decoded when it opened the log (the file is locked
+/// while the log is open and only [`HostSessionLog::append`] writes to it), so a
+/// replay from the file checks only each line's framing, not its whole syntax
+/// (benchmark P7, ARCHITECTURE.md "Host sessions").
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecordedEvent {
     /// The event's seq (the same as in its JSON).
     pub seq: u64,
-    json: Arc<RawValue>,
+    json: Arc<str>,
 }
 
 impl RecordedEvent {
     /// The JSON object, e.g. `{"seq":7,"ts_ms":…,"kind":"process_exited",…}`.
     pub fn json(&self) -> &str {
-        self.json.get()
+        &self.json
     }
 
     /// Decodes the typed event.
     ///
     /// Errors: the JSON is not an [`HostEvent`] (a log written by a newer toolhost).
     pub fn event(&self) -> Result<HostEvent, serde_json::Error> {
-        serde_json::from_str(self.json.get())
+        serde_json::from_str(&self.json)
     }
 }
 
-impl PartialEq for RecordedEvent {
-    fn eq(&self, other: &RecordedEvent) -> bool {
-        self.seq == other.seq && self.json.get() == other.json.get()
-    }
-}
+/// The name under which `serde_json` serialises a [`RawValue`]: a struct of this
+/// name with one field of this name holding the JSON text, which serde_json's
+/// serializers (`to_writer`, `to_string`, `to_value`) take verbatim. The test
+/// `recorded_events_serialise_verbatim` checks it against the serde_json in use.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 impl Serialize for RecordedEvent {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(serializer)
+        // What `RawValue::serialize` does, for text that is already known to be
+        // one JSON object (see the type's doc), without building a `RawValue`
+        // (which re-parses the whole text).
+        use serde::ser::SerializeStruct;
+        let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+        raw.serialize_field(RAW_VALUE_TOKEN, &*self.json)?;
+        raw.end()
     }
 }
 
@@ -518,6 +530,9 @@ pub struct Recovery {
 pub struct HostSessionLog {
     id: String,
     path: Option<PathBuf>,
+    /// The file opened for reading (replays read it with `pread`, without the
+    /// lock); `None` for an in-memory log.
+    reader: Option<File>,
     resumed_from: u64,
     recovery: Recovery,
     inner: Mutex<Inner>,
@@ -534,6 +549,10 @@ struct Inner {
     memory_limit: usize,
     /// `index[k]` = byte offset of seq `1 + k * INDEX_STRIDE` in the file.
     index: Vec<u64>,
+    /// A seq and the byte offset of its line, where the last replay from the file
+    /// stopped: the next page of a client paging through the history starts
+    /// there instead of at its index entry (benchmark P7).
+    resume_at: (u64, u64),
     write_error: Option<String>,
 }
 
@@ -644,7 +663,9 @@ impl HostSessionLog {
         }
         let loaded = load(&path, &mut file)?;
         let resumed_from = loaded.inner.next_seq - 1;
-        let mut log = HostSessionLog::with_parts(id, Some(path), loaded.inner, resumed_from);
+        // `file` stays open as the replays' reader (`load` keeps a clone to append).
+        let mut log =
+            HostSessionLog::with_parts(id, Some((path, file)), loaded.inner, resumed_from);
         log.recover(state_dir, loaded.scan);
         Ok(log)
     }
@@ -754,14 +775,16 @@ impl HostSessionLog {
 
     fn with_parts(
         id: String,
-        path: Option<PathBuf>,
+        file: Option<(PathBuf, File)>,
         inner: Inner,
         resumed_from: u64,
     ) -> HostSessionLog {
         let (notify, _) = watch::channel(inner.next_seq - 1);
+        let (path, reader) = file.unzip();
         HostSessionLog {
             id,
             path,
+            reader,
             resumed_from,
             recovery: Recovery::default(),
             inner: Mutex::new(inner),
@@ -816,22 +839,17 @@ impl HostSessionLog {
             ts_ms: now_ms(),
             kind: kind.bounded(),
         };
-        let json: Arc<RawValue> = match serde_json::value::to_raw_value(&event) {
+        let json: Arc<str> = match serde_json::to_string(&event) {
             Ok(json) => json.into(),
             Err(e) => {
                 // Every event type serialises; this is a bug, not a runtime state.
                 tracing::error!(log = %self.id, "cannot encode event {seq}: {e}");
-                Arc::from(
-                    RawValue::from_string(format!(
-                        r#"{{"seq":{seq},"ts_ms":0,"kind":"unencodable"}}"#
-                    ))
-                    .expect("valid JSON"),
-                )
+                format!(r#"{{"seq":{seq},"ts_ms":0,"kind":"unencodable"}}"#).into()
             }
         };
         if inner.file.is_some() {
-            let mut line = Vec::with_capacity(json.get().len() + 1);
-            line.extend_from_slice(json.get().as_bytes());
+            let mut line = Vec::with_capacity(json.len() + 1);
+            line.extend_from_slice(json.as_bytes());
             line.push(b'\n');
             if (seq - 1).is_multiple_of(INDEX_STRIDE) {
                 let at = inner.file_len;
@@ -851,13 +869,13 @@ impl HostSessionLog {
                 None => {}
             }
         }
-        inner.memory_bytes += json.get().len();
+        inner.memory_bytes += json.len();
         inner.memory.push_back(RecordedEvent { seq, json });
         while inner.memory.len() > inner.memory_limit
             || (inner.memory_bytes > MEMORY_BYTES && inner.memory.len() > 1)
         {
             if let Some(old) = inner.memory.pop_front() {
-                inner.memory_bytes -= old.json.get().len();
+                inner.memory_bytes -= old.json.len();
             }
         }
         drop(inner);
@@ -878,11 +896,14 @@ impl HostSessionLog {
         let mut from = cursor + 1;
         if from < memory_first && on_disk {
             let stop = memory_first;
-            let index = inner.index.clone();
+            let start = inner.start_of(from);
             drop(inner);
-            if let Some(path) = &self.path {
-                match read_range(path, &index, from, stop, max) {
-                    Ok(found) => events = found,
+            if let Some(file) = &self.reader {
+                match read_range(file, start, from, stop, max) {
+                    Ok((found, end)) => {
+                        events = found;
+                        self.lock().resume_at = end;
+                    }
                     Err(e) => tracing::error!(log = %self.id, "replaying from disk failed: {e}"),
                 }
             }
@@ -1075,6 +1096,23 @@ fn take_memory(inner: &Inner, from: u64, max: usize, out: &mut Vec<RecordedEvent
 }
 
 impl Inner {
+    /// A seq at or before `from` whose line's byte offset is known, and that
+    /// offset: the index entry of `from`'s stride, or where the last replay
+    /// stopped when that is nearer.
+    fn start_of(&self, from: u64) -> (u64, u64) {
+        let slot =
+            (((from.max(1) - 1) / INDEX_STRIDE) as usize).min(self.index.len().saturating_sub(1));
+        let indexed = self
+            .index
+            .get(slot)
+            .map_or((1, 0), |&off| (1 + slot as u64 * INDEX_STRIDE, off));
+        if self.resume_at.0 <= from && self.resume_at.0 > indexed.0 {
+            self.resume_at
+        } else {
+            indexed
+        }
+    }
+
     fn empty(file: Option<File>, file_len: u64, next_seq: u64) -> Inner {
         Inner {
             file,
@@ -1084,6 +1122,7 @@ impl Inner {
             memory_bytes: 0,
             memory_limit: MEMORY_EVENTS,
             index: Vec::new(),
+            resume_at: (1, 0),
             write_error: None,
         }
     }
@@ -1235,15 +1274,10 @@ fn load(path: &Path, file: &mut File) -> Result<Loaded, HostSessionLogError> {
         scan.note(&event.kind);
         offset += n as u64;
         inner.next_seq += 1;
-        let text = std::str::from_utf8(buf.trim_ascii_end()).unwrap_or_default();
-        let json =
-            RawValue::from_string(text.to_owned()).map_err(|e| HostSessionLogError::Corrupt {
-                path: path.to_path_buf(),
-                line: line_no,
-                message: e.to_string(),
-            })?;
-        let json: Arc<RawValue> = json.into();
-        inner.memory_bytes += json.get().len();
+        // Decoded above, so it is one JSON object in UTF-8.
+        let text = std::str::from_utf8(buf.trim_ascii()).unwrap_or_default();
+        let json: Arc<str> = text.into();
+        inner.memory_bytes += json.len();
         inner.memory.push_back(RecordedEvent {
             seq: event.seq,
             json,
@@ -1252,7 +1286,7 @@ fn load(path: &Path, file: &mut File) -> Result<Loaded, HostSessionLogError> {
             || (inner.memory_bytes > MEMORY_BYTES && inner.memory.len() > 1)
         {
             if let Some(old) = inner.memory.pop_front() {
-                inner.memory_bytes -= old.json.get().len();
+                inner.memory_bytes -= old.json.len();
             }
         }
     }
@@ -1270,43 +1304,93 @@ fn is_eof(reader: &mut BufReader<&File>) -> bool {
     reader.fill_buf().map(|b| b.is_empty()).unwrap_or(true)
 }
 
-/// Reads events `from..stop` (at most `max`) from the file, seeking with the index.
-/// Each line is checked to be JSON but not decoded: the seq comes from its
-/// position (the file was checked when opened and only this log appends to it).
+/// Bytes read from the file at a time by [`read_range`]: 64 KiB.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Reads events `from..stop` (at most `max`) from the file, starting at `start`
+/// (a seq at or before `from` and the byte offset of its line; see
+/// [`Inner::start_of`]). The seq comes from each line's position (the file was
+/// checked when opened and only this log appends to it); each line is checked by
+/// [`recorded_line`]. Reads with `pread` in [`READ_CHUNK`] pieces, checks each
+/// piece's UTF-8 once and copies each event once, into its [`RecordedEvent`].
+/// Also returns the seq after the last event read and the byte offset of its line.
 fn read_range(
-    path: &Path,
-    index: &[u64],
+    file: &File,
+    start: (u64, u64),
     from: u64,
     stop: u64,
     max: usize,
-) -> std::io::Result<Vec<RecordedEvent>> {
-    let slot = (((from.max(1) - 1) / INDEX_STRIDE) as usize).min(index.len().saturating_sub(1));
-    let (start_seq, start_offset) = index
-        .get(slot)
-        .map_or((1, 0), |&off| (1 + slot as u64 * INDEX_STRIDE, off));
-    let mut file = File::open(path)?;
-    file.seek(SeekFrom::Start(start_offset))?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
-    let mut out = Vec::with_capacity(max.min((stop - from) as usize));
-    let mut seq = start_seq;
-    let mut line = String::new();
+) -> std::io::Result<(Vec<RecordedEvent>, (u64, u64))> {
+    use std::os::unix::fs::FileExt;
+    let (mut seq, mut offset) = start;
+    let mut out = Vec::with_capacity(max.min(stop.saturating_sub(from) as usize));
+    // Bytes from `offset` on: whole lines, then the start of the next.
+    let mut buf: Vec<u8> = Vec::with_capacity(2 * READ_CHUNK);
+    let mut read_to = offset;
     while seq < stop && out.len() < max {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
+        let have = buf.len();
+        buf.resize(have + READ_CHUNK, 0);
+        let n = file.read_at(&mut buf[have..], read_to)?;
+        buf.truncate(have + n);
+        read_to += n as u64;
+        let Some(last) = buf.iter().rposition(|&b| b == b'\n') else {
+            if n == 0 {
+                break;
+            }
+            continue;
+        };
+        let lines = std::str::from_utf8(&buf[..=last])
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let mut used = 0;
+        for line in lines.split_terminator('\n') {
+            if seq >= stop || out.len() >= max {
+                break;
+            }
+            if seq >= from {
+                out.push(RecordedEvent {
+                    seq,
+                    json: recorded_line(line, seq)?.into(),
+                });
+            }
+            used += line.len() + 1;
+            seq += 1;
+        }
+        offset += used as u64;
+        buf.drain(..used);
+        if n == 0 {
             break;
         }
-        if seq >= from {
-            let text = line.trim_end_matches('\n');
-            let json = RawValue::from_string(text.to_owned())
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-            out.push(RecordedEvent {
-                seq,
-                json: json.into(),
-            });
-        }
-        seq += 1;
     }
-    Ok(out)
+    Ok((out, (seq, offset)))
+}
+
+/// The JSON of the event with seq `seq`, from its line in the file (newline
+/// removed). A line as [`HostSessionLog::append`] writes it (UTF-8, `{"seq":<seq>,`
+/// first, `}` last) is taken as it is: the host encoded it, or [`load`] decoded it
+/// when the log was opened. Any other line (a file edited by hand between runs,
+/// which [`load`] accepted) is checked as a whole, as JSON.
+///
+/// Errors: [`std::io::ErrorKind::InvalidData`] when the line is not one JSON value.
+fn recorded_line(text: &str, seq: u64) -> std::io::Result<&str> {
+    if framed(text, seq) {
+        return Ok(text);
+    }
+    let raw: &RawValue = serde_json::from_str(text)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok(raw.get())
+}
+
+/// True when `text` starts with `{"seq":<seq>,` and ends with `}`, as every line
+/// [`HostSessionLog::append`] writes does.
+fn framed(text: &str, seq: u64) -> bool {
+    let Some(rest) = text.strip_prefix(r#"{"seq":"#) else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    rest.as_bytes().get(digits) == Some(&b',')
+        && rest[..digits].parse::<u64>() == Ok(seq)
+        && !rest[..digits].starts_with('0')
+        && text.ends_with('}')
 }
 
 #[cfg(test)]
@@ -1599,5 +1683,107 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(log.lock().memory_bytes <= MEMORY_BYTES);
+    }
+
+    /// A recorded event serialises as its JSON text, byte for byte, through every
+    /// serde_json serializer the front doors use (this pins the raw-value name
+    /// `RecordedEvent` relies on to the serde_json in use).
+    #[test]
+    fn recorded_events_serialise_verbatim() {
+        let log = HostSessionLog::in_memory("hs_raw");
+        log.append(HostEventKind::ToolCallStarted {
+            tool_call_id: "tc_1".into(),
+            tool: "t".into(),
+            arguments: serde_json::json!({"b": [1, 2.5, null], "a": "\u{e9}\n\"q\""}),
+            source: "api".into(),
+        });
+        let r = log.replay(0, 10);
+        let e = &r.events[0];
+        assert_eq!(serde_json::to_string(e).unwrap(), e.json());
+        let mut written = Vec::new();
+        serde_json::to_writer(&mut written, &r).unwrap();
+        let text = String::from_utf8(written).unwrap();
+        assert!(
+            text.contains(&format!("\"events\":[{}]", e.json())),
+            "{text}"
+        );
+        let value = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            value["events"][0],
+            serde_json::from_str::<Value>(e.json()).unwrap()
+        );
+        let back: Replay<HostEvent> = serde_json::from_value(value).unwrap();
+        assert_eq!(back.events[0], e.event().unwrap());
+    }
+
+    /// Replay from the file returns exactly the JSON the log wrote; a line edited
+    /// between runs (keys reordered, blanks added: still a valid event) comes back
+    /// as JSON too, and a line that is not JSON is an error, not an event.
+    #[test]
+    fn replay_from_the_file_returns_each_line_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let written: Vec<String> = {
+            let log = HostSessionLog::open(dir.path(), Some("hs_lines")).unwrap();
+            for n in 0..600 {
+                log.append(out(n));
+            }
+            log.replay(0, 1000)
+                .events
+                .iter()
+                .map(|e| e.json().to_owned())
+                .collect()
+        };
+        let path = hosts_dir(dir.path()).join("hs_lines").join(EVENTS_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines, written);
+        // Seq 300 with its keys reordered and blanks around it.
+        let edited = lines[299].replacen(r#"{"seq":300,"#, r#" { "ts_ms":0, "seq":300,"#, 1);
+        let edited = format!("{} ", edited.replacen(r#""ts_ms":"#, r#""x":"#, 1));
+        let edited_text: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                if i == 299 {
+                    format!("{edited}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        std::fs::write(&path, &edited_text).unwrap();
+        let log = HostSessionLog::open(dir.path(), Some("hs_lines")).unwrap();
+        log.lock().memory_limit = 10;
+        let start = log.lock().start_of(290);
+        assert_eq!(start.0, 257);
+        let file = File::open(&path).unwrap();
+        let (got, end) = read_range(&file, start, 290, 310, 100).unwrap();
+        assert_eq!(end.0, 310);
+        let line_310 = edited_text
+            .lines()
+            .take(309)
+            .map(|l| l.len() + 1)
+            .sum::<usize>();
+        assert_eq!(end.1, line_310 as u64);
+        assert_eq!(got.len(), 20);
+        assert_eq!(got[10].seq, 300);
+        assert_eq!(got[10].json(), edited.trim());
+        assert_eq!(got[9].json(), lines[298]);
+        assert_eq!(got[11].json(), lines[300]);
+        // A line that is neither framed as the log writes it nor JSON is refused.
+        let broken: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                if i == 299 {
+                    "{\"seq\":300 oops\n".to_owned()
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        std::fs::write(&path, &broken).unwrap();
+        let err = read_range(&file, start, 290, 310, 100).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
     }
 }
