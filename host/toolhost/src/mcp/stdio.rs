@@ -411,18 +411,6 @@ impl ProcessStdio {
         );
         (ProcessStdio { input, output }, restore)
     }
-
-    /// Whether stdin is read on the reactor (a pipe or socket) rather than
-    /// through tokio's blocking pool.
-    pub fn direct_input(&self) -> bool {
-        self.input.is_some()
-    }
-
-    /// Whether stdout is written directly (a pipe or socket) rather than
-    /// through tokio's blocking pool.
-    pub fn direct_output(&self) -> bool {
-        self.output.is_some()
-    }
 }
 
 /// The device and inode `fd` refers to.
