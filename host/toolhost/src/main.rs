@@ -684,6 +684,8 @@ async fn serve(
         Err(code) => return code,
     };
     host.sessions().shutdown().await;
+    // `std::process::exit` below runs no destructors: leave no cgroup behind.
+    toolhost_process::remove_own_cgroups();
     let (state, message, code) = match end {
         Ok(toolhost::mcp::ServeEnd::ClientClosed) => (
             Lifecycle::Stopped,

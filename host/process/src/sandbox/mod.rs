@@ -510,11 +510,12 @@ impl SandboxPolicy {
             ));
         }
 
-        let mut seccomp_filters = Vec::new();
+        let mut seccomp_filters = Arc::new(Vec::new());
         let (mut network_blocked, mut unix_sockets_blocked) = (false, false);
         if !self.network || !self.unix_sockets {
             if support.seccomp {
-                seccomp_filters = seccomp::socket_filters(!self.network, !self.unix_sockets)?;
+                seccomp_filters =
+                    seccomp::socket_filters_shared(!self.network, !self.unix_sockets)?;
                 network_blocked = !self.network;
                 unix_sockets_blocked = !self.unix_sockets;
             } else {
@@ -739,7 +740,8 @@ struct ChildPlan {
     landlock_fd: Option<std::os::fd::OwnedFd>,
     /// Rules the child adds for the private `/dev/shm` and `/dev/pts` it mounts.
     landlock_rules: Vec<landlock::ChildRule>,
-    seccomp: Vec<seccompiler::BpfProgram>,
+    /// Compiled once per process (`seccomp::socket_filters_shared`).
+    seccomp: Arc<Vec<seccompiler::BpfProgram>>,
 }
 
 impl ChildPlan {
@@ -758,7 +760,7 @@ impl ChildPlan {
         if let Some(fd) = &self.landlock_fd {
             landlock::restrict_self_in_child(fd, &self.landlock_rules)?;
         }
-        for prog in &self.seccomp {
+        for prog in self.seccomp.iter() {
             seccomp::apply_in_child(prog)?;
         }
         Ok(())

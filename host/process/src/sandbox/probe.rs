@@ -26,45 +26,57 @@ pub struct KernelSupport {
     pub private_pts: bool,
 }
 
-/// Probes the kernel once (the first call starts up to four short-lived children, sharing
-/// the host's memory until they exit, that only issue
+/// Probes the kernel once (the first call starts up to four short-lived children at once,
+/// each sharing the host's memory until it exits, that only issue
 /// `unshare`/`mount` syscalls and `_exit`); later calls return the cached answer.
 /// Mounts made by a probe child exist only in its own private mount namespace.
 pub fn probe() -> KernelSupport {
     static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
     SUPPORT
         .get_or_init(|| {
-            let mount = crate::spawn::in_child(&|| {
-                super::mounts::enter_namespace()?;
-                super::mounts::make_root_private()
+            // The four children run at once, each from a thread of its own (a
+            // child only blocks the thread that started it): a start waits for
+            // the slowest, not the sum (BENCHMARKS.md, P6 and P9).
+            let in_namespace = |mount: fn() -> io::Result<()>| {
+                crate::spawn::in_child(&|| {
+                    super::mounts::enter_namespace()?;
+                    super::mounts::make_root_private()?;
+                    mount()
+                })
+                .is_ok()
+            };
+            let shm_exists = std::path::Path::new(super::mounts::DEV_SHM).is_dir();
+            let pts_exist = std::path::Path::new(super::mounts::DEV_PTS).is_dir()
+                && std::path::Path::new(super::mounts::DEV_PTMX).exists();
+            let (mount, userns, shm, pts) = std::thread::scope(|scope| {
+                let userns = scope.spawn(|| {
+                    crate::spawn::in_child(&|| {
+                        // SAFETY: plain syscall in the throwaway child.
+                        if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                        Ok(())
+                    })
+                });
+                let shm = shm_exists
+                    .then(|| scope.spawn(|| in_namespace(super::mounts::mount_private_shm)));
+                let pts = pts_exist
+                    .then(|| scope.spawn(|| in_namespace(super::mounts::mount_private_pts)));
+                let mount = crate::spawn::in_child(&|| {
+                    super::mounts::enter_namespace()?;
+                    super::mounts::make_root_private()
+                });
+                let joined = |h: Option<std::thread::ScopedJoinHandle<'_, bool>>| {
+                    h.is_some_and(|h| h.join().unwrap_or(false))
+                };
+                let userns = userns
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("the probe thread panicked")));
+                (mount, userns, joined(shm), joined(pts))
             });
             let mount_ok = mount.is_ok();
-            let userns = crate::spawn::in_child(&|| {
-                // SAFETY: plain syscall in the throwaway child.
-                if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-            let mounts_in_namespace = |ok: bool, mount: fn() -> io::Result<()>| {
-                mount_ok
-                    && ok
-                    && crate::spawn::in_child(&|| {
-                        super::mounts::enter_namespace()?;
-                        super::mounts::make_root_private()?;
-                        mount()
-                    })
-                    .is_ok()
-            };
-            let private_shm = mounts_in_namespace(
-                std::path::Path::new(super::mounts::DEV_SHM).is_dir(),
-                super::mounts::mount_private_shm,
-            );
-            let private_pts = mounts_in_namespace(
-                std::path::Path::new(super::mounts::DEV_PTS).is_dir()
-                    && std::path::Path::new(super::mounts::DEV_PTMX).exists(),
-                super::mounts::mount_private_pts,
-            );
+            let private_shm = mount_ok && shm;
+            let private_pts = mount_ok && pts;
             // SAFETY: plain prctl.
             let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
             let support = KernelSupport {

@@ -134,6 +134,24 @@ pub(crate) fn socket_filters(
     Ok(progs)
 }
 
+/// [`socket_filters`], compiled once per process for each of its four argument
+/// combinations (the programs depend on nothing else) and shared by every command
+/// prepared afterwards (ARCHITECTURE.md, "Sandbox": built once, applied in each child).
+/// Errors: as [`socket_filters`] (a failed compilation is not cached).
+pub(crate) fn socket_filters_shared(
+    block_network: bool,
+    block_unix: bool,
+) -> Result<std::sync::Arc<Vec<BpfProgram>>, SandboxError> {
+    use std::sync::{Arc, OnceLock};
+    static COMPILED: [OnceLock<Arc<Vec<BpfProgram>>>; 4] = [const { OnceLock::new() }; 4];
+    let slot = &COMPILED[usize::from(block_network) * 2 + usize::from(block_unix)];
+    if let Some(progs) = slot.get() {
+        return Ok(progs.clone());
+    }
+    let progs = Arc::new(socket_filters(block_network, block_unix)?);
+    Ok(slot.get_or_init(|| progs).clone())
+}
+
 /// x86_64 only: `EPERM` for any syscall number with `__X32_SYSCALL_BIT` set.
 fn x32_filter() -> Option<BpfProgram> {
     if std::env::consts::ARCH != "x86_64" {

@@ -53,7 +53,7 @@ pub use process::{
     group_members,
 };
 pub use subscription::Subscription;
-pub use tree::{DEFAULT_MAX_PROCESSES_PER_SESSION, ProcessTracking};
+pub use tree::{DEFAULT_MAX_PROCESSES_PER_SESSION, ProcessTracking, remove_own_cgroups};
 
 use session::{Session, SessionInit, Timing};
 

@@ -500,7 +500,13 @@ fn start(launch: Launch) -> io::Result<Started> {
             &launch.confinement,
         )
     };
-    let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup)?;
+    let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup);
+    // The child has joined its cgroups (or is gone): their descriptors are not needed
+    // for the rest of the session.
+    if let Some(tree) = &launch.tree {
+        tree.close_join_fds();
+    }
+    let spawned = spawned?;
     if let Some(tree) = &launch.tree {
         tree.set_leader(spawned.pid);
     }

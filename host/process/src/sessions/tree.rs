@@ -252,7 +252,7 @@ fn shared_parent(
     let name = format!("toolhost-{}", std::process::id());
     let mut last_err = None;
     for base in [own.as_path(), mount.as_path()] {
-        sweep_dead_hosts(base, v2);
+        sweep_dead_hosts_in_background(base, v2);
         let dir = base.join(&name);
         match fs::create_dir(&dir) {
             Ok(()) => {}
@@ -369,8 +369,45 @@ fn enable_pids(dir: &Path) -> bool {
         && fs::write(dir.join("cgroup.subtree_control"), "+pids").is_ok()
 }
 
+/// Runs [`sweep_dead_hosts`] for `base` on a thread of its own, once per process
+/// and base: what dead hosts left is not in this host's way (its own cgroups are
+/// `toolhost-<own pid>`), and ending it can wait up to 500 ms per directory for
+/// processes to go, which a start must not (BENCHMARKS.md, P6 and P9).
+fn sweep_dead_hosts_in_background(base: &Path, v2: bool) {
+    static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+        if swept.iter().any(|b| b == base) {
+            return;
+        }
+        swept.push(base.to_path_buf());
+    }
+    let base = base.to_path_buf();
+    let spawned = std::thread::Builder::new()
+        .name("toolhost-cgroup-sweep".into())
+        .spawn(move || sweep_dead_hosts(&base, v2));
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the sweep of dead hosts' cgroups");
+    }
+}
+
+/// Removes this process's `toolhost-<pid>` cgroups, ending any process still in
+/// them (waiting at most 200 ms per directory for them to go). For a process
+/// about to leave through `std::process::exit`, which runs no destructors: call
+/// it after every session was ended (`Sessions::shutdown`). Sessions started
+/// afterwards by an engine still alive cannot be tracked by cgroup.
+pub fn remove_own_cgroups() {
+    let parents = PARENTS.lock().unwrap_or_else(|e| e.into_inner());
+    for parent in [&parents.v2, &parents.v1].into_iter().flatten() {
+        if let Some(parent) = parent.upgrade() {
+            remove_tree_dir(&parent.dir, parent.v2, Duration::from_millis(200));
+        }
+    }
+}
+
 /// Ends and removes `toolhost-<pid>` directories under `base` whose host no longer
-/// runs (a host killed with SIGKILL cannot clean up).
+/// runs (a host killed with SIGKILL or leaving through `std::process::exit`
+/// without [`remove_own_cgroups`] cannot clean up).
 fn sweep_dead_hosts(base: &Path, v2: bool) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
@@ -460,10 +497,14 @@ pub(crate) fn join_cgroup(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// One session cgroup: its directory and its `cgroup.procs`, open for the child.
+/// One session cgroup: its directory and its `cgroup.procs`, open for the child
+/// until it has been started ([`Tree::close_join_fds`]).
 struct Group {
     dir: PathBuf,
-    procs: OwnedFd,
+    /// `None` once the child joined: a running session holds no descriptor for its
+    /// cgroups (members are read by path), which keeps the host's descriptors per
+    /// session low (ARCHITECTURE.md, "Sessions").
+    procs: Mutex<Option<OwnedFd>>,
     /// Keeps `toolhost-<pid>` until this group is gone.
     _parent: Arc<Parent>,
     v2: bool,
@@ -476,7 +517,7 @@ impl Group {
         match open_procs(&dir) {
             Ok(procs) => Ok(Group {
                 dir,
-                procs,
+                procs: Mutex::new(Some(procs)),
                 _parent: parent.clone(),
                 v2: parent.v2,
             }),
@@ -515,10 +556,25 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
-    /// The `cgroup.procs` descriptors the child writes `0` to (`-1`: none).
+    /// The `cgroup.procs` descriptors the child writes `0` to (`-1`: none, or
+    /// already closed by [`Tree::close_join_fds`]). Valid until that call.
     pub(crate) fn join_fds(&self) -> [RawFd; 2] {
-        let fd = |g: &Option<Group>| g.as_ref().map_or(-1, |g| g.procs.as_raw_fd());
+        let fd = |g: &Option<Group>| {
+            g.as_ref().map_or(-1, |g| {
+                let procs = g.procs.lock().unwrap_or_else(|e| e.into_inner());
+                procs.as_ref().map_or(-1, |fd| fd.as_raw_fd())
+            })
+        };
         [fd(&self.v2), fd(&self.v1)]
+    }
+
+    /// Closes the `cgroup.procs` descriptors once the child has joined (or failed
+    /// to start): nothing else writes to them, so a running session keeps no
+    /// descriptor for its tree.
+    pub(crate) fn close_join_fds(&self) {
+        for g in [&self.v2, &self.v1].into_iter().flatten() {
+            g.procs.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
     }
 
     /// Records the shell's pid (it leads its own session and process group).
