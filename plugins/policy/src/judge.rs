@@ -2,7 +2,7 @@
 //! every part allowed, anything uncertain is at most ask.
 
 use crate::pattern::{Arg, Match, Pattern};
-use crate::rules::{DefaultAction, Rules};
+use crate::rules::{DefaultAction, List as RuleList, Rules};
 use crate::shell::{Analysis, Layer, LayerKind, Part, basename};
 
 /// The plugin's answer, before it is turned into the WIT `decision`.
@@ -70,8 +70,15 @@ const HOW_TO_ALLOW_DENIED: &str =
 fn judge_part(rules: &Rules, part: &Part) -> Verdict {
     let text = part.text();
     let mut reasons: Vec<String> = Vec::new();
+    // Only the rules that can match a layer are tried (`Rules::candidates`, in
+    // list order): the others give `Match::No`, so the verdict and the rule it
+    // names are those of a scan of the whole list.
     for layer in &part.layers {
-        for p in &rules.deny {
+        for p in rules
+            .candidates(RuleList::Deny, &layer.words)
+            .iter()
+            .map(|i| &rules.deny[i])
+        {
             match layer_match(p, layer, List::Restrict) {
                 Match::Yes => {
                     let shown = if layer.text() == text {
@@ -92,7 +99,11 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
         }
     }
     for layer in &part.layers {
-        for p in &rules.ask {
+        for p in rules
+            .candidates(RuleList::Ask, &layer.words)
+            .iter()
+            .map(|i| &rules.ask[i])
+        {
             match layer_match(p, layer, List::Restrict) {
                 Match::Yes => reasons.push(format!("`{}` matches ask rule `{p}`", layer.text())),
                 Match::Maybe => reasons.push(format!(
@@ -110,9 +121,9 @@ fn judge_part(rules: &Rules, part: &Part) -> Verdict {
     let mut unmatched: Option<String> = None;
     for layer in &part.layers {
         if rules
-            .allow
+            .candidates(RuleList::Allow, &layer.words)
             .iter()
-            .any(|p| layer_match(p, layer, List::Allow) == Match::Yes)
+            .any(|i| layer_match(&rules.allow[i], layer, List::Allow) == Match::Yes)
         {
             break;
         }

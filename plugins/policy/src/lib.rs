@@ -154,10 +154,69 @@ pub fn validate(rules: &str) -> Result<(), RulesError> {
 pub fn decide(rules: &str, request: &Request) -> Decision {
     match Rules::parse(rules) {
         Ok(rules) => decide_with(&rules, request),
-        Err(e) => Decision::Deny(format!(
-            "the policy rules are invalid ({e}); fix the policy file"
-        )),
+        Err(e) => invalid_rules(&e),
     }
+}
+
+/// The parsed form of the last rules text seen, so a policy instance that
+/// decides many requests under the same rules parses them once.
+///
+/// The key is the whole text, compared byte for byte on every use (a hash
+/// alone would not prove that two texts are the same rules). Parsing is a
+/// pure function of the text, so [`decide_cached`] answers exactly what
+/// [`decide`] answers for the same arguments; the cache only skips the work.
+/// One entry: a policy instance decides under the one rules text its host
+/// was given (`toolhost_runtime`'s `PolicyPlugin`, ARCHITECTURE.md "Plugins"),
+/// and a different text replaces it.
+#[derive(Debug, Default)]
+pub struct RulesCache {
+    entry: Option<(String, Result<Rules, RulesError>)>,
+}
+
+impl RulesCache {
+    /// An empty cache.
+    pub const fn new() -> RulesCache {
+        RulesCache { entry: None }
+    }
+
+    /// The rules `text` parses to ([`Rules::parse`]), parsed now unless the
+    /// last text asked for was the same text.
+    ///
+    /// Errors: the text's [`RulesError`], as [`Rules::parse`] gives it.
+    pub fn get(&mut self, text: &str) -> &Result<Rules, RulesError> {
+        let hit = matches!(&self.entry, Some((cached, _)) if cached.as_str() == text);
+        if !hit {
+            self.entry = Some((text.to_string(), Rules::parse(text)));
+        }
+        match &self.entry {
+            Some((_, parsed)) => parsed,
+            None => unreachable!("filled above"),
+        }
+    }
+}
+
+/// [`validate`] through `cache`: the parsed rules stay in it for
+/// [`decide_cached`].
+///
+/// Errors: the text's [`RulesError`].
+pub fn validate_cached(cache: &mut RulesCache, rules: &str) -> Result<(), RulesError> {
+    cache.get(rules).as_ref().map(|_| ()).map_err(Clone::clone)
+}
+
+/// [`decide`] with the rules parsed through `cache`: the same decision,
+/// without parsing a rules text the cache already holds.
+pub fn decide_cached(cache: &mut RulesCache, rules: &str, request: &Request) -> Decision {
+    match cache.get(rules) {
+        Ok(rules) => decide_with(rules, request),
+        Err(e) => invalid_rules(e),
+    }
+}
+
+/// The decision under rules that failed to parse: deny everything.
+fn invalid_rules(e: &RulesError) -> Decision {
+    Decision::Deny(format!(
+        "the policy rules are invalid ({e}); fix the policy file"
+    ))
 }
 
 /// Decides one request under already parsed rules.
@@ -212,12 +271,23 @@ mod component {
 
     struct Policy;
 
+    std::thread_local! {
+        /// The parsed rules of this instance. The host may keep an instance
+        /// for several decisions (under the one rules text it was given);
+        /// each call still gets its answer from the text it passes, compared
+        /// whole against the cached one (`RulesCache`).
+        static CACHE: std::cell::RefCell<super::RulesCache> =
+            const { std::cell::RefCell::new(super::RulesCache::new()) };
+    }
+
     impl Guest for Policy {
         fn validate(rules: String) -> Result<(), RulesError> {
-            super::validate(&rules).map_err(|e| RulesError {
-                line: e.line,
-                message: e.message,
-            })
+            CACHE
+                .with_borrow_mut(|cache| super::validate_cached(cache, &rules))
+                .map_err(|e| RulesError {
+                    line: e.line,
+                    message: e.message,
+                })
         }
 
         fn decide(rules: String, request: PermissionRequest) -> Decision {
@@ -229,7 +299,7 @@ mod component {
                 env_keys: start.env_keys,
                 shell: start.shell,
             };
-            match super::decide(&rules, &req) {
+            match CACHE.with_borrow_mut(|cache| super::decide_cached(cache, &rules, &req)) {
                 super::Decision::Allow => Decision::Allow,
                 super::Decision::Deny(why) => Decision::Deny(why),
                 super::Decision::Ask(prompt) => Decision::Ask(Ask {
