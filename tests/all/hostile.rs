@@ -729,3 +729,67 @@ fn plugin_inspect_shows_imports_exports_tools_and_grants() {
             .contains("does not export toolhost:plugin/tool@0.1.0")
     );
 }
+
+/// Each tool call after the first runs in an instance made after the previous
+/// call returned (ARCHITECTURE.md, "Per-call store"): the limits hold in it, a
+/// trap still reports the guest's stderr, and every call gets a fresh one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_instances_keep_the_limits_and_serve_one_call_each() {
+    let env = env(Some(&manifest("cpu = \"200ms\"\n"))).await;
+    let plugin = env
+        .host
+        .plugins()
+        .into_iter()
+        .find(|p| p.id() == "hostile")
+        .expect("the hostile plugin");
+    assert!(!plugin.has_ready_instance(), "none before the first call");
+    let out = call(&env.host, "hello", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(out.text(), "hello");
+    plugin.wait_ready().await;
+    assert!(plugin.has_ready_instance());
+    let limit = limit_of(call(&env.host, "spin", serde_json::json!({})).await);
+    assert_eq!(
+        limit,
+        LimitExceeded::Cpu {
+            limit: Duration::from_millis(200)
+        }
+    );
+    plugin.wait_ready().await;
+    assert!(
+        plugin.has_ready_instance(),
+        "a limit hit discards only that instance"
+    );
+    match call(&env.host, "trap", serde_json::json!({})).await {
+        Err(HostError::Plugin(CallError::Trap { message, .. })) => assert!(
+            message.contains("the hostile plugin panics on purpose"),
+            "{message}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    for _ in 0..3 {
+        plugin.wait_ready().await;
+        assert!(plugin.has_ready_instance());
+        let out = call(&env.host, "hello", serde_json::json!({}))
+            .await
+            .unwrap();
+        assert_eq!(out.text(), "hello");
+    }
+    // Whatever an instance keeps (a counter in its memory) no later call sees:
+    // spaced (each from a ready instance) and back to back alike.
+    for spaced in [true, true, false, false, false] {
+        if spaced {
+            plugin.wait_ready().await;
+        }
+        let out = call(&env.host, "calls", serde_json::json!({}))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.text(),
+            "1",
+            "a fresh instance per call (spaced: {spaced})"
+        );
+    }
+    assert_host_alive(&env.host).await;
+}

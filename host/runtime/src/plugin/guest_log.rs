@@ -61,6 +61,18 @@ impl GuestLog {
         lines
     }
 
+    /// Forgets the recent lines and an unfinished one, so what [`GuestLog::recent`]
+    /// shows next is only what a new call on the same instance writes (a policy
+    /// plugin's reused instance, `plugin/policy.rs`). The byte budget
+    /// (`MAX_BYTES_PER_CALL`) starts again too: it is per call, and a trap
+    /// report of a later call must show that call's lines.
+    pub(crate) fn forget_recent(&self) {
+        let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        buf.recent.clear();
+        buf.line.clear();
+        buf.total = 0;
+    }
+
     fn write_bytes(&self, bytes: &[u8]) {
         let mut buf = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         buf.write(bytes);

@@ -16,6 +16,7 @@
 
 mod guest_log;
 mod offers;
+mod policy;
 mod store;
 mod tool;
 
@@ -36,6 +37,7 @@ pub use offers::{
     MAX_TEMPLATES_PER_PLUGIN, MAX_URI_BYTES, OfferKind, RefusedOffer, check_prompts,
     check_resources, check_templates, prompt_name_error, uri_error,
 };
+pub use policy::{PolicyPlugin, RulesError};
 pub use store::CallState;
 use store::new_store;
 pub use tool::{
@@ -49,9 +51,8 @@ use crate::contract::v0_2_0::client::ClientState;
 use crate::contract::{v0_1_0, v0_2_0};
 use crate::contract_version::{V0_1_0, V0_2_0};
 use crate::engine::{CompileSource, MAX_WASM_STACK, Runtime, sha256_hex};
-use crate::limits::{LimitExceeded, Limits};
+use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
-use crate::permissions::{Decision, PermissionRequest, Policy};
 use v0_1_0::{policy_plugin, tool_plugin};
 
 /// Most tools one plugin may describe (256). A plugin that describes more is
@@ -671,11 +672,31 @@ async fn run_call<P: WorldPre, R>(
         &'a mut Store<CallState>,
     ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
 ) -> Result<R, CallError> {
-    let plugin = info.plugin.to_string();
     let mut store = new_store(pre.engine(), info, services, client)?;
+    run_in(pre, None, &mut store, wall, f).await
+}
+
+/// The rest of a call on `store` (which holds the call's data): instantiate
+/// unless `bindings` is an instance already made in this store (a tool
+/// plugin's ready instance, `tool.rs`), then `f`, within `wall`. A trap's
+/// message gets the guest's last stderr lines. The caller drops the store.
+async fn run_in<P: WorldPre, R>(
+    pre: &P,
+    bindings: Option<P::Bindings>,
+    store: &mut Store<CallState>,
+    wall: Duration,
+    f: impl for<'a> FnOnce(
+        &'a P::Bindings,
+        &'a mut Store<CallState>,
+    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
+) -> Result<R, CallError> {
+    let plugin = store.data().call.plugin.to_string();
     let work = async {
-        let bindings = pre.instantiate(&mut store).await?;
-        f(&bindings, &mut store).await
+        let bindings = match bindings {
+            Some(bindings) => bindings,
+            None => pre.instantiate(&mut *store).await?,
+        };
+        f(&bindings, &mut *store).await
     };
     match within_wall(plugin, wall, work).await {
         // A trap says little on its own (`unreachable` for a Rust panic, a
@@ -704,147 +725,6 @@ fn with_stderr_tail(message: String, lines: &[String]) -> String {
         out.push_str(line);
     }
     out
-}
-
-/// A loaded policy plugin (`policy-plugin` world). It implements [`Policy`]
-/// for the permission pipeline, deciding under the rules it was given.
-pub struct PolicyPlugin {
-    id: Arc<str>,
-    manifest: Arc<Manifest>,
-    pre: policy_plugin::PolicyPluginPre<CallState>,
-    rules: String,
-    /// Keeps the epoch ticker running (see [`ToolPlugin`]).
-    _runtime: Runtime,
-    /// Where its compiled code came from.
-    pub source: CompileSource,
-}
-
-/// A rules-file error from `validate`.
-pub type RulesError = policy_plugin::exports::toolhost::plugin::policy::RulesError;
-
-impl PolicyPlugin {
-    /// Loads a policy plugin from component bytes (`prepare`). It runs with
-    /// no grants (a deny-all manifest) and the given limits, and decides under
-    /// `rules` (the `--policy` file's text; empty for the plugin's defaults).
-    ///
-    /// Errors: [`LoadError::Invalid`], [`LoadError::WrongWorld`].
-    pub fn load(
-        runtime: &Runtime,
-        id: &str,
-        bytes: &[u8],
-        limits: Limits,
-        rules: String,
-    ) -> Result<PolicyPlugin, LoadError> {
-        let manifest = Manifest {
-            limits,
-            ..Manifest::deny_all(id)
-        };
-        let Prepared {
-            pre,
-            source,
-            contract,
-        } = prepare(runtime, &manifest, bytes, PluginKind::Policy)?;
-        let pre = policy_plugin::PolicyPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
-            plugin: id.to_string(),
-            world: PluginKind::Policy.world(contract),
-            message: format!("{e:#}"),
-        })?;
-        Ok(PolicyPlugin {
-            id: id.into(),
-            manifest: Arc::new(manifest),
-            pre,
-            rules,
-            _runtime: runtime.clone(),
-            source,
-        })
-    }
-
-    /// The plugin id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Calls `validate` on the rules it was loaded with.
-    ///
-    /// Errors: as [`ToolPlugin::call`].
-    pub async fn validate(&self) -> Result<Result<(), RulesError>, CallError> {
-        let rules = self.rules.clone();
-        self.run("", move |bindings, store| {
-            Box::pin(async move {
-                bindings
-                    .toolhost_plugin_policy()
-                    .call_validate(store, &rules)
-                    .await
-            })
-        })
-        .await
-    }
-
-    /// Calls `decide(rules, request)` for a process start.
-    ///
-    /// Errors: as [`ToolPlugin::call`].
-    pub async fn decide_start(&self, request: &PermissionRequest) -> Result<Decision, CallError> {
-        use policy_plugin::exports::toolhost::plugin::policy as wit;
-        let rules = self.rules.clone();
-        let requester = request.plugin.clone();
-        let request = wit::PermissionRequest {
-            plugin: request.plugin.clone(),
-            tool: request.tool.clone(),
-            tool_call_id: request.tool_call_id.clone(),
-            action: wit::Action::ProcessStart(wit::ProcessStart {
-                command: request.command.clone(),
-                cwd: request.cwd.clone(),
-                workspace: request.workspace.clone(),
-                env_keys: request.env_keys.clone(),
-                shell: request.shell.clone(),
-            }),
-        };
-        let decision = self
-            .run(&requester, move |bindings, store| {
-                Box::pin(async move {
-                    bindings
-                        .toolhost_plugin_policy()
-                        .call_decide(store, &rules, &request)
-                        .await
-                })
-            })
-            .await?;
-        Ok(match decision {
-            wit::Decision::Allow => Decision::Allow,
-            wit::Decision::Deny(reason) => Decision::Deny(reason),
-            wit::Decision::Ask(ask) => Decision::Ask(ask.prompt),
-        })
-    }
-
-    /// Runs one call of the policy for a start asked for by plugin `requester`
-    /// (`""`: the host itself).
-    async fn run<R: Send + 'static>(
-        &self,
-        requester: &str,
-        f: impl for<'a> FnOnce(
-            &'a policy_plugin::PolicyPlugin,
-            &'a mut Store<CallState>,
-        )
-            -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
-        + Send,
-    ) -> Result<R, CallError> {
-        // The policy's share of the instance pool for this requester
-        // (`Runtime::admit_decision`): a decision waits for a slot rather than
-        // fail for want of an instance.
-        let _permit = self._runtime.admit_decision(requester).await;
-        let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
-        let wall = info.manifest.limits.wall;
-        run_call(&self.pre, info, wall, None, ClientState::default(), f).await
-    }
-}
-
-impl Policy for PolicyPlugin {
-    fn decide<'a>(
-        &'a self,
-        request: &'a PermissionRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<Decision, String>> + Send + 'a>> {
-        Box::pin(async move { self.decide_start(request).await.map_err(|e| e.to_string()) })
-    }
 }
 
 /// Runs one call's `work` (instantiate + export call) under the wall-time

@@ -80,6 +80,28 @@ pub(crate) fn new_store(
     services: Option<Arc<Services>>,
     client: ClientState,
 ) -> Result<Store<CallState>, CallError> {
+    let mut store = blank_store(engine, call)?;
+    let state = store.data_mut();
+    state.services = services;
+    state.client = client;
+    Ok(store)
+}
+
+/// A store for a call of the plugin of `plugin` that is not known yet (a
+/// plugin's ready instance, ARCHITECTURE.md "Per-call store"): everything
+/// [`new_store`] sets up except the call's own data. Its `call` is `plugin`
+/// (no tool, no tool-call id), it has no services and no client until
+/// [`attach`] gives it the call's. Instantiating in it runs only the
+/// component's start code, under the plugin's limits; its guest log, resource
+/// table and CPU ticks are those of the call it will serve.
+///
+/// Errors: as [`new_store`] (a preopen that is no longer the directory
+/// granted at load).
+pub(crate) fn blank_store(
+    engine: &wasmtime::Engine,
+    plugin: CallInfo,
+) -> Result<Store<CallState>, CallError> {
+    let call = plugin;
     let manifest = call.manifest.clone();
     let limits = &manifest.limits;
     let stderr = GuestLog::new(call.plugin.clone(), "stderr");
@@ -95,18 +117,7 @@ pub(crate) fn new_store(
             PreopenMode::ReadOnly => FsPerms::ReadOnly,
             PreopenMode::ReadWrite => FsPerms::ReadWrite,
         };
-        // Granted by handle: the directory opened at load, never what sits at the path
-        // now. A path that no longer leads there (a symlink swapped in, say) refuses
-        // the call (ARCHITECTURE.md, "Sandbox").
-        p.dir.verify().map_err(|why| CallError::Host {
-            plugin: call.plugin.to_string(),
-            message: format!(
-                "preopen {} ({}) is no longer the directory granted at load: {why}; \
-                 the call is refused",
-                p.guest,
-                p.host.display()
-            ),
-        })?;
+        verify_preopen(&call, p)?;
         builder
             .preopened_dir(p.dir.reopen_path(), &p.guest, perms)
             .map_err(|e| CallError::Host {
@@ -122,9 +133,9 @@ pub(crate) fn new_store(
         cpu_ticks: 0,
         last_tick: std::time::Instant::now(),
         call,
-        services,
+        services: None,
         stderr,
-        client,
+        client: ClientState::default(),
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);
@@ -153,17 +164,84 @@ pub(crate) fn new_store(
     Ok(store)
 }
 
+/// Gives `store` (from [`blank_store`]) the call it runs: `call` (tool and
+/// tool-call id), the session `services` and the `client`. The preopens are
+/// checked again, so a path swapped since the store was made refuses the
+/// call as it would refuse a fresh store's. The CPU clock restarts here: the
+/// epoch deadline is one tick from now, as for a store made now, and ticks
+/// the start code used stay charged.
+///
+/// Errors: [`CallError::Host`] when a preopen's path no longer leads to the
+/// directory granted at load.
+pub(crate) fn attach(
+    store: &mut Store<CallState>,
+    call: CallInfo,
+    services: Option<Arc<Services>>,
+    client: ClientState,
+) -> Result<(), CallError> {
+    for p in &call.manifest.preopens {
+        verify_preopen(&call, p)?;
+    }
+    let state = store.data_mut();
+    state.call = call;
+    state.services = services;
+    state.client = client;
+    state.last_tick = std::time::Instant::now();
+    store.set_epoch_deadline(1);
+    Ok(())
+}
+
+/// Granted by handle: the directory opened at load, never what sits at the
+/// path now. A path that no longer leads there (a symlink swapped in, say)
+/// refuses the call (ARCHITECTURE.md, "Sandbox").
+fn verify_preopen(call: &CallInfo, p: &crate::manifest::Preopen) -> Result<(), CallError> {
+    p.dir.verify().map_err(|why| CallError::Host {
+        plugin: call.plugin.to_string(),
+        message: format!(
+            "preopen {} ({}) is no longer the directory granted at load: {why}; \
+             the call is refused",
+            p.guest,
+            p.host.display()
+        ),
+    })
+}
+
+/// Readies `store`, whose instance has just finished a call without a trap or a
+/// limit hit, for another call on the same instance (a policy plugin's idle
+/// instance, `plugin/policy.rs`): the CPU budget starts again from zero with
+/// the epoch deadline one tick from now, as in a store made now, and the
+/// stderr lines a trap report shows start empty. The memory and table limits
+/// keep applying to the instance as it is (memory never shrinks; see
+/// [`CallState::memory_bytes`]).
+pub(crate) fn restart_call(store: &mut Store<CallState>) {
+    let state = store.data_mut();
+    state.cpu_ticks = 0;
+    state.last_tick = std::time::Instant::now();
+    state.stderr.forget_recent();
+    store.set_epoch_deadline(1);
+}
+
+impl CallState {
+    /// The largest linear memory the limiter let this store's instance grow to
+    /// (bytes; wasm memories never shrink, so this is also their size now).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.limiter.peak
+    }
+}
+
 /// The store limiter: refuses growth past [`Limits`] with a [`LimitExceeded`]
 /// trap (rather than a silent `-1` from `memory.grow`, which Rust guests turn
 /// into an opaque abort).
 pub(crate) struct Limiter {
     limits: Limits,
+    /// The largest memory size granted so far (bytes).
+    peak: usize,
 }
 
 impl Limiter {
     /// A limiter enforcing `limits`.
     pub(crate) fn new(limits: Limits) -> Limiter {
-        Limiter { limits }
+        Limiter { limits, peak: 0 }
     }
 }
 
@@ -180,6 +258,7 @@ impl ResourceLimiter for Limiter {
                 requested: desired,
             }));
         }
+        self.peak = self.peak.max(desired);
         Ok(true)
     }
 

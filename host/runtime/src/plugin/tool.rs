@@ -6,7 +6,8 @@
 //! offer resources and prompts (the `server-plugin` world), listed once at
 //! load like its tools and served each in a fresh instance.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wasmtime::Store;
@@ -14,10 +15,11 @@ use wasmtime::Store;
 use super::offers::{
     self, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN, MAX_TEMPLATES_PER_PLUGIN, RefusedOffer,
 };
+use super::store::{attach, blank_store, new_store};
 use super::{
     CallError, CallState, DESCRIBE_WALL_LIMIT, LoadError, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES,
     MAX_TOOLS_PER_PLUGIN, PluginKind, Prepared, RefusedTool, WorldPre, check_tools, prepare,
-    run_call,
+    run_call, run_in, within_wall,
 };
 use crate::call::{CallInfo, Services};
 use crate::content::{block_bytes, contents_bytes};
@@ -25,7 +27,8 @@ use crate::contract::v0_1_0::{adapt, tool_plugin};
 use crate::contract::v0_2_0::client::{CallClient, ClientState, UriScope};
 use crate::contract::v0_2_0::{self as v2, ContentBlock, ServerPlugin, ServerPluginPre};
 use crate::contract_version::V0_2_0;
-use crate::engine::{CompileSource, Runtime};
+use crate::engine::{CallPermit, CompileSource, Runtime, Spare};
+use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
 
 /// A tool as a plugin describes it (contract 0.2.0's `tool-spec`; a 0.1.0
@@ -58,11 +61,78 @@ pub type PromptError = v2::PromptError;
 pub const MAX_COMPLETIONS: usize = 100;
 
 /// The version-specific half of a loaded tool plugin.
+#[derive(Clone)]
 enum World {
     /// `toolhost:plugin/tool-plugin@0.1.0`.
     V0_1_0(tool_plugin::ToolPluginPre<CallState>),
     /// `toolhost:plugin/tool-plugin@0.2.0` or `server-plugin@0.2.0`.
     V0_2_0(ServerPluginPre<CallState>),
+}
+
+/// An instance made ahead of its call: a store from [`blank_store`] (no call
+/// data yet) and the instance in it, with the pool slot it holds
+/// (ARCHITECTURE.md, "Per-call store"). Only the component's start code has
+/// run in it.
+struct Ready {
+    store: Store<CallState>,
+    bindings: ReadyBindings,
+    permit: CallPermit,
+}
+
+/// The bindings of a [`Ready`] instance, of the plugin's [`World`].
+enum ReadyBindings {
+    V0_1_0(tool_plugin::ToolPlugin),
+    V0_2_0(v2::ServerPlugin),
+}
+
+/// A plugin's ready instance for its next tool call, and the refill that
+/// makes it after each call takes one (ARCHITECTURE.md, "Per-call store").
+#[derive(Default)]
+struct ReadySlot {
+    instance: Mutex<Option<Ready>>,
+    /// Held from the end of a call until its refill is done (or skipped), so
+    /// the next call waits for that instance instead of making a second one.
+    refill: Arc<tokio::sync::Mutex<()>>,
+    /// Set when a refill failed (the start code trapped, hung or hit a limit):
+    /// calls then make their instance on the call path, as they would without
+    /// a ready one, so the error reaches the call.
+    failed: AtomicBool,
+}
+
+impl ReadySlot {
+    fn take(&self) -> Option<Ready> {
+        self.instance
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.instance
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+
+    /// Keeps `ready` unless the slot holds one already (then `ready` is dropped).
+    fn put(&self, ready: Ready) {
+        let mut slot = self.instance.lock().unwrap_or_else(|e| e.into_inner());
+        let spare = if slot.is_none() {
+            *slot = Some(ready);
+            None
+        } else {
+            Some(ready)
+        };
+        drop(slot);
+        drop(spare);
+    }
+}
+
+impl Spare for ReadySlot {
+    fn release(&self) -> bool {
+        // Dropped here, outside the slot's lock (the permit takes the admission lock).
+        self.take().is_some()
+    }
 }
 
 /// A loaded tool plugin (`tool-plugin` of any supported contract, or
@@ -81,6 +151,9 @@ pub struct ToolPlugin {
     /// What its `client.resource-updated` may name.
     scope: Arc<UriScope>,
     services: Option<Arc<Services>>,
+    /// The instance the next tool call runs in, made after the previous call
+    /// took one; dropped with the plugin.
+    ready: Arc<ReadySlot>,
     /// Keeps the engine's epoch ticker running while the plugin is loaded
     /// (without it CPU limits would never fire).
     _runtime: Runtime,
@@ -156,9 +229,12 @@ impl ToolPlugin {
             refused_offers: Vec::new(),
             scope: Arc::new(UriScope::default()),
             services,
+            ready: Arc::default(),
             _runtime: runtime.clone(),
             source,
         };
+        let spare: Arc<dyn Spare> = plugin.ready.clone();
+        runtime.register_spare(&plugin.id, Arc::downgrade(&spare));
         let specs = plugin.describe().await.map_err(|e| LoadError::Describe {
             plugin: id.to_string(),
             message: e.to_string(),
@@ -460,6 +536,51 @@ impl ToolPlugin {
         };
         let wall = self.manifest.limits.wall;
         let services = self.services.clone();
+        let client = match &self.world {
+            World::V0_1_0(_) => ClientState::default(),
+            World::V0_2_0(_) => self.client_state(client),
+        };
+        // The wall time runs from here: waiting for a ready instance being
+        // made counts, and what is left of it bounds the rest of the call.
+        let started = std::time::Instant::now();
+        let wall_limit = |e: CallError| match e {
+            CallError::Limit {
+                plugin,
+                limit: LimitExceeded::Wall { .. },
+            } => CallError::Limit {
+                plugin,
+                limit: LimitExceeded::Wall { limit: wall },
+            },
+            other => other,
+        };
+        let ready = tokio::time::timeout(wall, self.take_ready())
+            .await
+            .map_err(|_| CallError::Limit {
+                plugin: self.id.to_string(),
+                limit: LimitExceeded::Wall { limit: wall },
+            })?;
+        // The ready instance if there is one (its slot counts as this call's
+        // admission), else a fresh store admitted and instantiated here.
+        // `permit` first: locals drop in reverse order, so on an early return
+        // or a cancelled call the store (and its pool slot) goes before the
+        // permit that admits another call to that slot.
+        let (permit, mut store, bindings) = match ready {
+            Some(Ready {
+                mut store,
+                bindings,
+                permit,
+            }) => {
+                attach(&mut store, info, services, client)?;
+                (permit, store, Some(bindings))
+            }
+            None => {
+                let permit = self.admit().await?;
+                let store = new_store(self._runtime.engine(), info, services, client)?;
+                (permit, store, None)
+            }
+        };
+        let made_here = bindings.is_none();
+        let wall_left = wall.saturating_sub(started.elapsed());
         let result = match &self.world {
             World::V0_1_0(pre) => {
                 let call = tool_plugin::exports::toolhost::plugin::tool::ToolCall {
@@ -467,19 +588,15 @@ impl ToolPlugin {
                     name: tool.to_string(),
                     arguments: arguments.to_string(),
                 };
-                self.admitted(
-                    pre,
-                    info,
-                    wall,
-                    services,
-                    ClientState::default(),
-                    move |b, s| {
-                        Box::pin(async move { b.toolhost_plugin_tool().call_call(s, &call).await })
-                    },
-                )
-                .await?
-                .map(adapt::tool_output)
-                .map_err(adapt::tool_error)
+                let bindings = match bindings {
+                    Some(ReadyBindings::V0_1_0(b)) => Some(b),
+                    _ => None,
+                };
+                run_in(pre, bindings, &mut store, wall_left, move |b, s| {
+                    Box::pin(async move { b.toolhost_plugin_tool().call_call(s, &call).await })
+                })
+                .await
+                .map(|r| r.map(adapt::tool_output).map_err(adapt::tool_error))
             }
             World::V0_2_0(pre) => {
                 let call = v2::ToolCall {
@@ -487,14 +604,125 @@ impl ToolPlugin {
                     name: tool.to_string(),
                     arguments: arguments.to_string(),
                 };
-                let client = self.client_state(client);
-                self.admitted(pre, info, wall, services, client, move |b, s| {
+                let bindings = match bindings {
+                    Some(ReadyBindings::V0_2_0(b)) => Some(b),
+                    _ => None,
+                };
+                run_in(pre, bindings, &mut store, wall_left, move |b, s| {
                     Box::pin(async move { b.tool().call_call(s, &call).await })
                 })
-                .await?
+                .await
             }
         };
-        self.check_tool_output(tool, result)
+        if made_here && result.is_ok() {
+            // The start code ran cleanly on the call path: ready instances
+            // are worth making again.
+            self.ready.failed.store(false, Ordering::Relaxed);
+        }
+        // The store (and its pool slot) is dropped and the next call's instance
+        // made after the result is back, off the call path.
+        self.retire(store, permit);
+        self.check_tool_output(tool, result.map_err(wall_limit)?)
+    }
+
+    /// Waits until the instance for this plugin's next tool call is made (or
+    /// its making is skipped: no free pool slot, or making one failed), and
+    /// until the store of the last call is dropped. Resolves at once when
+    /// neither is under way. [`ToolPlugin::call`] does not need this (it waits
+    /// for a refill under way itself); tests and benchmark P1 use it to space
+    /// calls as real tool calls are spaced.
+    pub async fn wait_ready(&self) {
+        let _done = self.ready.refill.lock().await;
+    }
+
+    /// Whether an instance for the next tool call is ready (made ahead of it).
+    pub fn has_ready_instance(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The ready instance, waiting for one being made; `None` when there is
+    /// none and none is being made, or making them failed.
+    async fn take_ready(&self) -> Option<Ready> {
+        if let Some(ready) = self.ready.take() {
+            return Some(ready);
+        }
+        if self.ready.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let _done = self.ready.refill.lock().await;
+        self.ready.take()
+    }
+
+    /// The plugin's admission for one call ([`Runtime::admit`]).
+    async fn admit(&self) -> Result<CallPermit, CallError> {
+        self._runtime
+            .admit(&self.id)
+            .await
+            .map_err(|message| CallError::Host {
+                plugin: self.id.to_string(),
+                message,
+            })
+    }
+
+    /// After a tool call: drops its `store` and then its `permit` in a task of
+    /// its own, then, unless a refill is already under way, makes the next
+    /// call's instance there: a [`blank_store`] under the plugin's limits,
+    /// instantiated within the plugin's wall time (at most
+    /// [`DESCRIBE_WALL_LIMIT`]) in a pool slot taken only while its share and
+    /// the plugin's quota keep another free beside it ([`Runtime::try_admit`]).
+    /// A call that finds the share or the quota full takes a made one's slot
+    /// back ([`Spare`]); one being made holds its slot until it is made.
+    fn retire(&self, store: Store<CallState>, permit: CallPermit) {
+        let guard = self.ready.refill.clone().try_lock_owned().ok();
+        let refill = guard.filter(|_| !self.ready.failed.load(Ordering::Relaxed));
+        let slot = Arc::downgrade(&self.ready);
+        let world = refill.as_ref().map(|_| self.world.clone());
+        let runtime = self._runtime.clone();
+        let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
+        let wall = self.describe_wall();
+        tokio::spawn(async move {
+            drop(store);
+            drop(permit);
+            let (Some(_refilling), Some(world)) = (refill, world) else {
+                return;
+            };
+            if !slot.upgrade().is_some_and(|s| s.is_empty()) {
+                return;
+            }
+            let Some(permit) = runtime.try_admit(&info.plugin) else {
+                return;
+            };
+            let plugin = info.plugin.clone();
+            let made = match &world {
+                World::V0_1_0(pre) => make_ready(pre, info, wall)
+                    .await
+                    .map(|(s, b)| (s, ReadyBindings::V0_1_0(b))),
+                World::V0_2_0(pre) => make_ready(pre, info, wall)
+                    .await
+                    .map(|(s, b)| (s, ReadyBindings::V0_2_0(b))),
+            };
+            let Some(slot) = slot.upgrade() else {
+                return; // unloaded meanwhile: the instance goes with it
+            };
+            match made {
+                Ok((store, bindings)) => slot.put(Ready {
+                    store,
+                    bindings,
+                    permit,
+                }),
+                // A preopen gone is the call's to refuse; the next refill tries again.
+                Err(e @ CallError::Host { .. }) => {
+                    tracing::debug!(plugin = %plugin, "no ready instance: {e}");
+                }
+                Err(e) => {
+                    slot.failed.store(true, Ordering::Relaxed);
+                    tracing::debug!(
+                        plugin = %plugin,
+                        "no ready instance for the next calls (each call makes its own): {e}"
+                    );
+                }
+            }
+        });
     }
 
     /// The limits on a tool result, then its output schema (see
@@ -784,4 +1012,20 @@ fn prompts_of(
     bindings
         .prompts()
         .ok_or_else(|| wasmtime::Error::msg("the plugin exports no prompts"))
+}
+
+/// A [`Ready`] instance's store and bindings: a [`blank_store`] for the
+/// plugin of `info` and an instance of `pre` in it, made within `wall`.
+///
+/// Errors: as [`ToolPlugin::call`] (the start code trapped or hit a limit, a
+/// preopen is gone).
+async fn make_ready<P: WorldPre>(
+    pre: &P,
+    info: CallInfo,
+    wall: Duration,
+) -> Result<(Store<CallState>, P::Bindings), CallError> {
+    let plugin = info.plugin.to_string();
+    let mut store = blank_store(pre.engine(), info)?;
+    let bindings = within_wall(plugin, wall, pre.instantiate(&mut store)).await?;
+    Ok((store, bindings))
 }

@@ -76,7 +76,15 @@ mod component {
             "huge_structured",
             "Returns a structured result of `mib` MiB (default 15) of JSON.",
         ),
+        (
+            "calls",
+            "Returns how many calls this instance has served, this one included \
+             (`1` in a fresh instance).",
+        ),
     ];
+
+    /// Calls served by this instance (the `calls` tool).
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
     struct Hostile;
 
@@ -223,6 +231,10 @@ mod component {
                 arg(&args, key).and_then(|v| v.as_u64()).unwrap_or(default)
             };
             Ok(match call.name.as_str() {
+                "calls" => text(
+                    (CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1).to_string(),
+                    false,
+                ),
                 "hello" => {
                     println!("hello from the hostile plugin's stdout");
                     eprintln!("hello from the hostile plugin's stderr");
