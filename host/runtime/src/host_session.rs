@@ -400,24 +400,39 @@ fn bound_value(v: &mut Value) {
 /// while the log is open and only [`HostSessionLog::append`] writes to it), so a
 /// replay from the file checks only each line's framing, not its whole syntax
 /// (benchmark P7, ARCHITECTURE.md "Host sessions").
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RecordedEvent {
     /// The event's seq (the same as in its JSON).
     pub seq: u64,
-    json: Arc<str>,
+    /// Text holding the JSON at `range`: the event's own (appended, or loaded when
+    /// the log was opened), or a piece of the file shared by the events a replay
+    /// read from it (one allocation per piece, not per event).
+    text: Arc<str>,
+    range: std::ops::Range<u32>,
 }
 
 impl RecordedEvent {
+    /// An event whose text is `json`, whole.
+    fn whole(seq: u64, json: Arc<str>) -> RecordedEvent {
+        // Events are capped far below 4 GiB (`EVENT_FIELD_MAX`, `MEMORY_BYTES`).
+        let end = u32::try_from(json.len()).unwrap_or(u32::MAX);
+        RecordedEvent {
+            seq,
+            text: json,
+            range: 0..end,
+        }
+    }
+
     /// The JSON object, e.g. `{"seq":7,"ts_ms":…,"kind":"process_exited",…}`.
     pub fn json(&self) -> &str {
-        &self.json
+        &self.text[self.range.start as usize..self.range.end as usize]
     }
 
     /// Decodes the typed event.
     ///
     /// Errors: the JSON is not an [`HostEvent`] (a log written by a newer toolhost).
     pub fn event(&self) -> Result<HostEvent, serde_json::Error> {
-        serde_json::from_str(&self.json)
+        serde_json::from_str(self.json())
     }
 }
 
@@ -427,6 +442,14 @@ impl RecordedEvent {
 /// `recorded_events_serialise_verbatim` checks it against the serde_json in use.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
+/// Two recorded events are equal when their seqs and JSON texts are, wherever
+/// the text is held.
+impl PartialEq for RecordedEvent {
+    fn eq(&self, other: &RecordedEvent) -> bool {
+        self.seq == other.seq && self.json() == other.json()
+    }
+}
+
 impl Serialize for RecordedEvent {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // What `RawValue::serialize` does, for text that is already known to be
@@ -434,7 +457,7 @@ impl Serialize for RecordedEvent {
         // (which re-parses the whole text).
         use serde::ser::SerializeStruct;
         let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-        raw.serialize_field(RAW_VALUE_TOKEN, &*self.json)?;
+        raw.serialize_field(RAW_VALUE_TOKEN, self.json())?;
         raw.end()
     }
 }
@@ -870,12 +893,12 @@ impl HostSessionLog {
             }
         }
         inner.memory_bytes += json.len();
-        inner.memory.push_back(RecordedEvent { seq, json });
+        inner.memory.push_back(RecordedEvent::whole(seq, json));
         while inner.memory.len() > inner.memory_limit
             || (inner.memory_bytes > MEMORY_BYTES && inner.memory.len() > 1)
         {
             if let Some(old) = inner.memory.pop_front() {
-                inner.memory_bytes -= old.json.len();
+                inner.memory_bytes -= old.json().len();
             }
         }
         drop(inner);
@@ -1278,15 +1301,14 @@ fn load(path: &Path, file: &mut File) -> Result<Loaded, HostSessionLogError> {
         let text = std::str::from_utf8(buf.trim_ascii()).unwrap_or_default();
         let json: Arc<str> = text.into();
         inner.memory_bytes += json.len();
-        inner.memory.push_back(RecordedEvent {
-            seq: event.seq,
-            json,
-        });
+        inner
+            .memory
+            .push_back(RecordedEvent::whole(event.seq, json));
         while inner.memory.len() > MEMORY_EVENTS
             || (inner.memory_bytes > MEMORY_BYTES && inner.memory.len() > 1)
         {
             if let Some(old) = inner.memory.pop_front() {
-                inner.memory_bytes -= old.json.len();
+                inner.memory_bytes -= old.json().len();
             }
         }
     }
@@ -1311,9 +1333,10 @@ const READ_CHUNK: usize = 64 * 1024;
 /// (a seq at or before `from` and the byte offset of its line; see
 /// [`Inner::start_of`]). The seq comes from each line's position (the file was
 /// checked when opened and only this log appends to it); each line is checked by
-/// [`recorded_line`]. Reads with `pread` in [`READ_CHUNK`] pieces, checks each
-/// piece's UTF-8 once and copies each event once, into its [`RecordedEvent`].
-/// Also returns the seq after the last event read and the byte offset of its line.
+/// [`recorded_line`]. Reads with `pread` in [`READ_CHUNK`] pieces and checks each
+/// piece's UTF-8 once; the events of one piece share one copy of its whole lines
+/// (one allocation per piece, benchmark P7). Also returns the seq after the last
+/// event read and the byte offset of its line.
 fn read_range(
     file: &File,
     start: (u64, u64),
@@ -1341,19 +1364,41 @@ fn read_range(
         };
         let lines = std::str::from_utf8(&buf[..=last])
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        // The lines this page takes from the piece (a range of `lines`, or the
+        // text of a line edited by hand, normalised by `recorded_line`), found
+        // before they are copied.
+        let mut taken: Vec<(u64, Result<std::ops::Range<usize>, String>)> = Vec::new();
         let mut used = 0;
         for line in lines.split_terminator('\n') {
-            if seq >= stop || out.len() >= max {
+            if seq >= stop || out.len() + taken.len() >= max {
                 break;
             }
             if seq >= from {
-                out.push(RecordedEvent {
-                    seq,
-                    json: recorded_line(line, seq)?.into(),
+                let json = recorded_line(line, seq)?;
+                taken.push(if json.len() == line.len() {
+                    (seq, Ok(used..used + line.len()))
+                } else {
+                    (seq, Err(json.to_owned()))
                 });
             }
             used += line.len() + 1;
             seq += 1;
+        }
+        let ranges = || taken.iter().filter_map(|(_, r)| r.as_ref().ok());
+        let first = ranges().next().map_or(0, |r| r.start);
+        let end = ranges().last().map_or(0, |r| r.end);
+        let shared: Arc<str> = lines.get(first..end).unwrap_or_default().into();
+        // Pieces are READ_CHUNK bytes plus one line, far below 4 GiB.
+        let at = |i: usize| u32::try_from(i - first).unwrap_or(u32::MAX);
+        for (seq, line) in taken {
+            out.push(match line {
+                Ok(range) => RecordedEvent {
+                    seq,
+                    text: shared.clone(),
+                    range: at(range.start)..at(range.end),
+                },
+                Err(json) => RecordedEvent::whole(seq, json.into()),
+            });
         }
         offset += used as u64;
         buf.drain(..used);
