@@ -1386,7 +1386,7 @@ fn read_range(
         }
         let ranges = || taken.iter().filter_map(|(_, r)| r.as_ref().ok());
         let first = ranges().next().map_or(0, |r| r.start);
-        let end = ranges().last().map_or(0, |r| r.end);
+        let end = ranges().next_back().map_or(0, |r| r.end);
         let shared: Arc<str> = lines.get(first..end).unwrap_or_default().into();
         // Pieces are READ_CHUNK bytes plus one line, far below 4 GiB.
         let at = |i: usize| u32::try_from(i - first).unwrap_or(u32::MAX);
