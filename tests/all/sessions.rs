@@ -1152,3 +1152,50 @@ fn new_requires_a_runtime_and_a_workspace() {
         Err(SessionError::InvalidRequest(_))
     ));
 }
+
+/// The host's open descriptors that refer to the mount namespace `ns`
+/// (`mnt:[inode]`, as `readlink /proc/self/ns/mnt` prints it in the command).
+fn fds_on(ns: &str) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.as_os_str() == ns))
+        .count()
+}
+
+/// A foreground run's private mount namespace is held by the host while the run
+/// goes on (so the kernel tears it down after the exit is reported, not in the
+/// dying process), and let go once it has ended; a background run's is never held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreground_runs_mount_namespace_is_held_until_it_has_ended() {
+    let e = env();
+    for (call, held) in [(Some("call-ns"), 1), (None, 0)] {
+        let mut req = StartRequest::new("readlink /proc/self/ns/mnt; exec sleep 30");
+        req.tool_call_id = call.map(str::to_owned);
+        let id = start(&e.sessions, req).await;
+        let deadline = Instant::now() + HANG;
+        let ns = loop {
+            let out = all_output(&e.sessions, &id).await;
+            if out.ends_with(b"\n") {
+                break String::from_utf8(out).unwrap().trim().to_owned();
+            }
+            assert!(Instant::now() < deadline, "no output from {id}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert!(ns.starts_with("mnt:["), "{ns}");
+        assert_ne!(
+            std::fs::read_link("/proc/self/ns/mnt").unwrap().to_str(),
+            Some(ns.as_str()),
+            "the command runs in a mount namespace of its own"
+        );
+        assert_eq!(fds_on(&ns), held, "{call:?} while running");
+        e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+        let snap = wait_end(&e.sessions, &id).await;
+        assert_eq!(snap.status, SessionStatus::Killed);
+        // Let go right after the exit is reported (the session's bookkeeping).
+        while fds_on(&ns) != 0 {
+            assert!(Instant::now() < deadline, "{ns} still held after the end");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}

@@ -722,6 +722,12 @@ impl Confinement {
 }
 
 impl Confinement {
+    /// Whether the child gets a private mount namespace (every mode but
+    /// full-access, where the kernel has them).
+    pub(crate) fn unshares_mounts(&self) -> bool {
+        self.plan.as_ref().is_some_and(|p| p.mounts.is_some())
+    }
+
     /// Applies the sandbox in the calling process: for the child side of
     /// [`crate::spawn`] (between `clone` and `exec`). Async-signal-safe and
     /// allocation-free, like the `pre_exec` closure of

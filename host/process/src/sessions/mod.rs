@@ -1221,6 +1221,7 @@ impl Inner {
         sandbox: SandboxPolicy,
         stdin: process::StdinSetup,
         merge_stderr: bool,
+        foreground: bool,
     ) -> Result<Prepared, SessionError> {
         let (id, output_path, log) = self.create_log()?;
         let session_dir = output_path.parent().unwrap_or(&output_path).to_path_buf();
@@ -1256,6 +1257,9 @@ impl Inner {
                 nofile: self.config.child_nofile.unwrap_or(0),
                 merge_stderr,
                 tree: Some(tree.clone()),
+                // A tool call waits for a foreground run's exit: its mount
+                // namespace goes after the exit is reported.
+                hold_mount_ns: foreground,
             },
         )
         .map_err(|e| {
@@ -1265,15 +1269,17 @@ impl Inner {
             )))
         })?;
         Ok(Prepared {
-            id,
-            output_path,
-            session_dir,
-            log,
+            rest: PreparedRest {
+                id,
+                output_path,
+                session_dir,
+                log,
+                effective,
+                tree,
+                command,
+                shell: shell.to_path_buf(),
+            },
             launch,
-            effective,
-            tree,
-            command,
-            shell: shell.to_path_buf(),
         })
     }
 
@@ -1292,11 +1298,23 @@ impl Inner {
 
 /// What [`Inner::prepare_launch`] made ready for the spawner.
 struct Prepared {
+    rest: PreparedRest,
+    launch: process::Launch,
+}
+
+impl Prepared {
+    /// The launch, for the spawner, and the rest, for the session.
+    fn split(self) -> (PreparedRest, process::Launch) {
+        (self.rest, self.launch)
+    }
+}
+
+/// A [`Prepared`] start but its launch: what the session is built from.
+struct PreparedRest {
     id: SessionId,
     output_path: PathBuf,
     session_dir: PathBuf,
     log: std::fs::File,
-    launch: process::Launch,
     effective: Arc<EffectiveSandbox>,
     tree: Arc<tree::Tree>,
     command: String,
@@ -1423,6 +1441,7 @@ fn register(
         stdin,
         stdout,
         stderr,
+        mount_ns,
         guard,
     } = started;
     // Until the pipes are registered too, an error drops `guard`, which kills the
@@ -1431,7 +1450,7 @@ fn register(
         let stdout = pipe::Receiver::from_owned_fd(stdout)?;
         let stderr = stderr.map(pipe::Receiver::from_owned_fd).transpose()?;
         let stdin = stdin.map(pipe::Sender::from_owned_fd).transpose()?;
-        let child = process::ChildProcess::spawned(pid, pidfd)?;
+        let child = process::ChildProcess::spawned(pid, pidfd, mount_ns)?;
         Ok((child, stdout, stderr, stdin))
     })();
     if registered.is_ok() {
@@ -1725,33 +1744,38 @@ impl Sessions {
         let command = std::mem::take(&mut req.command);
         let request_env = std::mem::take(&mut req.env);
         let merge_stderr = req.streams == OutputStreams::Merged;
-        // Files, the sandbox and the command's memfd: blocking work, off the workers.
+        let foreground = req.tool_call_id.is_some();
+        // Files, the sandbox and the command's memfd: blocking work, off the
+        // workers, on the spawner thread that then starts the child.
         let prep = inner.clone();
-        let prepared = tokio::task::spawn_blocking(move || {
-            prep.prepare_launch(
-                &shell,
-                command,
-                &request_env,
-                cwd_fd,
-                sandbox,
-                stdin_setup,
-                merge_stderr,
-            )
-        })
-        .await
-        .map_err(|e| SessionError::Io(format!("preparing the start failed: {e}")))??;
-        let Prepared {
+        let (prepared, started) = inner
+            .spawner
+            .prepare_and_start(move || {
+                let prepared = prep.prepare_launch(
+                    &shell,
+                    command,
+                    &request_env,
+                    cwd_fd,
+                    sandbox,
+                    stdin_setup,
+                    merge_stderr,
+                    foreground,
+                )?;
+                Ok::<_, SessionError>(prepared.split())
+            })
+            .await
+            .map_err(io_error)??;
+        let PreparedRest {
             id,
             output_path,
             session_dir,
             log,
-            launch,
             effective,
             tree,
             command,
             shell,
         } = prepared;
-        let started = match inner.spawner.spawn(launch).await {
+        let started = match started {
             Ok(started) => started,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&session_dir);

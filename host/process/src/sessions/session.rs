@@ -400,6 +400,14 @@ pub(crate) async fn run(
     let mut tree_check: Option<tokio::time::Instant> = None;
     let mut leftover_deadline: Option<tokio::time::Instant> = None;
     loop {
+        if exit.is_none() && stdout.is_none() && stderr.is_none() {
+            // The pipes closed: most often the child has just exited.
+            if let Ok(Some(status)) = child.try_wait() {
+                session.lock().child_exited = true;
+                exit = Some(Ok(status));
+                drain_deadline = Some(tokio::time::Instant::now() + timing.drain_grace);
+            }
+        }
         if exit.is_some() && stdout.is_none() && stderr.is_none() {
             if !tree_alive(&session).await {
                 break;
@@ -500,6 +508,9 @@ pub(crate) async fn run(
     // cgroups and the private temp dir, retiring the session), about 0.1 ms on
     // the benchmark machine (benchmark P3).
     tokio::task::yield_now().await;
+    // The child's mount namespace, if the session held it, goes now: after the
+    // exit was reported, not before it (`Started::mount_ns`).
+    child.release_mount_ns();
     // The tree is gone (or its processes were killed and are going): remove its
     // cgroups now; what cannot be removed yet goes when the session is dropped.
     if let Some(tree) = &session.tree {
