@@ -390,3 +390,92 @@ fn toolhost_call_caps_the_output_log_as_configured() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A running session is kept however old its log looks, though it holds no
+/// descriptor for it (it printed nothing): its directory's `owner` link leads to
+/// its engine's locked owner file. A session whose owner is gone (a host that
+/// crashed) is swept like any finished one, and so is the running one once it
+/// has ended (its link goes with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
+    let env = env(OutputCapPolicy::Keep);
+    let state = env.state.path();
+    let running = env
+        .sessions
+        .start(&HOST, StartRequest::new("exec sleep 30"))
+        .await
+        .unwrap();
+    let two_days = Duration::from_secs(2 * 24 * 60 * 60);
+    let running_dir = state.join("sessions").join(running.as_str());
+    let make_old = |dir: &std::path::Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join("output.log"))
+            .unwrap()
+            .set_modified(SystemTime::now() - two_days)
+            .unwrap();
+    };
+    make_old(&running_dir);
+    assert!(
+        std::fs::symlink_metadata(running_dir.join("owner"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // Left by a host that is gone: its owner file exists, unlocked.
+    std::fs::write(state.join("owners/1-0"), "").unwrap();
+    fake_session(state, "bg_00000000b001", 1024, two_days);
+    std::os::unix::fs::symlink(
+        "../../owners/1-0",
+        state.join("sessions/bg_00000000b001/owner"),
+    )
+    .unwrap();
+
+    let report = retention::sweep(
+        state,
+        &retention::RetentionPolicy::default(),
+        SystemTime::now(),
+    );
+    assert_eq!(report.sessions_running, 1, "{report:?}");
+    assert_eq!(report.sessions_removed, vec!["bg_00000000b001".to_owned()]);
+    assert!(running_dir.join("output.log").exists());
+    assert!(
+        running_dir.join("tmp").exists(),
+        "a running session's tmp stays"
+    );
+    // The owner file of the gone host goes once it is old too.
+    std::fs::File::options()
+        .write(true)
+        .open(state.join("owners/1-0"))
+        .unwrap()
+        .set_modified(SystemTime::now() - two_days)
+        .unwrap();
+
+    env.sessions
+        .kill(&HOST, &running, None, "test")
+        .await
+        .unwrap();
+    wait_end(&env.sessions, &running).await;
+    let deadline = std::time::Instant::now() + HANG;
+    while std::fs::symlink_metadata(running_dir.join("owner")).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the owner link stays");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    make_old(&running_dir);
+    let report = retention::sweep(
+        state,
+        &retention::RetentionPolicy::default(),
+        SystemTime::now(),
+    );
+    assert_eq!(report.sessions_running, 0, "{report:?}");
+    assert_eq!(report.sessions_removed, vec![running.to_string()]);
+    assert!(
+        !state.join("owners/1-0").exists(),
+        "a gone host's owner file is swept"
+    );
+    let own: Vec<_> = std::fs::read_dir(state.join("owners"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(own.len(), 1, "the live engine's owner file stays");
+}

@@ -1,7 +1,12 @@
 //! P5: scale: N concurrent background sessions (`sleep 1000`) started, checked and
 //! killed, watching the host's threads and RSS throughout and checking that every
-//! process was reaped and none escaped. Baseline: tokio spawning the same N children
-//! with piped stdout/stderr (what a bare host holds per child).
+//! process was reaped and none escaped. Baseline: std spawning the same N commands
+//! as a session does (`/bin/sh -c 'sleep 1000'`, the engine's default shell, which
+//! then execs `sleep`; `posix_spawn`), each with one pipe for stdout and stderr as a
+//! session has, held
+//! and then killed and reaped (tokio's `Command` would hold three descriptors per
+//! child, its pidfd and two pipes: 30,000 for 10,000 children, over this machine's
+//! open-file limit).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -86,11 +91,14 @@ fn leftovers(sids: &HashSet<i32>) -> (usize, usize) {
     (live, zombies)
 }
 
-/// Descriptors one running session holds, to size the run before measuring: its
-/// output pipe (stdout and stderr merged), its pidfd and its output log (the
-/// `cgroup.procs` descriptors are closed once the child has joined). The run counts
-/// the real number in `/proc/self/fd`.
-pub const FDS_PER_SESSION: u64 = 3;
+/// Descriptors one running background session holds, to size the run before
+/// measuring: its output pipe (stdout and stderr merged). Its exit is waited for
+/// through the engine's io_uring, its output log is opened at its first output
+/// and its `cgroup.procs` descriptors are closed once the child has joined
+/// (`toolhost_process` `exits.rs`, `output.rs`, `tree.rs`); without io_uring
+/// waitid (Linux < 6.7) it also holds its pidfd. The run counts the real number in
+/// `/proc/self/fd`.
+pub const FDS_PER_SESSION: u64 = 1;
 
 /// The host's open descriptors (entries of `/proc/self/fd`).
 fn open_fds() -> u64 {
@@ -213,8 +221,8 @@ pub async fn run(wanted: usize) -> Result<Vec<Row>> {
         id: "P5".into(),
         what: format!(
             "scale: {n} concurrent background sessions `sleep 1000` ({}) started, \
-             checked, killed (SIGTERM sequence, concurrently); vs tokio holding {n} piped \
-             `sleep` children",
+             checked, killed (SIGTERM sequence, concurrently); vs std (posix_spawn) \
+             holding {n} children `/bin/sh -c 'sleep 1000'` with one output pipe each",
             sessions.sandbox()
         ),
         measured: format!("{}/session, {max_threads} threads", bytes(per_session)),
@@ -294,36 +302,41 @@ fn raw_in_child(n: usize) -> Result<RawScale> {
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-/// The P5 baseline: tokio holding `n` piped `sleep 1000` children, then killing and
-/// reaping them.
+/// The P5 baseline: std holding `n` `/bin/sh -c 'sleep 1000'` children
+/// (`posix_spawn`, each in its own process group, stdout and stderr on one pipe
+/// whose read end is held), then killing and reaping them.
 pub async fn raw(n: usize) -> Result<RawScale> {
+    use std::os::unix::process::CommandExt;
     raise_fd_limit_for(n);
     let before = rss();
     let watch = ThreadWatch::start();
     let t = Instant::now();
     let mut children = Vec::with_capacity(n);
+    let mut pipes = Vec::with_capacity(n);
     for _ in 0..n {
-        children.push(
-            tokio::process::Command::new("sleep")
-                .arg("1000")
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .process_group(0)
-                .kill_on_drop(true)
-                .spawn()?,
-        );
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let child = std::process::Command::new("/bin/sh")
+            .args(["-c", "sleep 1000"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::from(write.try_clone()?))
+            .stderr(std::process::Stdio::from(write))
+            .process_group(0)
+            .spawn()?;
+        children.push(child);
+        pipes.push(read);
     }
     let start = t.elapsed();
     let per_child_bytes = rss().saturating_sub(before) as f64 / n as f64;
     for c in &children {
-        if let Some(pid) = c.id() {
-            let _ = kill(Pid::from_raw(-(pid as i32)), Signal::SIGTERM);
+        let _ = kill(Pid::from_raw(-(c.id() as i32)), Signal::SIGTERM);
+    }
+    tokio::task::spawn_blocking(move || {
+        for mut c in children {
+            let _ = c.wait();
         }
-    }
-    for c in &mut children {
-        c.wait().await?;
-    }
+    })
+    .await?;
+    drop(pipes);
     Ok(RawScale {
         per_child_bytes,
         max_threads: watch.max(),

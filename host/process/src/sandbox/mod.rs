@@ -722,6 +722,16 @@ impl Confinement {
 }
 
 impl Confinement {
+    /// The host descriptors [`Confinement::apply_in_child`] uses (the Landlock
+    /// ruleset), for `spawn`'s table sharing (`spawn.rs`).
+    pub(crate) fn child_fds(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.plan
+            .as_ref()
+            .and_then(|p| p.landlock_fd.as_ref())
+            .map(|fd| fd.as_raw_fd())
+    }
+
     /// Whether the child gets a private mount namespace (every mode but
     /// full-access, where the kernel has them).
     pub(crate) fn unshares_mounts(&self) -> bool {

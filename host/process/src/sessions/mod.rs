@@ -21,6 +21,7 @@
 //! process group (call [`Sessions::shutdown`] for an orderly SIGTERM first); if the host
 //! dies outright, `PR_SET_PDEATHSIG` SIGKILLs the shells (not their background children).
 
+mod exits;
 mod output;
 mod proc_scan;
 mod process;
@@ -837,6 +838,12 @@ struct Inner {
     /// Sandbox warnings already logged (each distinct one is logged once).
     warned: Mutex<std::collections::HashSet<String>>,
     spawner: process::Spawner,
+    /// Where background sessions' exits are waited for without a descriptor each
+    /// (`exits.rs`); `None` where the kernel lacks it (they keep their pidfd).
+    exits: Option<Arc<exits::ExitRing>>,
+    /// What tells the retention sweep that this engine's sessions are running
+    /// (`<state>/owners/…`, `retention.rs`).
+    owner_lock: retention::OwnerLock,
     /// How sessions' process trees are tracked (a cgroup per session, or scans).
     tracker: tree::Tracker,
     /// `tracker.describe()`, as snapshots show it.
@@ -1165,7 +1172,7 @@ impl Inner {
     /// directory already exists (left by an earlier host process using the
     /// same state dir, or a concurrent one) is skipped, so ids and logs are
     /// never reused.
-    fn create_log(&self) -> Result<(SessionId, PathBuf, std::fs::File), SessionError> {
+    fn create_log(&self) -> Result<(SessionId, PathBuf), SessionError> {
         loop {
             let id = SessionId::next();
             let dir = self.sessions_dir.join(id.as_str());
@@ -1180,9 +1187,21 @@ impl Inner {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(io(e)),
             }
-            let path = dir.join("output.log");
-            let file = std::fs::File::create(&path).map_err(io)?;
-            return Ok((id, path, file));
+            // Running, for the retention sweep: one lock for all of this engine's
+            // sessions, no descriptor per session (`retention.rs`).
+            let created = self.owner_lock.mark(&dir).and_then(|()| {
+                let path = dir.join("output.log");
+                // Created empty here, opened again on the first output
+                // (`output::OutputLog`).
+                std::fs::File::create(&path).map(|_| path)
+            });
+            return match created {
+                Ok(path) => Ok((id, path)),
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    Err(io(e))
+                }
+            };
         }
     }
 
@@ -1223,7 +1242,7 @@ impl Inner {
         merge_stderr: bool,
         foreground: bool,
     ) -> Result<Prepared, SessionError> {
-        let (id, output_path, log) = self.create_log()?;
+        let (id, output_path) = self.create_log()?;
         let session_dir = output_path.parent().unwrap_or(&output_path).to_path_buf();
         let private_tmp = session_dir.join("tmp");
         let fail = |e: SessionError| {
@@ -1273,7 +1292,6 @@ impl Inner {
                 id,
                 output_path,
                 session_dir,
-                log,
                 effective,
                 tree,
                 command,
@@ -1314,7 +1332,6 @@ struct PreparedRest {
     id: SessionId,
     output_path: PathBuf,
     session_dir: PathBuf,
-    log: std::fs::File,
     effective: Arc<EffectiveSandbox>,
     tree: Arc<tree::Tree>,
     command: String,
@@ -1424,11 +1441,14 @@ fn check_sizes(req: &StartRequest) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// Registers a started child's pidfd and pipes with the current tokio runtime. On
-/// error the child's whole group has been killed and the child will be reaped.
+/// Registers a started child's pipes with the current tokio runtime, and its exit
+/// with `ring` when given (a background session's: no descriptor per child,
+/// `exits.rs`), else through its pidfd. On error the child's whole group has been
+/// killed and the child will be reaped.
 #[allow(clippy::type_complexity)]
 fn register(
     started: process::Started,
+    ring: Option<&exits::ExitRing>,
 ) -> std::io::Result<(
     process::ChildProcess,
     pipe::Receiver,
@@ -1450,7 +1470,7 @@ fn register(
         let stdout = pipe::Receiver::from_owned_fd(stdout)?;
         let stderr = stderr.map(pipe::Receiver::from_owned_fd).transpose()?;
         let stdin = stdin.map(pipe::Sender::from_owned_fd).transpose()?;
-        let child = process::ChildProcess::spawned(pid, pidfd, mount_ns)?;
+        let child = process::ChildProcess::spawned(pid, pidfd, mount_ns, ring)?;
         Ok((child, stdout, stderr, stdin))
     })();
     if registered.is_ok() {
@@ -1533,6 +1553,22 @@ impl Sessions {
             tracing::info!("sandbox for started commands: {sandbox}: commands are NOT confined");
         }
         let spawner = process::Spawner::start().map_err(io_error)?;
+        let exits = match exits::ExitRing::new(&handle) {
+            Ok(ring) => Some(ring),
+            Err(e) => {
+                tracing::debug!(
+                    "background sessions are waited for through a pidfd each (io_uring \
+                     waitid: {e})"
+                );
+                None
+            }
+        };
+        let owner_lock = retention::OwnerLock::acquire(&state_dir).map_err(|e| {
+            SessionError::Io(format!(
+                "cannot create an owner file in {}: {e}",
+                state_dir.join("owners").display()
+            ))
+        })?;
         let tracker =
             tree::Tracker::detect(config.process_tracking, config.max_processes_per_session);
         let tracking = tracker.describe();
@@ -1546,6 +1582,8 @@ impl Sessions {
             sandbox,
             warned: Mutex::default(),
             spawner,
+            exits,
+            owner_lock,
             tracker,
             tracking,
             handle,
@@ -1769,7 +1807,6 @@ impl Sessions {
             id,
             output_path,
             session_dir,
-            log,
             effective,
             tree,
             command,
@@ -1791,7 +1828,10 @@ impl Sessions {
             }
         };
         let pid = started.pid;
-        let (child, stdout, stderr, stdin) = match register(started) {
+        // A tool call waits for a foreground run's exit: its pidfd wakes the
+        // session with one hand-off less than the ring (`exits.rs`).
+        let ring = inner.exits.as_deref().filter(|_| !foreground);
+        let (child, stdout, stderr, stdin) = match register(started, ring) {
             Ok(parts) => parts,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&session_dir);
@@ -1824,7 +1864,6 @@ impl Sessions {
             child,
             Some(stdout),
             stderr,
-            log,
             req.timeout,
             slot,
         );
@@ -1844,7 +1883,6 @@ impl Sessions {
         child: process::ChildProcess,
         stdout: Option<pipe::Receiver>,
         stderr: Option<pipe::Receiver>,
-        log: std::fs::File,
         timeout: Option<Duration>,
         slot: Slot,
     ) {
@@ -1856,7 +1894,7 @@ impl Sessions {
         let weak = Arc::downgrade(inner);
         let retire = Box::new(move |session: &Arc<Session>| {
             // The private temp dir goes with the session (retention, README "Disk").
-            retention::remove_private_tmp(&session.output_path);
+            retention::session_ended(&session.output_path);
             if let Some(inner) = weak.upgrade() {
                 inner.retire(session);
             }
@@ -1867,7 +1905,8 @@ impl Sessions {
             pressed_tail_bytes: inner.config.output_log_head_bytes,
             policy: inner.config.output_cap_policy,
         };
-        let log = output::OutputLog::new(log, caps, inner.log_budget.clone());
+        let log =
+            output::OutputLog::new(session.output_path.clone(), caps, inner.log_budget.clone());
         inner.handle.spawn(session::run(
             session,
             child,
@@ -1904,7 +1943,7 @@ impl Sessions {
             )
         })?;
         let slot = inner.reserve(caller)?;
-        let (id, output_path, log) = inner.create_log()?;
+        let (id, output_path) = inner.create_log()?;
         let io =
             |e: std::io::Error| SessionError::Io(format!("cannot adopt the child's pipes: {e}"));
         let stdin = (child.stdin.take())
@@ -1943,7 +1982,7 @@ impl Sessions {
             tracking: "process group only (adopted)".to_owned(),
         });
         let child = process::ChildProcess::Adopted(child);
-        self.launch(session, child, stdout, stderr, log, None, slot);
+        self.launch(session, child, stdout, stderr, None, slot);
         Ok(id)
     }
 

@@ -426,11 +426,15 @@ pub(crate) struct LogCaps {
 /// `max_bytes - head_bytes` bytes at their offsets and gives the middle back to the
 /// file system (`fallocate(FALLOC_FL_PUNCH_HOLE)`), so the disk it uses stays bounded
 /// while offsets keep their meaning. While the host's running logs together exceed
-/// their budget, only `pressed_tail_bytes` of tail are kept. Holds a shared `flock` on
-/// the file while the session runs, so a sweep ([`super::retention`]) never removes
-/// a live log.
+/// their budget, only `pressed_tail_bytes` of tail are kept. Opens the file on its
+/// first write (the session created it empty), so a session that has printed
+/// nothing holds no descriptor for it (benchmark P5); a sweep
+/// ([`super::retention`]) knows a live log by its session's `owner` link, not by a
+/// lock on the file.
 pub(crate) struct OutputLog {
-    file: File,
+    path: std::path::PathBuf,
+    /// Open once something was written.
+    file: Option<File>,
     caps: LogCaps,
     budget: Arc<LogBudget>,
     /// Bytes of output so far (the file's length).
@@ -449,20 +453,20 @@ pub(crate) struct OutputLog {
 }
 
 impl OutputLog {
-    /// Wraps a freshly created, empty `output.log`.
-    pub(crate) fn new(file: File, caps: LogCaps, budget: Arc<LogBudget>) -> OutputLog {
-        // A shared lock for the session's life: a sweep takes an exclusive one to
-        // know the log is not in use.
-        if let Err(e) = file.lock_shared() {
-            tracing::debug!("cannot lock an output log: {e}");
-        }
+    /// The writer of the freshly created, empty `output.log` at `path`.
+    pub(crate) fn new(
+        path: std::path::PathBuf,
+        caps: LogCaps,
+        budget: Arc<LogBudget>,
+    ) -> OutputLog {
         let mut caps = caps;
         caps.head_bytes = caps.head_bytes.min(caps.max_bytes);
         caps.pressed_tail_bytes = caps
             .pressed_tail_bytes
             .min(caps.max_bytes - caps.head_bytes);
         OutputLog {
-            file,
+            path,
+            file: None,
             caps,
             budget,
             written: 0,
@@ -481,7 +485,7 @@ impl OutputLog {
     pub(crate) fn write_all(&mut self, data: &[u8]) -> std::io::Result<bool> {
         let first = self.reason.is_none();
         if self.stopped_at.is_none() {
-            self.file.write_all(data)?;
+            self.file()?.write_all(data)?;
         }
         self.written += data.len() as u64;
         let tail = if self.budget.over() {
@@ -503,6 +507,16 @@ impl OutputLog {
         }
         self.recount();
         Ok(first && self.reason.is_some())
+    }
+
+    /// The file, opened for appending on first use (above the descriptor range
+    /// children copy, `spawn.rs`).
+    fn file(&mut self) -> std::io::Result<&mut File> {
+        if self.file.is_none() {
+            let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+            self.file = Some(File::from(crate::spawn::move_above_low_fds(file.into())));
+        }
+        Ok(self.file.as_mut().expect("opened above"))
     }
 
     fn describe(&self, tail: u64) -> String {
@@ -536,7 +550,11 @@ impl OutputLog {
         let (from, len) = (self.punched, self.omit_end - self.punched);
         let flags = nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE
             | nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE;
-        match nix::fcntl::fallocate(&self.file, flags, from as i64, len as i64) {
+        let punched = self.file().and_then(|file| {
+            nix::fcntl::fallocate(&*file, flags, from as i64, len as i64)
+                .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+        });
+        match punched {
             Ok(()) => self.punched = self.omit_end,
             Err(e) => {
                 tracing::warn!(
@@ -566,7 +584,7 @@ impl OutputLog {
         self.counted = kept;
     }
 
-    /// The session ended: punches the rest of the omitted middle, releases the lock
+    /// The session ended: punches the rest of the omitted middle, closes the file
     /// and leaves the budget (a finished log is bounded by retention instead).
     pub(crate) fn finish(mut self) -> Option<OutputOmission> {
         self.punch();
@@ -754,7 +772,8 @@ mod tests {
             policy: OutputCapPolicy::Keep,
         };
         let roomy = Arc::new(LogBudget::new(u64::MAX));
-        let mut log = OutputLog::new(File::create(dir.path().join("a")).unwrap(), caps, roomy);
+        File::create(dir.path().join("a")).unwrap();
+        let mut log = OutputLog::new(dir.path().join("a"), caps, roomy);
         assert!(!log.write_all(&[1; 1000]).unwrap());
         assert_eq!(log.omission(), None);
         assert!(
@@ -766,11 +785,8 @@ mod tests {
         assert_eq!((o.offset, o.len), (100, 20));
         // Over the host budget: only `pressed_tail_bytes` of tail.
         let full = Arc::new(LogBudget::new(10));
-        let mut log = OutputLog::new(
-            File::create(dir.path().join("b")).unwrap(),
-            caps,
-            full.clone(),
-        );
+        File::create(dir.path().join("b")).unwrap();
+        let mut log = OutputLog::new(dir.path().join("b"), caps, full.clone());
         log.write_all(&[1; 200]).unwrap();
         assert_eq!(log.omission(), None, "within the budget when written");
         assert!(log.write_all(&[1; 200]).unwrap());

@@ -17,6 +17,7 @@ use nix::unistd::{self, AccessFlags, Pid};
 use tokio::sync::oneshot;
 
 use super::SessionError;
+use super::exits::{ExitReceiver, ExitRing};
 use super::proc_scan::{ProcTable, proc_table, read_stat};
 use super::tree::{self, Tree};
 use crate::sandbox::Confinement;
@@ -516,7 +517,13 @@ fn start(launch: Launch) -> io::Result<Started> {
             &launch.confinement,
         )
     };
-    let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup);
+    let setup_fds: Vec<std::os::fd::RawFd> = cgroups
+        .into_iter()
+        .filter(|&fd| fd >= 0)
+        .chain([launch.cwd.as_raw_fd()])
+        .chain(launch.confinement.child_fds())
+        .collect();
+    let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup, &setup_fds);
     // The child has joined its cgroups (or is gone): their descriptors are not needed
     // for the rest of the session.
     if let Some(tree) = &launch.tree {
@@ -538,13 +545,16 @@ fn start(launch: Launch) -> io::Result<Started> {
     if let Some(r) = &stderr_r {
         raise_pipe_size(r);
     }
+    // What the session holds for its life goes above the low range, which later
+    // children copy (`spawn.rs`, "The descriptor table").
+    let high = crate::spawn::move_above_low_fds;
     Ok(Started {
         pid: spawned.pid,
-        pidfd: spawned.pidfd,
-        stdin: stdin_host,
-        stdout: stdout_r,
-        stderr: stderr_r,
-        mount_ns,
+        pidfd: high(spawned.pidfd),
+        stdin: stdin_host.map(high),
+        stdout: high(stdout_r),
+        stderr: stderr_r.map(high),
+        mount_ns: mount_ns.map(high),
         guard: GroupGuard::new(spawned.pid, launch.tree.clone()),
     })
 }
@@ -556,8 +566,8 @@ pub(crate) enum ChildProcess {
     Spawned {
         /// Its pid.
         pid: u32,
-        /// Readable once the child has exited.
-        pidfd: tokio::io::unix::AsyncFd<OwnedFd>,
+        /// Tells when the child has exited (it stays a zombie until reaped here).
+        waiter: ExitWaiter,
         /// Kept after reaping, so `wait` can be called again.
         status: Option<std::process::ExitStatus>,
         /// Its mount namespace, held until [`ChildProcess::release_mount_ns`]
@@ -568,21 +578,47 @@ pub(crate) enum ChildProcess {
     Adopted(tokio::process::Child),
 }
 
+/// How a spawned child's exit is noticed.
+pub(crate) enum ExitWaiter {
+    /// Its pidfd, readable once it has exited (one descriptor per child).
+    Pidfd(tokio::io::unix::AsyncFd<OwnedFd>),
+    /// A request in the engine's [`ExitRing`] (no descriptor per child). `None`
+    /// once it has resolved.
+    Ring(Option<ExitReceiver>),
+}
+
 impl ChildProcess {
-    /// Wraps a pidfd from [`Started`]. Must be called inside a tokio runtime.
+    /// Wraps a child from [`Started`]: watched through `ring` when given and it
+    /// takes the child (its pidfd is then closed), else through its pidfd. Must
+    /// be called inside a tokio runtime.
     pub(crate) fn spawned(
         pid: u32,
         pidfd: OwnedFd,
         mount_ns: Option<OwnedFd>,
+        ring: Option<&ExitRing>,
     ) -> io::Result<ChildProcess> {
-        // SAFETY: an OwnedFd stays open and the same fd until the AsyncFd drops it.
-        let pidfd = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
-        }
-        .map_err(io::Error::from)?;
+        let watched = ring.map(|ring| ring.watch(pid));
+        let waiter = match watched {
+            Some(Ok(rx)) => ExitWaiter::Ring(Some(rx)),
+            failed => {
+                if let Some(Err(e)) = failed {
+                    tracing::debug!(pid, "watching through the pidfd: {e}");
+                }
+                // SAFETY: an OwnedFd stays open and the same fd until the AsyncFd
+                // drops it.
+                let pidfd = unsafe {
+                    tokio::io::unix::AsyncFd::register_with_interest(
+                        pidfd,
+                        tokio::io::Interest::READABLE,
+                    )
+                }
+                .map_err(io::Error::from)?;
+                ExitWaiter::Pidfd(pidfd)
+            }
+        };
         Ok(ChildProcess::Spawned {
             pid,
-            pidfd,
+            waiter,
             status: None,
             mount_ns,
         })
@@ -592,14 +628,36 @@ impl ChildProcess {
     pub(crate) async fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
         match self {
             ChildProcess::Adopted(child) => child.wait().await,
-            ChildProcess::Spawned { pidfd, status, .. } => loop {
+            ChildProcess::Spawned {
+                pid,
+                waiter,
+                status,
+                ..
+            } => loop {
                 if let Some(status) = status {
                     return Ok(*status);
                 }
-                let mut ready = pidfd.readable().await?;
-                match reap(ready.get_inner().as_raw_fd())? {
-                    Some(s) => *status = Some(s),
-                    None => ready.clear_ready(),
+                match waiter {
+                    ExitWaiter::Pidfd(pidfd) => {
+                        let mut ready = pidfd.readable().await?;
+                        match reap(libc::P_PIDFD, ready.get_inner().as_raw_fd() as libc::id_t)? {
+                            Some(s) => *status = Some(s),
+                            None => ready.clear_ready(),
+                        }
+                    }
+                    ExitWaiter::Ring(rx) => {
+                        if let Some(pending) = rx {
+                            let exited = pending.await;
+                            *rx = None;
+                            if let Ok(Err(e)) = &exited
+                                && e.raw_os_error() != Some(libc::ECHILD)
+                            {
+                                return Err(io::Error::new(e.kind(), e.to_string()));
+                            }
+                        }
+                        // Exited (or the watcher is gone): reap it, waiting if needed.
+                        *status = Some(reap_blocking(*pid).await?);
+                    }
                 }
             },
         }
@@ -619,14 +677,25 @@ impl ChildProcess {
     /// Reaps the child if it has exited, without waiting; `None` while it runs.
     /// The session calls it when the child's pipes close (usually its exit), so
     /// the exit is taken at once instead of a turn of the reactor later, when
-    /// the pidfd's readiness arrives (benchmark P3: ≈ 0.1 ms on a loaded
-    /// machine).
+    /// the pidfd's readiness or the ring's completion arrives (benchmark P3:
+    /// ≈ 0.1 ms on a loaded machine).
     pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
         match self {
             ChildProcess::Adopted(child) => child.try_wait(),
-            ChildProcess::Spawned { pidfd, status, .. } => {
+            ChildProcess::Spawned {
+                pid,
+                waiter,
+                status,
+                ..
+            } => {
                 if status.is_none() {
-                    *status = reap(pidfd.get_ref().as_raw_fd())?;
+                    *status = match waiter {
+                        ExitWaiter::Pidfd(pidfd) => {
+                            reap(libc::P_PIDFD, pidfd.get_ref().as_raw_fd() as libc::id_t)?
+                        }
+                        // The ring's request, if still pending, ends with ECHILD.
+                        ExitWaiter::Ring(_) => reap(libc::P_PID, *pid as libc::id_t)?,
+                    };
                 }
                 Ok(*status)
             }
@@ -639,25 +708,40 @@ impl Drop for ChildProcess {
     /// child, as tokio's `kill_on_drop` did, and reap it once it is gone.
     fn drop(&mut self) {
         if let ChildProcess::Spawned {
-            pid,
-            pidfd,
-            status: None,
-            ..
+            pid, status: None, ..
         } = self
         {
-            // SAFETY: pidfd_send_signal on our own pidfd.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    pidfd.get_ref().as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                )
-            };
+            // SAFETY: our own child, not reaped yet (only this type reaps it), so
+            // its pid is still its own.
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
             reap_in_background(*pid);
         }
     }
+}
+
+/// Reaps child `pid`, which has exited or is about to (its watcher said so),
+/// waiting on the blocking pool if it is not waitable yet.
+async fn reap_blocking(pid: u32) -> io::Result<std::process::ExitStatus> {
+    if let Some(status) = reap(libc::P_PID, pid as libc::id_t)? {
+        return Ok(status);
+    }
+    tokio::task::spawn_blocking(move || {
+        loop {
+            // SAFETY: a zeroed siginfo_t is a valid out-parameter; our own child.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let rc =
+                unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED) };
+            if rc == 0 {
+                return Ok(status_of(&info));
+            }
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(err);
+            }
+        }
+    })
+    .await
+    .map_err(|e| io::Error::other(format!("reaping {pid}: {e}")))?
 }
 
 /// Reaps child `pid` (already signalled to die) on a short-lived thread, so no
@@ -679,21 +763,14 @@ pub(crate) fn reap_in_background(pid: u32) {
     }
 }
 
-/// `waitid(P_PIDFD, WEXITED | WNOHANG)`: the exit status if the child has exited.
-fn reap(pidfd: std::os::fd::RawFd) -> io::Result<Option<std::process::ExitStatus>> {
-    use std::os::unix::process::ExitStatusExt;
+/// `waitid(idtype, id, WEXITED | WNOHANG)` (`P_PIDFD` with a pidfd, `P_PID` with a
+/// pid): the exit status if the child has exited, reaping it.
+fn reap(idtype: libc::idtype_t, id: libc::id_t) -> io::Result<Option<std::process::ExitStatus>> {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid out-parameter.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on our own pidfd.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PIDFD,
-                pidfd as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG,
-            )
-        };
+        // SAFETY: waitid on our own child.
+        let rc = unsafe { libc::waitid(idtype, id, &mut info, libc::WEXITED | libc::WNOHANG) };
         if rc < 0 {
             let err = io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EINTR) {
@@ -702,17 +779,24 @@ fn reap(pidfd: std::os::fd::RawFd) -> io::Result<Option<std::process::ExitStatus
             return Err(err);
         }
         // SAFETY: waitid filled in the SIGCHLD fields (or left them zero).
-        let (pid, code) = unsafe { (info.si_pid(), info.si_status()) };
-        if pid == 0 {
+        if unsafe { info.si_pid() } == 0 {
             return Ok(None);
         }
-        let raw = match info.si_code {
-            libc::CLD_EXITED => (code & 0xff) << 8,
-            libc::CLD_DUMPED => (code & 0x7f) | 0x80,
-            _ => code & 0x7f,
-        };
-        return Ok(Some(std::process::ExitStatus::from_raw(raw)));
+        return Ok(Some(status_of(&info)));
     }
+}
+
+/// The status in a `waitid` result, as std's `ExitStatus` (a `wait` status word).
+pub(crate) fn status_of(info: &libc::siginfo_t) -> std::process::ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    // SAFETY: waitid filled in the SIGCHLD fields.
+    let code = unsafe { info.si_status() };
+    let raw = match info.si_code {
+        libc::CLD_EXITED => (code & 0xff) << 8,
+        libc::CLD_DUMPED => (code & 0x7f) | 0x80,
+        _ => code & 0x7f,
+    };
+    std::process::ExitStatus::from_raw(raw)
 }
 
 /// Raises the capacity of a pipe (best effort; failures are ignored).

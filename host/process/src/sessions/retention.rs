@@ -4,12 +4,22 @@
 //! removes the rest (`toolhost gc`, and `toolhost serve` on start and every
 //! [`SWEEP_INTERVAL`]).
 //!
-//! An entry is in use while its lock file is locked: a running session's
-//! `output.log` holds a shared `flock` (`output::OutputLog`), a running host
-//! session's `events.jsonl` an exclusive one. The sweep takes an exclusive lock
-//! without waiting and skips whatever it cannot lock, so it never removes the log or
-//! temp dir of a running session, whichever host process runs it. Entries younger
-//! than [`SWEEP_GRACE`] are never removed (a session being created has no lock yet).
+//! An entry is in use while a lock says so, and the sweep skips whatever it finds
+//! locked, so it never removes the log or temp dir of a running session, whichever
+//! host process runs it:
+//!
+//! - a running process session's directory holds a symlink `owner` to its engine's
+//!   owner file, `<state>/owners/<pid>-<n>` ([`OwnerLock`]), which that engine
+//!   keeps locked (`flock`, exclusive) for its life, and the link is removed when
+//!   the session ends. One lock per engine instead of one per session: a session
+//!   holds no descriptor for it (benchmark P5). A link whose owner file the sweep
+//!   can lock was left by a host that is gone: that session has ended. (A session
+//!   of an older toolhost holds a shared `flock` on its `output.log` instead; that
+//!   is honoured too.)
+//! - a running host session's `events.jsonl` holds an exclusive `flock`.
+//!
+//! Entries younger than [`SWEEP_GRACE`] are never removed (a session being created
+//! has no link yet).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -38,6 +48,91 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
 
 /// Entries modified less than this long ago are never removed: 60 s.
 pub const SWEEP_GRACE: Duration = Duration::from_secs(60);
+
+/// The name of the symlink in a running session's directory to its engine's owner
+/// file (module docs).
+const OWNER_LINK: &str = "owner";
+
+/// An engine's claim on the sessions it runs (module docs): `<state>/owners/<name>`,
+/// locked for as long as this lives and removed on drop. Holds one descriptor.
+pub(crate) struct OwnerLock {
+    file: std::fs::File,
+    path: PathBuf,
+    /// What a session's `owner` link points to: `../../owners/<name>`.
+    target: PathBuf,
+}
+
+impl OwnerLock {
+    /// Creates and locks a new owner file in `<state_dir>/owners/`.
+    ///
+    /// Errors: the directory or the file cannot be created or locked.
+    pub(crate) fn acquire(state_dir: &Path) -> std::io::Result<OwnerLock> {
+        let dir = state_dir.join("owners");
+        std::fs::create_dir_all(&dir)?;
+        let mut n: u64 = 0;
+        loop {
+            let name = format!("{}-{n}", std::process::id());
+            let path = dir.join(&name);
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(file) => {
+                    file.lock()?;
+                    let target = Path::new("../../owners").join(&name);
+                    // Above the range children copy (`spawn.rs`).
+                    let file = std::fs::File::from(crate::spawn::move_above_low_fds(file.into()));
+                    return Ok(OwnerLock { file, path, target });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Marks `session_dir` (a new session's) as run by this engine.
+    ///
+    /// Errors: the link cannot be created.
+    pub(crate) fn mark(&self, session_dir: &Path) -> std::io::Result<()> {
+        std::os::unix::fs::symlink(&self.target, session_dir.join(OWNER_LINK))
+    }
+}
+
+impl Drop for OwnerLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = self.file.unlock();
+    }
+}
+
+/// Marks `session_dir` as no longer running (its `owner` link goes). Blocking;
+/// errors are logged (the sweep then takes the session for a running one until
+/// its engine ends).
+pub(crate) fn unmark(session_dir: &Path) {
+    let link = session_dir.join(OWNER_LINK);
+    if let Err(e) = std::fs::remove_file(&link)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(path = %link.display(), error = %e, "cannot unmark a finished session");
+    }
+}
+
+/// Whether `dir` is a session run by a live engine: its `owner` link leads to an
+/// owner file locked by someone (module docs). Errors other than "no such link or
+/// file" are returned.
+fn owned_by_live_engine(dir: &Path) -> std::io::Result<bool> {
+    let owner = match std::fs::File::open(dir.join(OWNER_LINK)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    match owner.try_lock() {
+        Ok(()) => Ok(false),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(true),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
 
 /// What the sweep keeps; [`RetentionPolicy::default`] holds the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,27 +216,59 @@ pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> Swe
     );
     report.host_sessions_removed = hosts.removed;
     report.host_sessions_running = hosts.running;
+    sweep_owners(&state_dir.join("owners"), now, &mut report);
     report
 }
 
-/// Removes the private temp dir beside a finished session's `output.log` (it does
-/// not outlive its session). Runs on the blocking pool when called inside a tokio
-/// runtime.
-pub(crate) fn remove_private_tmp(output_path: &Path) {
+/// Tidies a finished session's directory (the one holding `output_path`): removes
+/// its private temp dir (it does not outlive its session) and its `owner` link
+/// ([`unmark`]). Runs on the blocking pool when called inside a tokio runtime.
+pub(crate) fn session_ended(output_path: &Path) {
     let Some(dir) = output_path.parent() else {
         return;
     };
-    let tmp = dir.join("tmp");
+    let dir = dir.to_path_buf();
     let remove = move || {
+        let tmp = dir.join("tmp");
         if let Err(e) = std::fs::remove_dir_all(&tmp)
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(path = %tmp.display(), error = %e, "cannot remove a session's temp dir");
         }
+        unmark(&dir);
     };
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => drop(handle.spawn_blocking(remove)),
         Err(_) => remove(),
+    }
+}
+
+/// Removes the owner files of engines that are gone (unlocked) and older than
+/// [`SWEEP_GRACE`] (an engine locks its file right after creating it). Their
+/// sessions' links then lead nowhere, which means ended, as before.
+fn sweep_owners(dir: &Path, now: SystemTime, report: &mut SweepReport) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in read.flatten() {
+        let path = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| now.duration_since(m).unwrap_or_default() >= SWEEP_GRACE);
+        if !old {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        if file.try_lock().is_ok()
+            && let Err(e) = std::fs::remove_file(&path)
+        {
+            report
+                .errors
+                .push(format!("cannot remove {}: {e}", path.display()));
+        }
     }
 }
 
@@ -187,6 +314,21 @@ fn sweep_dir(
         };
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
+        }
+        if sessions {
+            match owned_by_live_engine(&path) {
+                Ok(false) => {}
+                Ok(true) => {
+                    out.running += 1;
+                    continue;
+                }
+                Err(e) => {
+                    report
+                        .errors
+                        .push(format!("cannot check {}'s owner: {e}", path.display()));
+                    continue;
+                }
+            }
         }
         let lock_path = path.join(lock_name);
         let lock = match std::fs::File::open(&lock_path) {
