@@ -104,7 +104,7 @@ pub fn run(runs: usize) -> Result<Vec<Row>> {
     let warm = Summary::of(warm);
     let cold = Summary::of(cold);
     let r = ratio(warm.median, cold.median);
-    let goal = Duration::from_millis(15);
+    let goal = Duration::from_millis(10);
     Ok(vec![Row {
         id: "P6".into(),
         what: format!(

@@ -33,9 +33,10 @@
 //! uses is below [`LOW_FDS`], the child shares the host's table (`CLONE_FILES`) and
 //! its first step is `close_range(LOW_FDS, ~0, CLOSE_RANGE_UNSHARE)`, which gives it
 //! a private copy of only the descriptors below [`LOW_FDS`] (Linux 5.9; on an older
-//! kernel it falls back to `unshare(CLONE_FILES)`, a copy of all). The sessions
-//! engine keeps what a session holds for its life above [`LOW_FDS`]
-//! ([`move_above_low_fds`]), so the low range holds only the host's own descriptors
+//! kernel it falls back to `unshare(CLONE_FILES)`, a copy of all). Once the host
+//! holds more than a few hundred descriptors, the sessions engine keeps what a
+//! session holds for its life above [`LOW_FDS`] ([`move_above_low_fds`]), so the
+//! low range holds at most a few hundred long-lived descriptors, the host's own
 //! and what a start uses. Until that first step the child touches no descriptor.
 
 use std::ffi::{CString, OsStr, OsString};
@@ -136,12 +137,21 @@ const CHILD_STACK: usize = 256 * 1024;
 /// copies (see the module docs).
 pub(crate) const LOW_FDS: RawFd = 1024;
 
+/// Descriptors below this (512) are left where they are by
+/// [`move_above_low_fds`]: a host holding fewer than that has a small table to
+/// copy anyway, and moving one above [`LOW_FDS`] would first grow the table, which
+/// in a process with threads waits for an RCU grace period (`expand_fdtable`,
+/// 15-30 ms on the benchmark machine: most of a short-lived `toolhost call`).
+const MOVE_FROM: RawFd = LOW_FDS / 2;
+
 /// `fd` moved to the lowest free number at or above [`LOW_FDS`] (close-on-exec),
 /// for a descriptor held for a session's life, so children do not copy it (module
-/// docs). Left where it is when that fails (a soft open-file limit of at most
-/// [`LOW_FDS`], or none free): then starts only lose the speed-up.
+/// docs), once the host holds enough descriptors for that to matter ([`MOVE_FROM`]:
+/// `fd` itself is at least 512). Left where it is otherwise, or when moving fails
+/// (a soft open-file limit of at most [`LOW_FDS`], or none free): then starts only
+/// lose the speed-up.
 pub(crate) fn move_above_low_fds(fd: OwnedFd) -> OwnedFd {
-    if fd.as_raw_fd() >= LOW_FDS {
+    if fd.as_raw_fd() < MOVE_FROM || fd.as_raw_fd() >= LOW_FDS {
         return fd;
     }
     // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own makes a new one we then own.
@@ -558,6 +568,13 @@ mod tests {
         assert!(fds.len() <= 5, "{out}");
     }
 
+    /// `fd` duplicated to a number at or above `min` (the original closed).
+    fn at_or_above(fd: OwnedFd, min: RawFd) -> OwnedFd {
+        let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+        assert!(new >= min, "{}", io::Error::last_os_error());
+        unsafe { OwnedFd::from_raw_fd(new) }
+    }
+
     /// What the host's descriptors 0-2 are (their `/proc/self/fd` links).
     fn std_links() -> Vec<std::path::PathBuf> {
         (0..3)
@@ -577,7 +594,11 @@ mod tests {
         for high in [false, true].into_iter().filter(|&h| !h || room) {
             let before = std_links();
             let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
-            let w = if high { move_above_low_fds(w) } else { w };
+            let w = if high {
+                move_above_low_fds(at_or_above(w, MOVE_FROM))
+            } else {
+                w
+            };
             assert_eq!(w.as_raw_fd() >= LOW_FDS, high, "{}", w.as_raw_fd());
             let program = Program::new(
                 OsStr::new("/bin/sh"),
@@ -608,6 +629,10 @@ mod tests {
     fn a_moved_descriptor_is_above_the_low_range_and_close_on_exec() {
         let _ = crate::raise_fd_limit();
         let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        // Low descriptors stay where they are (a small table is cheap to copy).
+        let r = move_above_low_fds(r);
+        assert!(r.as_raw_fd() < MOVE_FROM, "{}", r.as_raw_fd());
+        let r = at_or_above(r, MOVE_FROM);
         let low = r.as_raw_fd();
         let moved = move_above_low_fds(r);
         let mut limit = libc::rlimit {
