@@ -479,3 +479,35 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
         .collect();
     assert_eq!(own.len(), 1, "the live engine's owner file stays");
 }
+
+/// The sweep finds a running session's owner by name in its own state dir, so a
+/// `sessions/` directory reached through a symlink still keeps it, `tmp/` and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_session_is_kept_when_sessions_is_a_symlink() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), state.path().join("sessions")).unwrap();
+    let sessions = Sessions::new(SessionsConfig::new(ws.path(), state.path())).unwrap();
+    let running = sessions
+        .start(&HOST, StartRequest::new("exec sleep 30"))
+        .await
+        .unwrap();
+    let dir = elsewhere.path().join(running.as_str());
+    std::fs::File::options()
+        .write(true)
+        .open(dir.join("output.log"))
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(2 * 24 * 60 * 60))
+        .unwrap();
+    let report = retention::sweep(
+        state.path(),
+        &retention::RetentionPolicy::default(),
+        SystemTime::now(),
+    );
+    assert_eq!(report.sessions_running, 1, "{report:?}");
+    assert!(report.sessions_removed.is_empty(), "{report:?}");
+    assert_eq!(report.tmp_dirs_removed, 0, "{report:?}");
+    assert!(dir.join("tmp").exists());
+    sessions.kill(&HOST, &running, None, "test").await.unwrap();
+}

@@ -127,7 +127,14 @@ struct ChildArgs<'a> {
     /// The child shares the host's descriptor table until its first step (module
     /// docs).
     shared_table: bool,
+    /// Set by the child when it could not make its table private (the kernel or
+    /// a seccomp profile refuses both `close_range` and `unshare`).
+    unshare_refused: std::sync::atomic::AtomicBool,
 }
+
+/// False once a child could not make a shared table private: later children
+/// get a copy of the host's table from `clone` (the module docs' slow path).
+static SHARE_TABLES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// Stack for the child: it only makes system calls, but the sandbox setup nests a
 /// few frames.
@@ -185,13 +192,15 @@ pub(crate) fn spawn(
         .chain(stdio.extra.map(|(fd, _)| fd))
         .chain(setup_fds.iter().copied())
         .chain([err_write.as_raw_fd()]);
-    let shared_table = used.into_iter().all(|fd| fd < LOW_FDS);
+    let shared_table = SHARE_TABLES.load(std::sync::atomic::Ordering::Relaxed)
+        && used.into_iter().all(|fd| fd < LOW_FDS);
     let args = ChildArgs {
         program,
         stdio,
         setup,
         error_pipe: err_write.as_raw_fd(),
         shared_table,
+        unshare_refused: std::sync::atomic::AtomicBool::new(false),
     };
     let files = if shared_table { libc::CLONE_FILES } else { 0 };
     let stack = ChildStack::new()?;
@@ -228,6 +237,14 @@ pub(crate) fn spawn(
         while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
             && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
         {}
+        if args
+            .unshare_refused
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // Not the command's fault: from now on children copy the table.
+            SHARE_TABLES.store(false, std::sync::atomic::Ordering::Relaxed);
+            return spawn(program, stdio, setup, setup_fds);
+        }
         return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
     }
     Ok(Spawned {
@@ -372,6 +389,8 @@ fn child_steps(args: &ChildArgs<'_>) -> io::Result<()> {
                 libc::CLOSE_RANGE_UNSHARE,
             ) == 0;
             if !unshared && libc::unshare(libc::CLONE_FILES) != 0 {
+                args.unshare_refused
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 return Err(last());
             }
         }

@@ -378,6 +378,28 @@ impl Host {
                 Err(e) => skip(&mut skipped, file, e.to_string()),
             }
         }
+        let events = config
+            .events
+            .clone()
+            .unwrap_or_else(|| Arc::new(HostSessionLog::in_memory("hs_oneshot")));
+        let observer = Arc::new(LogObserver::new(events.clone()));
+        let mut sessions_config = SessionsConfig::new(workspace.clone(), state_dir.clone());
+        sessions_config.sandbox = config.sandbox.clone();
+        sessions_config.observer = Some(observer.clone());
+        sessions_config.max_sessions = config.max_sessions;
+        // The built-in bash is exempt from the per-plugin session quotas and may use
+        // the slots kept for the host (`SessionsConfig::reserved_sessions`).
+        sessions_config.builtin_plugins = vec![builtin::BASH_ID.into()];
+        sessions_config.child_nofile = config.child_nofile;
+        sessions_config.output_log_max_bytes = config.output_log_max_bytes;
+        sessions_config.output_log_head_bytes = sessions_config
+            .output_log_head_bytes
+            .min(config.output_log_max_bytes / 4);
+        sessions_config.output_cap_policy = config.output_cap_policy;
+        // The session engine probes the kernel (a few throwaway children, ~2 ms, more
+        // when a cgroup join waits for an RCU grace period): on the blocking pool
+        // while the engine is built and the policy loads (benchmark P6, P9).
+        let sessions = tokio::task::spawn_blocking(move || Sessions::new(sessions_config));
         let bash_manifest = Manifest::builtin_bash();
         let max_memory = third_party
             .iter()
@@ -414,26 +436,10 @@ impl Host {
                 e.line, e.message
             )));
         }
-        let events = config
-            .events
-            .clone()
-            .unwrap_or_else(|| Arc::new(HostSessionLog::in_memory("hs_oneshot")));
-        let observer = Arc::new(LogObserver::new(events.clone()));
-        let mut sessions_config = SessionsConfig::new(workspace.clone(), state_dir);
-        sessions_config.sandbox = config.sandbox.clone();
-        sessions_config.observer = Some(observer.clone());
-        sessions_config.max_sessions = config.max_sessions;
-        // The built-in bash is exempt from the per-plugin session quotas and may use
-        // the slots kept for the host (`SessionsConfig::reserved_sessions`).
-        sessions_config.builtin_plugins = vec![builtin::BASH_ID.into()];
-        sessions_config.child_nofile = config.child_nofile;
-        sessions_config.output_log_max_bytes = config.output_log_max_bytes;
-        sessions_config.output_log_head_bytes = sessions_config
-            .output_log_head_bytes
-            .min(config.output_log_max_bytes / 4);
-        sessions_config.output_cap_policy = config.output_cap_policy;
-        let sessions =
-            Sessions::new(sessions_config).map_err(|e| HostError::Config(e.to_string()))?;
+        let sessions = sessions
+            .await
+            .map_err(|e| HostError::Config(format!("starting the session engine: {e}")))?
+            .map_err(|e| HostError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, workspace);
         permissions.set_observer(observer);
         let services = Arc::new(Services {

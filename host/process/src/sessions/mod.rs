@@ -1448,7 +1448,7 @@ fn check_sizes(req: &StartRequest) -> Result<(), SessionError> {
 #[allow(clippy::type_complexity)]
 fn register(
     started: process::Started,
-    ring: Option<&exits::ExitRing>,
+    ring: Option<&Arc<exits::ExitRing>>,
 ) -> std::io::Result<(
     process::ChildProcess,
     pipe::Receiver,
@@ -1830,7 +1830,7 @@ impl Sessions {
         let pid = started.pid;
         // A tool call waits for a foreground run's exit: its pidfd wakes the
         // session with one hand-off less than the ring (`exits.rs`).
-        let ring = inner.exits.as_deref().filter(|_| !foreground);
+        let ring = inner.exits.as_ref().filter(|_| !foreground);
         let (child, stdout, stderr, stdin) = match register(started, ring) {
             Ok(parts) => parts,
             Err(e) => {

@@ -513,7 +513,12 @@ impl OutputLog {
     /// children copy, `spawn.rs`).
     fn file(&mut self) -> std::io::Result<&mut File> {
         if self.file.is_none() {
-            let file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+            use std::os::unix::fs::OpenOptionsExt;
+            // The file the session created: never one a symlink put in its place.
+            let file = std::fs::OpenOptions::new()
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&self.path)?;
             self.file = Some(File::from(crate::spawn::move_above_low_fds(file.into())));
         }
         Ok(self.file.as_mut().expect("opened above"))

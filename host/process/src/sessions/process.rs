@@ -582,9 +582,14 @@ pub(crate) enum ChildProcess {
 pub(crate) enum ExitWaiter {
     /// Its pidfd, readable once it has exited (one descriptor per child).
     Pidfd(tokio::io::unix::AsyncFd<OwnedFd>),
-    /// A request in the engine's [`ExitRing`] (no descriptor per child). `None`
-    /// once it has resolved.
-    Ring(Option<ExitReceiver>),
+    /// A request in the engine's [`ExitRing`] (no descriptor per child), which
+    /// this keeps alive, so the request resolves even if the engine is dropped
+    /// first. `None` once it has resolved.
+    Ring {
+        /// Kept alive for the request.
+        _ring: Arc<ExitRing>,
+        rx: Option<ExitReceiver>,
+    },
 }
 
 impl ChildProcess {
@@ -595,11 +600,14 @@ impl ChildProcess {
         pid: u32,
         pidfd: OwnedFd,
         mount_ns: Option<OwnedFd>,
-        ring: Option<&ExitRing>,
+        ring: Option<&Arc<ExitRing>>,
     ) -> io::Result<ChildProcess> {
-        let watched = ring.map(|ring| ring.watch(pid));
+        let watched = ring.map(|ring| ring.watch(pid).map(|rx| (ring.clone(), rx)));
         let waiter = match watched {
-            Some(Ok(rx)) => ExitWaiter::Ring(Some(rx)),
+            Some(Ok((ring, rx))) => ExitWaiter::Ring {
+                _ring: ring,
+                rx: Some(rx),
+            },
             failed => {
                 if let Some(Err(e)) = failed {
                     tracing::debug!(pid, "watching through the pidfd: {e}");
@@ -645,7 +653,7 @@ impl ChildProcess {
                             None => ready.clear_ready(),
                         }
                     }
-                    ExitWaiter::Ring(rx) => {
+                    ExitWaiter::Ring { rx, .. } => {
                         if let Some(pending) = rx {
                             let exited = pending.await;
                             *rx = None;
@@ -694,7 +702,7 @@ impl ChildProcess {
                             reap(libc::P_PIDFD, pidfd.get_ref().as_raw_fd() as libc::id_t)?
                         }
                         // The ring's request, if still pending, ends with ECHILD.
-                        ExitWaiter::Ring(_) => reap(libc::P_PID, *pid as libc::id_t)?,
+                        ExitWaiter::Ring { .. } => reap(libc::P_PID, *pid as libc::id_t)?,
                     };
                 }
                 Ok(*status)
@@ -719,29 +727,35 @@ impl Drop for ChildProcess {
     }
 }
 
-/// Reaps child `pid`, which has exited or is about to (its watcher said so),
-/// waiting on the blocking pool if it is not waitable yet.
+/// Reaps child `pid`, which has exited or is about to (its watcher said so). If it
+/// is not waitable yet, waits on the blocking pool without reaping (`WNOWAIT`) and
+/// reaps here, so a caller cancelled meanwhile leaves the child unreaped, its pid
+/// still its own (the drop path kills and reaps it).
 async fn reap_blocking(pid: u32) -> io::Result<std::process::ExitStatus> {
-    if let Some(status) = reap(libc::P_PID, pid as libc::id_t)? {
-        return Ok(status);
-    }
-    tokio::task::spawn_blocking(move || {
-        loop {
-            // SAFETY: a zeroed siginfo_t is a valid out-parameter; our own child.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            let rc =
-                unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED) };
-            if rc == 0 {
-                return Ok(status_of(&info));
-            }
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
-            }
+    loop {
+        if let Some(status) = reap(libc::P_PID, pid as libc::id_t)? {
+            return Ok(status);
         }
-    })
-    .await
-    .map_err(|e| io::Error::other(format!("reaping {pid}: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            loop {
+                // SAFETY: a zeroed siginfo_t is a valid out-parameter.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                let options = libc::WEXITED | libc::WNOWAIT;
+                // SAFETY: waitid on our own child, which it leaves waitable.
+                let rc =
+                    unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, options) };
+                if rc == 0 {
+                    return Ok(());
+                }
+                let err = io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EINTR) {
+                    return Err(err);
+                }
+            }
+        })
+        .await
+        .map_err(|e| io::Error::other(format!("waiting for {pid}: {e}")))??;
+    }
 }
 
 /// Reaps child `pid` (already signalled to die) on a short-lived thread, so no

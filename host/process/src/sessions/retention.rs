@@ -8,14 +8,19 @@
 //! locked, so it never removes the log or temp dir of a running session, whichever
 //! host process runs it:
 //!
-//! - a running process session's directory holds a symlink `owner` to its engine's
-//!   owner file, `<state>/owners/<pid>-<n>` ([`OwnerLock`]), which that engine
-//!   keeps locked (`flock`, exclusive) for its life, and the link is removed when
-//!   the session ends. One lock per engine instead of one per session: a session
-//!   holds no descriptor for it (benchmark P5). A link whose owner file the sweep
-//!   can lock was left by a host that is gone: that session has ended. (A session
-//!   of an older toolhost holds a shared `flock` on its `output.log` instead; that
-//!   is honoured too.)
+//! - a running process session's directory holds a symlink `owner` naming its
+//!   engine's owner file, `<state>/owners/<pid>-<start>-<random>` ([`OwnerLock`]: a
+//!   name no later engine reuses, pid reuse in containers included), which that
+//!   engine keeps locked (`flock`, exclusive) for its life, and the link is removed
+//!   when the session ends. The sweep takes only the link's file name and looks it
+//!   up in its own `<state>/owners/`, so a `sessions/` directory reached through a
+//!   symlink changes nothing. One lock per engine instead of one per session: a
+//!   session holds no descriptor for it (benchmark P5). A link whose owner file is
+//!   gone or unlocked was left by a host that is gone: that session has ended. (A
+//!   session of an older toolhost holds a shared `flock` on its `output.log`
+//!   instead; that is honoured too. An older toolhost's sweep does not know the
+//!   links, so it takes a newer host's running sessions for ended ones: do not
+//!   share a state dir between versions while one sweeps.)
 //! - a running host session's `events.jsonl` holds an exclusive `flock`.
 //!
 //! Entries younger than [`SWEEP_GRACE`] are never removed (a session being created
@@ -69,9 +74,16 @@ impl OwnerLock {
     pub(crate) fn acquire(state_dir: &Path) -> std::io::Result<OwnerLock> {
         let dir = state_dir.join("owners");
         std::fs::create_dir_all(&dir)?;
-        let mut n: u64 = 0;
+        // The process's start time (clock ticks since boot, `/proc/self/stat` field
+        // 22) and a random part: a pid alone repeats (every container's first
+        // process is pid 1), and a stale link must never name a live engine.
+        let start =
+            super::proc_scan::read_stat(std::process::id() as i32).map_or(0, |s| s.start_time);
         loop {
-            let name = format!("{}-{n}", std::process::id());
+            use std::hash::{BuildHasher, Hasher};
+            let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+            random.write_u64(start);
+            let name = format!("{}-{start}-{:016x}", std::process::id(), random.finish());
             let path = dir.join(&name);
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -85,7 +97,7 @@ impl OwnerLock {
                     let file = std::fs::File::from(crate::spawn::move_above_low_fds(file.into()));
                     return Ok(OwnerLock { file, path, target });
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
         }
@@ -118,11 +130,19 @@ pub(crate) fn unmark(session_dir: &Path) {
     }
 }
 
-/// Whether `dir` is a session run by a live engine: its `owner` link leads to an
-/// owner file locked by someone (module docs). Errors other than "no such link or
-/// file" are returned.
-fn owned_by_live_engine(dir: &Path) -> std::io::Result<bool> {
-    let owner = match std::fs::File::open(dir.join(OWNER_LINK)) {
+/// Whether `dir` is a session run by a live engine: its `owner` link names an
+/// owner file in `owners` (the sweeping state dir's) that someone holds locked
+/// (module docs). Errors other than "no such link or file" are returned.
+fn owned_by_live_engine(dir: &Path, owners: &Path) -> std::io::Result<bool> {
+    let target = match std::fs::read_link(dir.join(OWNER_LINK)) {
+        Ok(target) => target,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let Some(name) = target.file_name() else {
+        return Ok(false);
+    };
+    let owner = match std::fs::File::open(owners.join(name)) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
@@ -303,6 +323,8 @@ fn sweep_dir(
         running: 0,
         kept: 0,
     };
+    // The state dir's `owners/`, by path (`root` is `<state>/sessions`).
+    let owners = root.with_file_name("owners");
     let Ok(read) = std::fs::read_dir(root) else {
         return out;
     };
@@ -316,7 +338,7 @@ fn sweep_dir(
             continue;
         }
         if sessions {
-            match owned_by_live_engine(&path) {
+            match owned_by_live_engine(&path, &owners) {
                 Ok(false) => {}
                 Ok(true) => {
                     out.running += 1;
@@ -420,4 +442,33 @@ fn allocated_bytes(path: &Path) -> u64 {
         .map(|e| allocated_bytes(&e.path()))
         .sum::<u64>();
     own + children
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two engines of one process (or of processes that reuse a pid) never get the
+    /// same owner file, and each holds its own locked.
+    #[test]
+    fn owner_files_are_unique_and_locked() {
+        let state = tempfile::tempdir().unwrap();
+        let a = OwnerLock::acquire(state.path()).unwrap();
+        let b = OwnerLock::acquire(state.path()).unwrap();
+        assert_ne!(a.path, b.path);
+        let name = a.path.file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(
+            name.starts_with(&format!("{}-", std::process::id())),
+            "{name}"
+        );
+        let other = std::fs::File::open(&a.path).unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        let path = a.path.clone();
+        drop(a);
+        assert!(!path.exists(), "removed with its engine");
+        drop(b);
+    }
 }

@@ -29,6 +29,8 @@ pub struct CallState {
     pub services: Option<Arc<Services>>,
     /// The guest's stderr, whose last lines a trap report carries.
     pub(crate) stderr: GuestLog,
+    /// The guest's stdout (kept so a reused policy instance's budget restarts).
+    stdout: GuestLog,
     /// The MCP client behind the call, the grants' counters and limits
     /// (`client@0.2.0`; unused by 0.1.0 plugins and policies).
     client: ClientState,
@@ -105,10 +107,9 @@ pub(crate) fn blank_store(
     let manifest = call.manifest.clone();
     let limits = &manifest.limits;
     let stderr = GuestLog::new(call.plugin.clone(), "stderr");
+    let stdout = GuestLog::new(call.plugin.clone(), "stdout");
     let mut builder = WasiCtx::builder();
-    builder
-        .stdout(GuestLog::new(call.plugin.clone(), "stdout"))
-        .stderr(stderr.clone());
+    builder.stdout(stdout.clone()).stderr(stderr.clone());
     for (key, value) in &manifest.env {
         builder.env(key, value);
     }
@@ -135,6 +136,7 @@ pub(crate) fn blank_store(
         call,
         services: None,
         stderr,
+        stdout,
         client: ClientState::default(),
     };
     let mut store = Store::new(engine, state);
@@ -209,8 +211,9 @@ fn verify_preopen(call: &CallInfo, p: &crate::manifest::Preopen) -> Result<(), C
 /// Readies `store`, whose instance has just finished a call without a trap or a
 /// limit hit, for another call on the same instance (a policy plugin's idle
 /// instance, `plugin/policy.rs`): the CPU budget starts again from zero with
-/// the epoch deadline one tick from now, as in a store made now, and the
-/// stderr lines a trap report shows start empty. The memory and table limits
+/// the epoch deadline one tick from now, as in a store made now, and the guest
+/// log's per-call budget (stdout and stderr) and the stderr lines a trap report
+/// shows start empty. The memory and table limits
 /// keep applying to the instance as it is (memory never shrinks; see
 /// [`CallState::memory_bytes`]).
 pub(crate) fn restart_call(store: &mut Store<CallState>) {
@@ -218,6 +221,7 @@ pub(crate) fn restart_call(store: &mut Store<CallState>) {
     state.cpu_ticks = 0;
     state.last_tick = std::time::Instant::now();
     state.stderr.forget_recent();
+    state.stdout.forget_recent();
     store.set_epoch_deadline(1);
 }
 
