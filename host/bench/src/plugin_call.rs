@@ -131,29 +131,6 @@ impl Bare {
         })
     }
 
-    /// A fresh store, instance and `describe` call; returns the number of tools.
-    pub async fn describe(&self) -> Result<usize> {
-        let state = BareState {
-            ctx: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        };
-        let mut store = Store::new(self.pre.engine(), state);
-        store.set_epoch_deadline(1 << 40);
-        let bindings = self
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| anyhow!("{e:#}"))?;
-        let tools = bindings
-            .toolhost_plugin_tool()
-            .call_describe(&mut store)
-            .await
-            .map_err(|e| anyhow!("{e:#}"))?;
-        Ok(tools.len())
-    }
-}
-
-impl Bare {
     /// A fresh store and instance, the tool call `tool` with `arguments`, the
     /// store dropped; returns the result's text length (0 for an error).
     pub async fn call(&self, tool: &str, arguments: &str) -> Result<usize> {
@@ -196,39 +173,9 @@ impl Bare {
     }
 }
 
-/// Where a bare call's time goes: (store + WASI context, instantiate, `describe`,
-/// drop of the store and instance).
+/// Where a bare call's time goes: (store + WASI context, instantiate, the tool
+/// call, drop of the store and instance).
 pub type Phases = [Duration; 4];
-
-impl Bare {
-    /// One bare call, timing each phase.
-    pub async fn describe_phases(&self) -> Result<Phases> {
-        let t0 = Instant::now();
-        let state = BareState {
-            ctx: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        };
-        let mut store = Store::new(self.pre.engine(), state);
-        store.set_epoch_deadline(1 << 40);
-        let t1 = Instant::now();
-        let bindings = self
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| anyhow!("{e:#}"))?;
-        let t2 = Instant::now();
-        let tools = bindings
-            .toolhost_plugin_tool()
-            .call_describe(&mut store)
-            .await
-            .map_err(|e| anyhow!("{e:#}"))?;
-        let t3 = Instant::now();
-        drop(tools);
-        drop(store);
-        let t4 = Instant::now();
-        Ok([t1 - t0, t2 - t1, t3 - t2, t4 - t3])
-    }
-}
 
 /// The loaded bash plugin of a host started in `fixture`, and the bare baseline on
 /// the same engine configuration.
