@@ -367,6 +367,22 @@ pub struct OutputOmission {
 /// over the cap is on disk at any time), and once more when the session ends.
 const PUNCH_STEP: u64 = 256 * 1024;
 
+/// The block size punches are aligned to when the file system does not say one
+/// (`st_blksize`) we can use.
+const FALLBACK_BLOCK: u64 = 4096;
+
+/// The block size of the file system holding `file`, which hole punches are
+/// aligned to: `st_blksize` when it is a power of two from 512 bytes to 1 MiB
+/// (ext4, xfs, btrfs and tmpfs give their block or page size), else
+/// [`FALLBACK_BLOCK`].
+fn punch_block(file: &File) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    match file.metadata().map(|m| m.blksize()) {
+        Ok(size) if size.is_power_of_two() && (512..=1 << 20).contains(&size) => size,
+        _ => FALLBACK_BLOCK,
+    }
+}
+
 /// The bytes the `output.log`s of one engine's running sessions keep on disk
 /// together, against the host-wide cap
 /// ([`SessionsConfig::output_logs_max_bytes`](super::SessionsConfig::output_logs_max_bytes)).
@@ -441,8 +457,16 @@ pub(crate) struct OutputLog {
     written: u64,
     /// The omitted range is `caps.head_bytes..omit_end` when `omit_end > head_bytes`.
     omit_end: u64,
-    /// Holes are punched up to here.
+    /// The next punch starts here: after the first punch, the block boundary at or
+    /// below where the last one ended.
     punched: u64,
+    /// The file system's block size ([`punch_block`], known once the file is open).
+    /// A punch frees whole blocks only and zeroes the part of a block its range ends
+    /// in, so the next punch starts again at that block's start and frees it whole:
+    /// starting where the last one ended would keep that zeroed block allocated
+    /// inside the hole for good, one per punch (4 KiB in every 256 KiB of a flood,
+    /// unbounded).
+    block: u64,
     /// Bytes this log counts in the budget now.
     counted: u64,
     /// The file system cannot punch holes: from this offset on nothing more is
@@ -472,6 +496,7 @@ impl OutputLog {
             written: 0,
             omit_end: 0,
             punched: caps.head_bytes,
+            block: FALLBACK_BLOCK,
             counted: 0,
             stopped_at: None,
             reason: None,
@@ -519,6 +544,7 @@ impl OutputLog {
                 .append(true)
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&self.path)?;
+            self.block = punch_block(&file);
             self.file = Some(File::from(crate::spawn::move_above_low_fds(file.into())));
         }
         Ok(self.file.as_mut().expect("opened above"))
@@ -546,7 +572,9 @@ impl OutputLog {
         )
     }
 
-    /// Gives the omitted middle up to `omit_end` back to the file system. If the file
+    /// Gives the omitted middle up to `omit_end` back to the file system (the
+    /// middle reads as zeros; the block it ends in is zeroed and freed by the next
+    /// punch, so at most one such block stays once the session ends). If the file
     /// system cannot, logging stops here instead (the tail is lost, not the disk).
     fn punch(&mut self) {
         if self.omit_end <= self.punched || self.stopped_at.is_some() {
@@ -560,7 +588,10 @@ impl OutputLog {
                 .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
         });
         match punched {
-            Ok(()) => self.punched = self.omit_end,
+            Ok(()) => {
+                let block_start = self.omit_end - self.omit_end % self.block;
+                self.punched = block_start.max(self.punched);
+            }
             Err(e) => {
                 tracing::warn!(
                     error = %e,
@@ -811,6 +842,54 @@ mod tests {
         assert_eq!(b.readable(0, 1000), (0, 100));
         assert_eq!(b.readable(120, 10), (350, 360));
         assert_eq!(b.readable(360, 1000), (360, 400));
+    }
+
+    /// A flood written in chunks that never end on a block boundary: once the log
+    /// is finished, what is on disk is the head and the tail plus at most the block
+    /// each of them shares with the hole, however long the flood (unaligned punches
+    /// kept a zeroed block per punch: 248 KiB more for these 16 MiB).
+    #[test]
+    fn a_flood_in_unaligned_chunks_leaves_only_head_and_tail_on_disk() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("flood");
+        let caps = LogCaps {
+            max_bytes: 64 * 1024,
+            head_bytes: 16 * 1024,
+            pressed_tail_bytes: 8 * 1024,
+            policy: OutputCapPolicy::Keep,
+        };
+        File::create(&path).unwrap();
+        let mut log = OutputLog::new(path.clone(), caps, Arc::new(LogBudget::new(u64::MAX)));
+        let chunk: Vec<u8> = (0..10_001u32).map(|i| (i % 251) as u8).collect();
+        let mut total = 0u64;
+        while total < 16 << 20 {
+            log.write_all(&chunk).unwrap();
+            total += chunk.len() as u64;
+        }
+        let block = log.block;
+        let omission = log.finish().unwrap();
+        assert_eq!(omission.offset, 16 * 1024);
+        assert_eq!(omission.len, total - 64 * 1024);
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.len(), total, "offsets stay file positions");
+        let on_disk = meta.blocks() * 512;
+        assert!(
+            on_disk <= caps.max_bytes + 2 * block,
+            "{on_disk} bytes on disk for a {}-byte cap ({block}-byte blocks)",
+            caps.max_bytes
+        );
+        // The kept tail is the flood's last bytes.
+        let file = std::fs::read(&path).unwrap();
+        let tail_at = (total - 48 * 1024) as usize;
+        let expected: Vec<u8> = (tail_at..total as usize)
+            .map(|at| chunk[at % chunk.len()])
+            .collect();
+        assert_eq!(&file[tail_at..], &expected[..]);
+        assert!(
+            file[16 * 1024..tail_at].iter().all(|&b| b == 0),
+            "the hole reads as zeros"
+        );
     }
 
     #[test]
