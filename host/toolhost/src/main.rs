@@ -317,6 +317,12 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     return ExitCode::from(128 + signal);
                 }
             };
+            // The call's ended sessions finish their bookkeeping before we exit
+            // (their `owner` links and private temp dirs go; background ones are
+            // ended with the process, as before).
+            host.sessions()
+                .settle(std::time::Duration::from_secs(1))
+                .await;
             match outcome {
                 Ok(result) => {
                     if json {

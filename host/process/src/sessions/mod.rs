@@ -844,6 +844,9 @@ struct Inner {
     /// What tells the retention sweep that this engine's sessions are running
     /// (`<state>/owners/…`, `retention.rs`).
     owner_lock: retention::OwnerLock,
+    /// Session tasks launched and not yet through their bookkeeping (retired);
+    /// [`Sessions::settle`] waits on it.
+    unretired: tokio::sync::watch::Sender<usize>,
     /// How sessions' process trees are tracked (a cgroup per session, or scans).
     tracker: tree::Tracker,
     /// `tracker.describe()`, as snapshots show it.
@@ -1584,6 +1587,7 @@ impl Sessions {
             spawner,
             exits,
             owner_lock,
+            unretired: tokio::sync::watch::Sender::new(0),
             tracker,
             tracking,
             handle,
@@ -1892,9 +1896,16 @@ impl Sessions {
             .sessions
             .insert(session.id.clone(), session.clone());
         let weak = Arc::downgrade(inner);
+        inner.unretired.send_modify(|n| *n += 1);
         let retire = Box::new(move |session: &Arc<Session>| {
-            // The private temp dir goes with the session (retention, README "Disk").
-            retention::session_ended(&session.output_path);
+            // The private temp dir goes with the session (retention, README "Disk");
+            // the session counts as retired once it has gone.
+            let tidied = weak.clone();
+            retention::session_ended(&session.output_path, move || {
+                if let Some(inner) = tidied.upgrade() {
+                    inner.unretired.send_modify(|n| *n = n.saturating_sub(1));
+                }
+            });
             if let Some(inner) = weak.upgrade() {
                 inner.retire(session);
             }
@@ -2300,6 +2311,28 @@ impl Sessions {
     pub async fn shutdown(&self) {
         let running = self.inner.select(|s| s.lock().exit.is_none());
         self.terminate_all(running, "host-shutdown").await;
+    }
+
+    /// Waits, at most `within`, until every session that has ended is through its
+    /// bookkeeping (its retirement, its `owner` link and its private temp dir),
+    /// without ending any that still runs: for a host about to exit (`toolhost
+    /// call`), so it leaves nothing of an ended session behind but its output log
+    /// (a blocking-pool task not yet started when the runtime shuts down never
+    /// runs).
+    pub async fn settle(&self, within: Duration) {
+        let mut unretired = self.inner.unretired.subscribe();
+        let settled = async {
+            loop {
+                let running = self.inner.select(|s| s.lock().exit.is_none()).len();
+                if *unretired.borrow_and_update() <= running {
+                    return;
+                }
+                if unretired.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(within, settled).await;
     }
 
     async fn terminate_all(&self, sessions: Vec<Arc<Session>>, by: &str) -> usize {

@@ -240,22 +240,25 @@ pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> Swe
     report
 }
 
-/// Tidies a finished session's directory (the one holding `output_path`): removes
-/// its private temp dir (it does not outlive its session) and its `owner` link
-/// ([`unmark`]). Runs on the blocking pool when called inside a tokio runtime.
-pub(crate) fn session_ended(output_path: &Path) {
+/// Tidies a finished session's directory (the one holding `output_path`): its
+/// `owner` link goes at once ([`unmark`], one unlink), and its private temp dir (it
+/// does not outlive its session) on the blocking pool when called inside a tokio
+/// runtime; `done` runs once both are gone, so a host about to exit can wait for
+/// it (`Sessions::settle`; a sweep removes a temp dir left by a host that exited
+/// first).
+pub(crate) fn session_ended(output_path: &Path, done: impl FnOnce() + Send + 'static) {
     let Some(dir) = output_path.parent() else {
-        return;
+        return done();
     };
-    let dir = dir.to_path_buf();
+    unmark(dir);
+    let tmp = dir.join("tmp");
     let remove = move || {
-        let tmp = dir.join("tmp");
         if let Err(e) = std::fs::remove_dir_all(&tmp)
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(path = %tmp.display(), error = %e, "cannot remove a session's temp dir");
         }
-        unmark(&dir);
+        done();
     };
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => drop(handle.spawn_blocking(remove)),
