@@ -108,9 +108,12 @@ fn via_call(lang: &str) {
     );
 
     // A policy that asks, and nobody to answer (no TTY): the start is denied,
-    // and the plugin shows the host's reason as an error result.
+    // and the plugin shows the host's reason as an error result. One file per
+    // language: the three tests share the state dir and run in parallel, and
+    // a rewrite of a shared file can be read half written (empty: the
+    // built-in default policy, which allows `date -u`).
     let (_, state) = shared();
-    let policy = state.path().join("ask.toml");
+    let policy = state.path().join(format!("ask-{lang}.toml"));
     std::fs::write(&policy, "default = \"ask\"\n").unwrap();
     let out = call_example(lang, &["--policy", policy.to_str().unwrap()], "now", "{}");
     assert_eq!(out.status.code(), Some(1), "{lang}: {}", describe(&out));
