@@ -125,5 +125,19 @@ fn main() -> ExitCode {
         eprintln!("toolhost-bench: cannot write {}: {e}", path.display());
         return ExitCode::FAILURE;
     }
+    // A figure that could not be measured (its reason is on stderr) fails the run;
+    // a goal not met does not.
+    let failed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.measured == "error")
+        .map(|r| r.id.as_str())
+        .collect();
+    if !failed.is_empty() {
+        eprintln!(
+            "toolhost-bench: {} could not be measured (see above)",
+            failed.join(", ")
+        );
+        return ExitCode::FAILURE;
+    }
     ExitCode::SUCCESS
 }

@@ -5,7 +5,7 @@
 //! server whose `greet` returns the same text (`src/bin/toolhost-bench-mcp.rs`).
 //! Both servers run side by side and their calls are interleaved.
 //!
-//! Then each server's CPU per call (utime + stime from `/proc/PID/stat` over a block
+//! Then each server's CPU per call (time on a CPU of its threads, `/proc/PID/task/*/schedstat`, over a block
 //! of calls, blocks of the two servers alternating), and a breakdown of toolhost's
 //! share in this process: `Host::call_tool` with a file-backed event log (as `serve`
 //! keeps it) and with an in-memory one, and `ToolPlugin::call` (the plugin part
@@ -286,7 +286,7 @@ pub async fn run(calls: usize, block: usize) -> Result<Vec<Row>> {
             format!("toolhost serve: {}", ours.describe()),
             format!("rmcp server:    {}", raw.describe()),
             format!(
-                "server CPU per call (utime+stime, /proc/PID/stat, 2 × {block} calls): toolhost \
+                "server CPU per call (its threads' time on a CPU, /proc/PID/task/*/schedstat, 2 × {block} calls): toolhost \
                  {}, rmcp server {} ({:.2}×)",
                 cpu(ours_cpu),
                 cpu(raw_cpu),
