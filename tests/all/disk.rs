@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use toolhost_process::*;
 use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, LogObserver};
 
@@ -437,6 +437,72 @@ fn toolhost_call_leaves_no_owner_link_or_temp_dir_behind() {
         );
         assert!(left.iter().any(|name| name == "output.log"), "{left:?}");
     }
+}
+
+/// What a `toolhost call` leaves running (a background session, a detached
+/// flood) is ended when it exits and tidied like any ended session: no `owner`
+/// link, no private temp dir (with the file the command put there), and the
+/// log's last hole punched, so the file holds the cap plus at most two blocks.
+/// (Found by a review: the runtime went with the session tasks, and all three
+/// were left; always for a background session, now and then for a detached run.)
+#[test]
+fn toolhost_call_ends_and_tidies_what_it_left_running() {
+    let (ws, state) = crate::support::dirs();
+    let policy = crate::support::allow_all_policy(state.path());
+    let call = |arguments: Value| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["call", "bash"])
+            .arg(arguments.to_string())
+            .args([
+                "--policy",
+                &policy,
+                "--output-cap",
+                "64KiB",
+                "--json",
+                "--workspace",
+            ])
+            .arg(ws.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let id = result["structured"]["session_id"].as_str().unwrap();
+        let dir = state.path().join("sessions").join(id);
+        assert!(
+            std::fs::symlink_metadata(dir.join("owner")).is_err(),
+            "the owner link of {id} stays"
+        );
+        assert!(!dir.join("tmp").exists(), "the temp dir of {id} stays");
+        dir
+    };
+
+    call(json!({
+        "command": r#"echo scratch > "$TMPDIR/f" && sleep 100"#,
+        "run_in_background": true,
+    }));
+
+    let dir = call(json!({
+        "command": r#"echo scratch > "$TMPDIR/f" && yes aaaaaaa"#,
+        "yield_ms": 300,
+    }));
+    let log = std::fs::metadata(dir.join("output.log")).unwrap();
+    assert!(
+        log.len() > CAP,
+        "the flood passed the cap: {} bytes",
+        log.len()
+    );
+    assert!(
+        log.blocks() * 512 <= CAP + 2 * log.blksize(),
+        "{} bytes on disk for a {CAP}-byte cap",
+        log.blocks() * 512
+    );
 }
 
 /// A running session is kept however old its log looks, though it holds no

@@ -284,6 +284,18 @@ fn main() -> ExitCode {
     runtime.block_on(run(cli, child_nofile))
 }
 
+/// For a host about to exit (`toolhost call`, `serve`): ends what still runs (the
+/// terminate sequence: SIGTERM, grace, SIGKILL; reason `host-shutdown`) and waits,
+/// at most 1 s past that, for every ended session's bookkeeping, so its log's last
+/// hole punch, its `owner` link and its private temp dir are done before the
+/// process exits (they would not be once the runtime is gone).
+async fn end_sessions(host: &toolhost_runtime::Host) {
+    host.sessions().shutdown().await;
+    host.sessions()
+        .settle(std::time::Duration::from_secs(1))
+        .await;
+}
+
 /// Runs one command. `child_nofile`: the soft open-file limit commands start with
 /// (the one `toolhost` was started with; see `SessionsConfig::child_nofile`).
 async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
@@ -313,17 +325,11 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             let outcome = tokio::select! {
                 outcome = host.call_tool(&tool, &arguments) => outcome,
                 signal = termination_signal() => {
-                    host.sessions().shutdown().await;
+                    end_sessions(&host).await;
                     return ExitCode::from(128 + signal);
                 }
             };
-            // The call's ended sessions finish their bookkeeping before we exit
-            // (their `owner` links and private temp dirs go; background ones are
-            // ended with the process, as before).
-            host.sessions()
-                .settle(std::time::Duration::from_secs(1))
-                .await;
-            match outcome {
+            let code = match outcome {
                 Ok(result) => {
                     if json {
                         let mut value = serde_json::json!({
@@ -371,7 +377,11 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     eprintln!("toolhost: {}", escape(&e.to_string()));
                     ExitCode::from(1)
                 }
-            }
+            };
+            // The result is out; what the call left running (background
+            // sessions, detached runs) ends with this process, as README says.
+            end_sessions(&host).await;
+            code
         }
         Command::Serve {
             host_session,
@@ -689,7 +699,7 @@ async fn serve(
         Ok(end) => end,
         Err(code) => return code,
     };
-    host.sessions().shutdown().await;
+    end_sessions(&host).await;
     // `std::process::exit` below runs no destructors: leave no cgroup behind.
     toolhost_process::remove_own_cgroups();
     let (state, message, code) = match end {

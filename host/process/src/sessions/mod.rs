@@ -2315,10 +2315,10 @@ impl Sessions {
 
     /// Waits, at most `within`, until every session that has ended is through its
     /// bookkeeping (its retirement, its `owner` link and its private temp dir),
-    /// without ending any that still runs: for a host about to exit (`toolhost
-    /// call`), so it leaves nothing of an ended session behind but its output log
-    /// (a blocking-pool task not yet started when the runtime shuts down never
-    /// runs).
+    /// without ending any that still runs: for a host about to exit, after
+    /// [`Sessions::shutdown`], so it leaves nothing of a session behind but its
+    /// output log (a blocking-pool task not yet started when the runtime shuts
+    /// down never runs).
     pub async fn settle(&self, within: Duration) {
         let mut unretired = self.inner.unretired.subscribe();
         let settled = async {

@@ -242,8 +242,8 @@ pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> Swe
 
 /// Tidies a finished session's directory (the one holding `output_path`): its
 /// `owner` link goes at once ([`unmark`], one unlink), and its private temp dir (it
-/// does not outlive its session) on the blocking pool when called inside a tokio
-/// runtime; `done` runs once both are gone, so a host about to exit can wait for
+/// does not outlive its session) at once too when empty, else on the blocking pool
+/// when called inside a tokio runtime; `done` runs once both are gone, so a host about to exit can wait for
 /// it (`Sessions::settle`; a sweep removes a temp dir left by a host that exited
 /// first).
 pub(crate) fn session_ended(output_path: &Path, done: impl FnOnce() + Send + 'static) {
@@ -252,6 +252,12 @@ pub(crate) fn session_ended(output_path: &Path, done: impl FnOnce() + Send + 'st
     };
     unmark(dir);
     let tmp = dir.join("tmp");
+    // Most commands leave it empty: one rmdir here, no hop to the blocking pool.
+    match std::fs::remove_dir(&tmp) {
+        Ok(()) => return done(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return done(),
+        Err(_) => {}
+    }
     let remove = move || {
         if let Err(e) = std::fs::remove_dir_all(&tmp)
             && e.kind() != std::io::ErrorKind::NotFound
