@@ -243,9 +243,9 @@ pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> Swe
 /// Tidies a finished session's directory (the one holding `output_path`): its
 /// `owner` link goes at once ([`unmark`], one unlink), and its private temp dir (it
 /// does not outlive its session) at once too when empty, else on the blocking pool
-/// when called inside a tokio runtime; `done` runs once both are gone, so a host about to exit can wait for
-/// it (`Sessions::settle`; a sweep removes a temp dir left by a host that exited
-/// first).
+/// when called inside a tokio runtime. `done` runs once both are gone, so a host
+/// about to exit can wait for it (`Sessions::settle`; a sweep removes a temp dir
+/// left by a host that exited first).
 pub(crate) fn session_ended(output_path: &Path, done: impl FnOnce() + Send + 'static) {
     let Some(dir) = output_path.parent() else {
         return done();
