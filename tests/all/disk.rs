@@ -400,22 +400,16 @@ fn toolhost_call_caps_the_output_log_as_configured() {
 fn toolhost_call_leaves_no_owner_link_or_temp_dir_behind() {
     let (ws, state) = crate::support::dirs();
     let policy = crate::support::allow_all_policy(state.path());
-    let command = r#"echo kept > "$TMPDIR/x" && cat "$TMPDIR/x""#;
+    let arguments = json!({ "command": r#"echo kept > "$TMPDIR/x" && cat "$TMPDIR/x""# });
+    let arguments = arguments.to_string();
     for _ in 0..8 {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .args(["call", "bash"])
-            .arg(serde_json::json!({ "command": command }).to_string())
-            .args(["--policy", &policy, "--workspace"])
-            .arg(ws.path())
-            .arg("--state-dir")
-            .arg(state.path())
-            .output()
-            .unwrap();
+        let args = ["call", "bash", &arguments, "--policy", &policy];
+        let out = crate::support::toolhost(ws.path(), state.path(), &args);
         assert_eq!(
             out.status.code(),
             Some(0),
             "{}",
-            String::from_utf8_lossy(&out.stderr)
+            crate::support::describe(&out)
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "kept\n");
     }
@@ -425,18 +419,23 @@ fn toolhost_call_leaves_no_owner_link_or_temp_dir_behind() {
         .collect();
     assert_eq!(dirs.len(), 8, "{dirs:?}");
     for dir in dirs {
-        let mut left: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        assert!(
-            !left.iter().any(|name| name == "owner" || name == "tmp"),
-            "left in {}: {left:?}",
-            dir.display()
-        );
-        assert!(left.iter().any(|name| name == "output.log"), "{left:?}");
+        assert_tidied(&dir);
     }
+}
+
+/// A session directory keeps its output log and neither the `owner` link nor the
+/// private temp dir of a running session.
+fn assert_tidied(dir: &std::path::Path) {
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !left.iter().any(|name| name == "owner" || name == "tmp"),
+        "left in {}: {left:?}",
+        dir.display()
+    );
+    assert!(left.iter().any(|name| name == "output.log"), "{left:?}");
 }
 
 /// What a `toolhost call` leaves running (a background session, a detached
@@ -450,36 +449,28 @@ fn toolhost_call_ends_and_tidies_what_it_left_running() {
     let (ws, state) = crate::support::dirs();
     let policy = crate::support::allow_all_policy(state.path());
     let call = |arguments: Value| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .args(["call", "bash"])
-            .arg(arguments.to_string())
-            .args([
-                "--policy",
-                &policy,
-                "--output-cap",
-                "64KiB",
-                "--json",
-                "--workspace",
-            ])
-            .arg(ws.path())
-            .arg("--state-dir")
-            .arg(state.path())
-            .output()
-            .unwrap();
+        let arguments = arguments.to_string();
+        let args = [
+            "call",
+            "bash",
+            &arguments,
+            "--policy",
+            &policy,
+            "--output-cap",
+            "64KiB",
+            "--json",
+        ];
+        let out = crate::support::toolhost(ws.path(), state.path(), &args);
         assert_eq!(
             out.status.code(),
             Some(0),
             "{}",
-            String::from_utf8_lossy(&out.stderr)
+            crate::support::describe(&out)
         );
         let result: Value = serde_json::from_slice(&out.stdout).unwrap();
         let id = result["structured"]["session_id"].as_str().unwrap();
         let dir = state.path().join("sessions").join(id);
-        assert!(
-            std::fs::symlink_metadata(dir.join("owner")).is_err(),
-            "the owner link of {id} stays"
-        );
-        assert!(!dir.join("tmp").exists(), "the temp dir of {id} stays");
+        assert_tidied(&dir);
         dir
     };
 

@@ -3,10 +3,9 @@
 //! process was reaped and none escaped. Baseline: std spawning the same N commands
 //! as a session does (`/bin/sh -c 'sleep 1000'`, the engine's default shell, which
 //! then execs `sleep`; `posix_spawn`), each with one pipe for stdout and stderr as a
-//! session has, held
-//! and then killed and reaped (tokio's `Command` would hold three descriptors per
-//! child, its pidfd and two pipes: 30,000 for 10,000 children, over this machine's
-//! open-file limit).
+//! session has, held and then killed and reaped (tokio's `Command` would hold three
+//! descriptors per child, its pidfd and two pipes: 30,000 for 10,000 children, over
+//! this machine's open-file limit).
 
 use std::collections::HashSet;
 use std::sync::Arc;

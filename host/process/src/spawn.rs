@@ -185,15 +185,12 @@ pub(crate) fn spawn(
 ) -> io::Result<Spawned> {
     let (err_read, err_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
-    let used = stdio
-        .fds
-        .iter()
-        .copied()
-        .chain(stdio.extra.map(|(fd, _)| fd))
-        .chain(setup_fds.iter().copied())
-        .chain([err_write.as_raw_fd()]);
     let shared_table = SHARE_TABLES.load(std::sync::atomic::Ordering::Relaxed)
-        && used.into_iter().all(|fd| fd < LOW_FDS);
+        && (stdio.fds.iter().copied())
+            .chain(stdio.extra.map(|(fd, _)| fd))
+            .chain(setup_fds.iter().copied())
+            .chain([err_write.as_raw_fd()])
+            .all(|fd| fd < LOW_FDS);
     let args = ChildArgs {
         program,
         stdio,

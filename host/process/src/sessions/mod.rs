@@ -1231,8 +1231,9 @@ impl Inner {
     }
 
     /// The blocking half of a start: creates the session's log and temp dir, prepares
-    /// its sandbox and builds the [`process::Launch`] (a long command's memfd included).
-    /// On error nothing is left behind.
+    /// its sandbox and builds the [`process::Launch`] (a long command's memfd included),
+    /// for the spawner, beside what the session is built from. On error nothing is
+    /// left behind.
     #[allow(clippy::too_many_arguments)] // One call site; each is a distinct part.
     fn prepare_launch(
         &self,
@@ -1244,7 +1245,7 @@ impl Inner {
         stdin: process::StdinSetup,
         merge_stderr: bool,
         foreground: bool,
-    ) -> Result<Prepared, SessionError> {
+    ) -> Result<(Prepared, process::Launch), SessionError> {
         let (id, output_path) = self.create_log()?;
         let session_dir = output_path.parent().unwrap_or(&output_path).to_path_buf();
         let private_tmp = session_dir.join("tmp");
@@ -1290,18 +1291,16 @@ impl Inner {
                 shell.display()
             )))
         })?;
-        Ok(Prepared {
-            rest: PreparedRest {
-                id,
-                output_path,
-                session_dir,
-                effective,
-                tree,
-                command,
-                shell: shell.to_path_buf(),
-            },
-            launch,
-        })
+        let prepared = Prepared {
+            id,
+            output_path,
+            session_dir,
+            effective,
+            tree,
+            command,
+            shell: shell.to_path_buf(),
+        };
+        Ok((prepared, launch))
     }
 
     /// Sessions matching `filter`, oldest first.
@@ -1317,21 +1316,9 @@ impl Inner {
     }
 }
 
-/// What [`Inner::prepare_launch`] made ready for the spawner.
+/// What [`Inner::prepare_launch`] made ready besides the launch: what the session
+/// is built from.
 struct Prepared {
-    rest: PreparedRest,
-    launch: process::Launch,
-}
-
-impl Prepared {
-    /// The launch, for the spawner, and the rest, for the session.
-    fn split(self) -> (PreparedRest, process::Launch) {
-        (self.rest, self.launch)
-    }
-}
-
-/// A [`Prepared`] start but its launch: what the session is built from.
-struct PreparedRest {
     id: SessionId,
     output_path: PathBuf,
     session_dir: PathBuf,
@@ -1793,7 +1780,7 @@ impl Sessions {
         let (prepared, started) = inner
             .spawner
             .prepare_and_start(move || {
-                let prepared = prep.prepare_launch(
+                prep.prepare_launch(
                     &shell,
                     command,
                     &request_env,
@@ -1802,12 +1789,11 @@ impl Sessions {
                     stdin_setup,
                     merge_stderr,
                     foreground,
-                )?;
-                Ok::<_, SessionError>(prepared.split())
+                )
             })
             .await
             .map_err(io_error)??;
-        let PreparedRest {
+        let Prepared {
             id,
             output_path,
             session_dir,

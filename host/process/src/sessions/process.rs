@@ -737,21 +737,12 @@ async fn reap_blocking(pid: u32) -> io::Result<std::process::ExitStatus> {
             return Ok(status);
         }
         tokio::task::spawn_blocking(move || {
-            loop {
-                // SAFETY: a zeroed siginfo_t is a valid out-parameter.
-                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-                let options = libc::WEXITED | libc::WNOWAIT;
-                // SAFETY: waitid on our own child, which it leaves waitable.
-                let rc =
-                    unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, options) };
-                if rc == 0 {
-                    return Ok(());
-                }
-                let err = io::Error::last_os_error();
-                if err.raw_os_error() != Some(libc::EINTR) {
-                    return Err(err);
-                }
-            }
+            waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+            .map(drop)
         })
         .await
         .map_err(|e| io::Error::other(format!("waiting for {pid}: {e}")))??;
@@ -780,23 +771,28 @@ pub(crate) fn reap_in_background(pid: u32) {
 /// `waitid(idtype, id, WEXITED | WNOHANG)` (`P_PIDFD` with a pidfd, `P_PID` with a
 /// pid): the exit status if the child has exited, reaping it.
 fn reap(idtype: libc::idtype_t, id: libc::id_t) -> io::Result<Option<std::process::ExitStatus>> {
+    let info = waitid(idtype, id, libc::WEXITED | libc::WNOHANG)?;
+    // SAFETY: waitid filled in the SIGCHLD fields (or left them zero).
+    if unsafe { info.si_pid() } == 0 {
+        return Ok(None);
+    }
+    Ok(Some(status_of(&info)))
+}
+
+/// `waitid(idtype, id, options)` on our own child, retried on `EINTR`; with
+/// `WNOHANG`, a child that has not exited leaves `si_pid` zero.
+fn waitid(idtype: libc::idtype_t, id: libc::id_t, options: i32) -> io::Result<libc::siginfo_t> {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid out-parameter.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waitid on our own child.
-        let rc = unsafe { libc::waitid(idtype, id, &mut info, libc::WEXITED | libc::WNOHANG) };
-        if rc < 0 {
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
+        if unsafe { libc::waitid(idtype, id, &mut info, options) } == 0 {
+            return Ok(info);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
             return Err(err);
         }
-        // SAFETY: waitid filled in the SIGCHLD fields (or left them zero).
-        if unsafe { info.si_pid() } == 0 {
-            return Ok(None);
-        }
-        return Ok(Some(status_of(&info)));
     }
 }
 

@@ -139,15 +139,21 @@ fn owned_by_live_engine(dir: &Path, owners: &Path) -> std::io::Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    let Some(name) = target.file_name() else {
-        return Ok(false);
-    };
-    let owner = match std::fs::File::open(owners.join(name)) {
+    match target.file_name() {
+        Some(name) => locked_elsewhere(&owners.join(name)),
+        None => Ok(false),
+    }
+}
+
+/// Whether someone holds a lock on the file at `path` (false when there is no
+/// such file). The probe's own lock goes with its descriptor.
+fn locked_elsewhere(path: &Path) -> std::io::Result<bool> {
+    let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    match owner.try_lock() {
+    match file.try_lock() {
         Ok(()) => Ok(false),
         Err(std::fs::TryLockError::WouldBlock) => Ok(true),
         Err(std::fs::TryLockError::Error(e)) => Err(e),
@@ -288,10 +294,7 @@ fn sweep_owners(dir: &Path, now: SystemTime, report: &mut SweepReport) {
         if !old {
             continue;
         }
-        let Ok(file) = std::fs::File::open(&path) else {
-            continue;
-        };
-        if file.try_lock().is_ok()
+        if matches!(locked_elsewhere(&path), Ok(false))
             && let Err(e) = std::fs::remove_file(&path)
         {
             report

@@ -399,13 +399,18 @@ pub(crate) async fn run(
     // and the bound on waiting for the leftovers' kill.
     let mut tree_check: Option<tokio::time::Instant> = None;
     let mut leftover_deadline: Option<tokio::time::Instant> = None;
+    // The shell has exited (reaped): what the loop knows then, and the end of the
+    // drain grace it gives the pipes.
+    let exited = |result: std::io::Result<std::process::ExitStatus>| {
+        session.lock().child_exited = true;
+        let drain_until = tokio::time::Instant::now() + timing.drain_grace;
+        (Some(result), Some(drain_until))
+    };
     loop {
         if exit.is_none() && stdout.is_none() && stderr.is_none() {
             // The pipes closed: most often the child has just exited.
             if let Ok(Some(status)) = child.try_wait() {
-                session.lock().child_exited = true;
-                exit = Some(Ok(status));
-                drain_deadline = Some(tokio::time::Instant::now() + timing.drain_grace);
+                (exit, drain_deadline) = exited(Ok(status));
             }
         }
         if exit.is_some() && stdout.is_none() && stderr.is_none() {
@@ -416,9 +421,7 @@ pub(crate) async fn run(
         }
         tokio::select! {
             result = child.wait(), if exit.is_none() => {
-                session.lock().child_exited = true;
-                exit = Some(result);
-                drain_deadline = Some(tokio::time::Instant::now() + timing.drain_grace);
+                (exit, drain_deadline) = exited(result);
             }
             result = read_some(&mut stdout, &mut out_buf) => match result {
                 Ok(chunk) if !chunk.is_empty() => {
