@@ -496,6 +496,30 @@ fn toolhost_call_ends_and_tidies_what_it_left_running() {
     );
 }
 
+/// A host leaves no owner file behind when it exits cleanly, `serve` included
+/// (it leaves through `std::process::exit`, which runs no destructor).
+#[test]
+fn hosts_leave_no_owner_file_when_they_exit() {
+    let (ws, state) = crate::support::dirs();
+    let policy = crate::support::allow_all_policy(state.path());
+    let call = ["call", "bash", r#"{"command":"true"}"#, "--policy", &policy];
+    // `serve` reads MCP from stdin, here empty: it ends at once.
+    for args in [&call[..], &["serve"][..]] {
+        let out = crate::support::toolhost(ws.path(), state.path(), args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            crate::support::describe(&out)
+        );
+        let owners: Vec<_> = std::fs::read_dir(state.path().join("owners"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(owners, Vec::<std::ffi::OsString>::new(), "after {args:?}");
+    }
+}
+
 /// A running session is kept however old its log looks, though it holds no
 /// descriptor for it (it printed nothing): its directory's `owner` link leads to
 /// its engine's locked owner file. A session whose owner is gone (a host that
@@ -535,6 +559,11 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
         state.join("sessions/bg_00000000b001/owner"),
     )
     .unwrap();
+    // Ended with a killed host (its owner file is gone), recent enough to keep:
+    // its log stays, its temp dir and its dangling link go.
+    fake_session(state, "bg_00000000b002", 1024, Duration::from_secs(120));
+    let killed_dir = state.join("sessions/bg_00000000b002");
+    std::os::unix::fs::symlink("../../owners/2-0", killed_dir.join("owner")).unwrap();
 
     let report = retention::sweep(
         state,
@@ -543,6 +572,15 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
     );
     assert_eq!(report.sessions_running, 1, "{report:?}");
     assert_eq!(report.sessions_removed, vec!["bg_00000000b001".to_owned()]);
+    assert!(killed_dir.join("output.log").exists(), "kept by retention");
+    assert!(
+        !killed_dir.join("tmp").exists(),
+        "an ended session's tmp goes"
+    );
+    assert!(
+        std::fs::symlink_metadata(killed_dir.join("owner")).is_err(),
+        "a gone host's link goes"
+    );
     assert!(running_dir.join("output.log").exists());
     assert!(
         running_dir.join("tmp").exists(),

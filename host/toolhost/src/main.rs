@@ -133,7 +133,10 @@ enum Command {
     /// audio and resources as one-line markers such as `[image image/png, 68
     /// bytes]`). Exits 0 when the tool succeeded, 1 when
     /// the tool reports an error (e.g. a non-zero exit code), 2 for usage
-    /// errors (unknown tool, invalid arguments, bad configuration).
+    /// errors (unknown tool, invalid arguments, bad configuration). On SIGTERM,
+    /// SIGINT or SIGHUP it ends the call's commands, prints nothing more and
+    /// exits 128 + the signal (143, 130, 129). What the call leaves running
+    /// (background tasks) ends when it exits.
     ///
     /// Example: toolhost call bash '{"command":"echo hello"}'
     Call {
@@ -284,18 +287,6 @@ fn main() -> ExitCode {
     runtime.block_on(run(cli, child_nofile))
 }
 
-/// For a host about to exit (`toolhost call`, `serve`): ends what still runs (the
-/// terminate sequence: SIGTERM, grace, SIGKILL; reason `host-shutdown`) and waits,
-/// at most 1 s past that, for every ended session's bookkeeping, so its log's last
-/// hole punch, its `owner` link and its private temp dir are done before the
-/// process exits (they would not be once the runtime is gone).
-async fn end_sessions(host: &toolhost_runtime::Host) {
-    host.sessions().shutdown().await;
-    host.sessions()
-        .settle(std::time::Duration::from_secs(1))
-        .await;
-}
-
 /// Runs one command. `child_nofile`: the soft open-file limit commands start with
 /// (the one `toolhost` was started with; see `SessionsConfig::child_nofile`).
 async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
@@ -325,7 +316,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             let outcome = tokio::select! {
                 outcome = host.call_tool(&tool, &arguments) => outcome,
                 signal = termination_signal() => {
-                    end_sessions(&host).await;
+                    host.sessions().shutdown().await;
                     return ExitCode::from(128 + signal);
                 }
             };
@@ -380,7 +371,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             };
             // The result is out; what the call left running (background
             // sessions, detached runs) ends with this process, as README says.
-            end_sessions(&host).await;
+            host.sessions().shutdown().await;
             code
         }
         Command::Serve {
@@ -699,7 +690,7 @@ async fn serve(
         Ok(end) => end,
         Err(code) => return code,
     };
-    end_sessions(&host).await;
+    host.sessions().shutdown().await;
     // `std::process::exit` below runs no destructors: leave no cgroup behind.
     toolhost_process::remove_own_cgroups();
     let (state, message, code) = match end {

@@ -89,6 +89,10 @@ pub const MAX_CWD_BYTES: usize = 4096;
 /// Most bytes of a [`StartRequest::shell`] path: 4096 (Linux `PATH_MAX`).
 pub const MAX_SHELL_BYTES: usize = 4096;
 
+/// How long [`Sessions::shutdown`] waits, after the last session ended, for the
+/// ended sessions' bookkeeping: 1 s (it takes well under 1 ms a session).
+const SETTLE_MAX: Duration = Duration::from_secs(1);
+
 /// Output bytes a finished session keeps in its event backlog: 64 KiB. Older output
 /// events are folded into [`SessionEventKind::Omitted`] when the session ends (their
 /// bytes stay readable with [`Sessions::read_output`]).
@@ -845,7 +849,7 @@ struct Inner {
     /// (`<state>/owners/…`, `retention.rs`).
     owner_lock: retention::OwnerLock,
     /// Session tasks launched and not yet through their bookkeeping (retired);
-    /// [`Sessions::settle`] waits on it.
+    /// [`Sessions::shutdown`] waits on it.
     unretired: tokio::sync::watch::Sender<usize>,
     /// How sessions' process trees are tracked (a cgroup per session, or scans).
     tracker: tree::Tracker,
@@ -2292,23 +2296,21 @@ impl Sessions {
         self.terminate_all(runs, "tool-call-ended").await
     }
 
-    /// Terminates every running session, reason `Killed("host-shutdown")`, and waits
-    /// (bounded by the grace periods) for them to end.
+    /// Terminates every running session, reason `Killed("host-shutdown")`, waits
+    /// (bounded by the grace periods) for them to end, then at most
+    /// [`SETTLE_MAX`] more for every ended session's bookkeeping (its log's last
+    /// hole punch, its retirement, its `owner` link and its private temp dir):
+    /// for a host about to exit, so it leaves nothing of a session but its output
+    /// log (session tasks and blocking-pool work not yet started die with the
+    /// runtime). The engine's owner file goes last (`retention::OwnerLock`).
     pub async fn shutdown(&self) {
         let running = self.inner.select(|s| s.lock().exit.is_none());
         self.terminate_all(running, "host-shutdown").await;
-    }
-
-    /// Waits, at most `within`, until every session that has ended is through its
-    /// bookkeeping (its retirement, its `owner` link and its private temp dir),
-    /// without ending any that still runs: for a host about to exit, after
-    /// [`Sessions::shutdown`], so it leaves nothing of a session behind but its
-    /// output log (a blocking-pool task not yet started when the runtime shuts
-    /// down never runs).
-    pub async fn settle(&self, within: Duration) {
         let mut unretired = self.inner.unretired.subscribe();
         let settled = async {
             loop {
+                // A session that would not die (its count stays) does not hold
+                // this up past its own bound.
                 let running = self.inner.select(|s| s.lock().exit.is_none()).len();
                 if *unretired.borrow_and_update() <= running {
                     return;
@@ -2318,7 +2320,8 @@ impl Sessions {
                 }
             }
         };
-        let _ = tokio::time::timeout(within, settled).await;
+        let _ = tokio::time::timeout(SETTLE_MAX, settled).await;
+        self.inner.owner_lock.release();
     }
 
     async fn terminate_all(&self, sessions: Vec<Arc<Session>>, by: &str) -> usize {

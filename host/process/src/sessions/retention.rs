@@ -111,9 +111,19 @@ impl OwnerLock {
     }
 }
 
+impl OwnerLock {
+    /// Removes the owner file now, for an engine whose sessions have all ended
+    /// (`Sessions::shutdown`): a host leaving through `std::process::exit`
+    /// (`toolhost serve`) runs no destructor. A session started after this counts
+    /// as ended for a sweep.
+    pub(crate) fn release(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 impl Drop for OwnerLock {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        self.release();
         let _ = self.file.unlock();
     }
 }
@@ -250,7 +260,7 @@ pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> Swe
 /// `owner` link goes at once ([`unmark`], one unlink), and its private temp dir (it
 /// does not outlive its session) at once too when empty, else on the blocking pool
 /// when called inside a tokio runtime. `done` runs once both are gone, so a host
-/// about to exit can wait for it (`Sessions::settle`; a sweep removes a temp dir
+/// about to exit can wait for it (`Sessions::shutdown`; a sweep removes a temp dir
 /// left by a host that exited first).
 pub(crate) fn session_ended(output_path: &Path, done: impl FnOnce() + Send + 'static) {
     let Some(dir) = output_path.parent() else {
@@ -351,7 +361,8 @@ fn sweep_dir(
         }
         if sessions {
             match owned_by_live_engine(&path, &owners) {
-                Ok(false) => {}
+                // A link left by a host that is gone (killed) means ended.
+                Ok(false) => unmark(&path),
                 Ok(true) => {
                     out.running += 1;
                     continue;
