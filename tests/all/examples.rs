@@ -12,9 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use rmcp::ServiceExt;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
+use toolhost_test_support::rmcp_client;
 
 use crate::mcp::{Recorder, call, text_of};
 use crate::support::{describe, stdout, toolhost};
@@ -167,19 +166,11 @@ async fn all_examples_through_toolhost_serve() {
         .await
         .unwrap();
     let (ws, state) = shared();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.arg("serve");
+    let mut cmd = crate::support::serve(ws.path(), state.path());
     for wasm in &wasms {
         cmd.arg("--plugin").arg(wasm);
     }
-    cmd.arg("--workspace")
-        .arg(ws.path())
-        .arg("--state-dir")
-        .arg(state.path())
-        .env_remove("TOOLHOST_LOG");
-    let transport = TokioChildProcess::new(cmd).expect("spawn serve");
-    let client = Recorder::default()
-        .serve(transport)
+    let (client, _) = rmcp_client(Recorder::default(), cmd)
         .await
         .expect("initialize");
 

@@ -1,34 +1,29 @@
 //! `toolhost serve` driven over stdio by real MCP clients: rmcp's client
-//! (the official Rust SDK), raw JSON-RPC lines for malformed input, and the
-//! official Python SDK (`tests/python`, from `.venv`).
+//! (the official Rust SDK), raw JSON-RPC lines for malformed input
+//! (`toolhost_test_support::StdioClient`), and the official Python SDK
+//! (`tests/python`, from `.venv`).
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rmcp::ClientHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
+use toolhost_test_support::host_log::events;
+use toolhost_test_support::{StdioClient, result_text, rmcp_client};
 
 /// `toolhost serve` over `ws` and `state`, with a policy that allows every
 /// command (these tests are about the protocol; the policy has its own).
 fn serve_command(ws: &Path, state: &Path, extra: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    cmd.arg("serve")
-        .arg("--policy")
+    let mut cmd = crate::support::serve(ws, state);
+    cmd.arg("--policy")
         .arg(crate::support::allow_all_policy(state))
-        .args(extra)
-        .arg("--workspace")
-        .arg(ws)
-        .arg("--state-dir")
-        .arg(state)
-        .env_remove("TOOLHOST_LOG");
+        .args(extra);
     cmd
 }
 
@@ -53,8 +48,9 @@ pub(crate) async fn client(
     state: &Path,
 ) -> (RunningService<RoleClient, Recorder>, Recorder) {
     let recorder = Recorder::default();
-    let transport = TokioChildProcess::new(serve_command(ws, state, &[])).expect("spawn serve");
-    let running = recorder.clone().serve(transport).await.expect("initialize");
+    let (running, _) = rmcp_client(recorder.clone(), serve_command(ws, state, &[]))
+        .await
+        .expect("initialize");
     (running, recorder)
 }
 
@@ -71,20 +67,6 @@ pub(crate) fn text_of(result: &rmcp::model::CallToolResult) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
-}
-
-/// The events of the only host session in `state`.
-fn events(state: &Path) -> Vec<Value> {
-    let hosts: Vec<_> = std::fs::read_dir(state.join("hosts"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(hosts.len(), 1, "{hosts:?}");
-    std::fs::read_to_string(hosts[0].join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn assert_seqs_contiguous(events: &[Value]) {
@@ -230,7 +212,7 @@ async fn cancellation_kills_the_process_group_and_the_server_keeps_serving() {
         .unwrap();
     assert_eq!(text_of(&r).trim_end(), "still here");
     client.cancel().await.unwrap();
-    let events = events(state.path());
+    let events = events(state.path()).unwrap();
     assert!(
         events
             .iter()
@@ -264,172 +246,118 @@ async fn concurrent_calls_run_concurrently() {
     client.cancel().await.unwrap();
 }
 
-/// A `toolhost serve` spoken to with raw JSON-RPC lines.
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+/// A `toolhost serve` spoken to with raw JSON-RPC lines, initialised at
+/// `2025-06-18`.
+async fn raw_serve(ws: &Path, state: &Path, extra: &[&str]) -> StdioClient {
+    let raw = StdioClient::spawn(serve_command(ws, state, extra)).unwrap();
+    let init = raw.initialize("2025-06-18").await.unwrap();
+    assert_eq!(
+        init["result"]["protocolVersion"],
+        json!("2025-06-18"),
+        "{init}"
+    );
+    raw
 }
 
-impl Raw {
-    fn start(ws: &Path, state: &Path, extra: &[&str]) -> Raw {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .arg("serve")
-            .arg("--policy")
-            .arg(crate::support::allow_all_policy(state))
-            .args(extra)
-            .arg("--workspace")
-            .arg(ws)
-            .arg("--state-dir")
-            .arg(state)
-            .env_remove("TOOLHOST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut raw = Raw {
-            child,
-            stdin,
-            stdout,
-        };
-        raw.send_line(
-            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-                "protocolVersion":"2025-06-18","capabilities":{},
-                "clientInfo":{"name":"raw","version":"1"}}})
-            .to_string(),
-        );
-        let init = raw.read();
-        assert_eq!(
-            init["result"]["protocolVersion"],
-            json!("2025-06-18"),
-            "{init}"
-        );
-        raw.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        raw
-    }
-
-    fn send_line(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
-    }
-
-    /// Reads until the response with `id`, skipping notifications.
-    fn response(&mut self, id: u64) -> Value {
-        loop {
-            let msg = self.read();
-            if msg.get("id") == Some(&json!(id)) {
-                return msg;
-            }
-            assert!(msg.get("method").is_some(), "unexpected message {msg}");
-        }
-    }
-
-    fn call(&mut self, id: u64, command: &str) -> Value {
-        self.send_line(
-            &json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-                "params":{"name":"bash","arguments":{"command":command}}})
-            .to_string(),
-        );
-        self.response(id)
-    }
-
-    /// Closes stdin (the client goes away) and waits for the server to exit.
-    fn finish(mut self) -> std::process::ExitStatus {
-        self.stdin.take();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "serve did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+/// `bash` with `command` through `raw`; the `CallToolResult`.
+async fn bash(raw: &StdioClient, command: &str) -> Value {
+    raw.call_tool("bash", json!({ "command": command }))
+        .await
+        .unwrap()
 }
 
-#[test]
-fn malformed_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
+#[tokio::test]
+async fn malformed_input_gets_json_rpc_errors_and_the_server_keeps_serving() {
     let (ws, state) = dirs();
-    let mut raw = Raw::start(ws.path(), state.path(), &[]);
-    raw.send_line("{this is not json");
-    let e = raw.read();
+    let raw = raw_serve(ws.path(), state.path(), &[]).await;
+    raw.send("{this is not json").await.unwrap();
+    let e = raw.next_message().await.unwrap();
     assert_eq!(e["error"]["code"], json!(-32700), "{e}");
     assert_eq!(e["id"], Value::Null);
 
-    raw.send_line(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
-    assert_eq!(raw.read()["error"]["code"], json!(-32600));
+    raw.send(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        raw.next_message().await.unwrap()["error"]["code"],
+        json!(-32600)
+    );
 
-    raw.send_line(r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#);
-    let e = raw.read();
+    raw.send(r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#)
+        .await
+        .unwrap();
+    let e = raw.next_message().await.unwrap();
     assert_eq!(
         (e["error"]["code"].clone(), e["id"].clone()),
         (json!(-32600), json!(2))
     );
 
-    raw.send_line(r#"{"jsonrpc":"2.0","id":3,"method":"no/such/method"}"#);
-    assert_eq!(raw.response(3)["error"]["code"], json!(-32601));
-
-    raw.send_line(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"nme":"bash"}}"#);
-    assert_eq!(raw.response(4)["error"]["code"], json!(-32602));
-
-    raw.send_line(
-        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"no/such/method"}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        raw.response(&json!(3)).await.unwrap()["error"]["code"],
+        json!(-32601)
     );
-    assert_eq!(raw.response(5)["error"]["code"], json!(-32602));
+
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"nme":"bash"}}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        raw.response(&json!(4)).await.unwrap()["error"]["code"],
+        json!(-32602)
+    );
+
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        raw.response(&json!(5)).await.unwrap()["error"]["code"],
+        json!(-32602)
+    );
 
     // An oversized message (more than 4 MiB) is discarded and answered.
     let big = format!(
         r#"{{"jsonrpc":"2.0","id":6,"method":"ping","params":{{"pad":"{}"}}}}"#,
         "a".repeat(4 * 1024 * 1024 + 10)
     );
-    raw.send_line(&big);
-    let e = raw.read();
+    raw.send(&big).await.unwrap();
+    let e = raw.next_message().await.unwrap();
     assert_eq!(e["error"]["code"], json!(-32600), "{e}");
 
     // Still serving.
-    raw.send_line(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
-    let list = raw.response(7);
+    raw.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#)
+        .await
+        .unwrap();
+    let list = raw.response(&json!(7)).await.unwrap();
     assert!(list["result"]["tools"].as_array().unwrap().len() >= 5);
-    let r = raw.call(8, "echo fine");
-    assert_eq!(
-        r["result"]["content"][0]["text"]
-            .as_str()
-            .map(str::trim_end),
-        Some("fine"),
-        "{r}"
-    );
-    assert!(raw.finish().success());
+    let r = bash(&raw, "echo fine").await;
+    assert_eq!(result_text(&r).trim_end(), "fine", "{r}");
+    assert!(raw.close().await.unwrap().success());
 }
 
-#[test]
-fn a_client_that_vanishes_does_not_stop_the_run() {
+#[tokio::test]
+async fn a_client_that_vanishes_does_not_stop_the_run() {
     let (ws, state) = dirs();
-    let mut raw = Raw::start(ws.path(), state.path(), &[]);
-    raw.send_line(
+    let raw = raw_serve(ws.path(), state.path(), &[]).await;
+    raw.send(
         &json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
             "params":{"name":"bash","arguments":{"command":"sleep 1; echo done > marker"}}})
         .to_string(),
-    );
+    )
+    .await
+    .unwrap();
     // Let the call start, then go away.
-    std::thread::sleep(Duration::from_millis(300));
-    let status = raw.finish();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = raw.close().await.unwrap();
     assert!(status.success());
     assert_eq!(
         std::fs::read_to_string(ws.path().join("marker")).unwrap(),
         "done\n"
     );
-    let events = events(state.path());
+    let events = events(state.path()).unwrap();
     assert_seqs_contiguous(&events);
     let kinds: Vec<_> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
     let settled = kinds
@@ -441,13 +369,13 @@ fn a_client_that_vanishes_does_not_stop_the_run() {
     assert_eq!(events[stopped]["state"], json!("stopped"));
 }
 
-#[test]
-fn restart_with_the_same_host_session_replays_history_and_continues_seq() {
+#[tokio::test]
+async fn restart_with_the_same_host_session_replays_history_and_continues_seq() {
     let (ws, state) = dirs();
-    let mut raw = Raw::start(ws.path(), state.path(), &[]);
-    raw.call(1, "echo first");
-    assert!(raw.finish().success());
-    let first = events(state.path());
+    let raw = raw_serve(ws.path(), state.path(), &[]).await;
+    bash(&raw, "echo first").await;
+    assert!(raw.close().await.unwrap().success());
+    let first = events(state.path()).unwrap();
     assert_seqs_contiguous(&first);
     let id = std::fs::read_dir(state.path().join("hosts"))
         .unwrap()
@@ -458,10 +386,10 @@ fn restart_with_the_same_host_session_replays_history_and_continues_seq() {
         .into_string()
         .unwrap();
 
-    let mut raw = Raw::start(ws.path(), state.path(), &["--host-session", &id]);
-    raw.call(1, "echo second");
-    assert!(raw.finish().success());
-    let all = events(state.path());
+    let raw = raw_serve(ws.path(), state.path(), &["--host-session", &id]).await;
+    bash(&raw, "echo second").await;
+    assert!(raw.close().await.unwrap().success());
+    let all = events(state.path()).unwrap();
     assert_seqs_contiguous(&all);
     assert_eq!(&all[..first.len()], &first[..], "history was rewritten");
     let lifecycle: Vec<_> = all
@@ -509,17 +437,29 @@ fn python_sdk_client() {
 }
 
 /// An MCP client that declares form elicitation and answers every
-/// elicitation with `decision`, recording the messages it was shown.
+/// elicitation with `decision`, recording the messages it was shown (the
+/// stdio tests here and the Streamable HTTP ones in `mcp_http`).
 #[derive(Clone)]
-struct Elicitor {
+pub(crate) struct Elicitor {
     decision: &'static str,
-    asked: Arc<Mutex<Vec<String>>>,
+    /// The messages of the elicitations so far, in order.
+    pub(crate) asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Elicitor {
+    /// Answers every elicitation with `{"decision": decision}`.
+    pub(crate) fn new(decision: &'static str) -> Elicitor {
+        Elicitor {
+            decision,
+            asked: Arc::default(),
+        }
+    }
 }
 
 impl ClientHandler for Elicitor {
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
-        info.capabilities.elicitation = Some(Default::default());
+        info.capabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
         info
     }
 
@@ -544,20 +484,12 @@ impl ClientHandler for Elicitor {
 async fn an_mcp_client_answers_a_policy_ask_through_elicitation() {
     for (decision, runs) in [("allow_once", true), ("reject_once", false)] {
         let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let elicitor = Elicitor {
-            decision,
-            asked: Arc::default(),
-        };
+        let elicitor = Elicitor::new(decision);
         // The built-in default policy (no --policy) asks before `touch`.
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
-        cmd.arg("serve")
-            .arg("--workspace")
-            .arg(ws.path())
-            .arg("--state-dir")
-            .arg(state.path())
-            .env_remove("TOOLHOST_LOG");
-        let transport = TokioChildProcess::new(cmd).expect("spawn serve");
-        let client = elicitor.clone().serve(transport).await.expect("initialize");
+        let cmd = crate::support::serve(ws.path(), state.path());
+        let (client, _) = rmcp_client(elicitor.clone(), cmd)
+            .await
+            .expect("initialize");
         let result = client
             .call_tool(call("bash", json!({"command": "touch elicited"})))
             .await

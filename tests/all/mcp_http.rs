@@ -17,7 +17,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::mcp::{call, text_of};
+use crate::mcp::{Elicitor, call, text_of};
 use crate::support::dirs;
 
 /// How long any single HTTP exchange may take before the test fails.
@@ -619,35 +619,6 @@ async fn sigterm_ends_running_commands_and_exits() {
     drop(reply);
 }
 
-/// Asks about every elicitation with one fixed decision.
-#[derive(Clone)]
-struct Elicitor {
-    decision: &'static str,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
-impl ClientHandler for Elicitor {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        let mut info = rmcp::model::ClientConfig::default();
-        info.capabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
-        info
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
-            self.asked.lock().unwrap().push(message);
-        }
-        Ok(
-            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
-                .with_content(json!({"decision": self.decision})),
-        )
-    }
-}
-
 /// Step 4 of the permission pipeline per HTTP session: the policy's `ask`
 /// goes to the session whose call asked, and only to it.
 #[tokio::test(flavor = "multi_thread")]
@@ -655,14 +626,8 @@ async fn elicitation_goes_to_the_session_that_made_the_call() {
     let (ws, state) = dirs();
     // The built-in default policy (no --policy) asks before `touch`.
     let serve = HttpServe::start(ws.path(), state.path(), None, &["--http", "127.0.0.1:0"]);
-    let allow = Elicitor {
-        decision: "allow_once",
-        asked: Arc::default(),
-    };
-    let reject = Elicitor {
-        decision: "reject_once",
-        asked: Arc::default(),
-    };
+    let allow = Elicitor::new("allow_once");
+    let reject = Elicitor::new("reject_once");
     let a = http_client(&serve.url(), None, allow.clone()).await;
     let b = http_client(&serve.url(), None, reject.clone()).await;
     let (ra, rb) = tokio::join!(

@@ -6,141 +6,45 @@
 //! messages against a real server on stdio and on HTTP, checking after every
 //! batch that it still answers `ping` and `tools/list`.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
+use toolhost_test_support::StdioClient;
 
 use crate::mcp_http::{HttpServe, initialize_body, open_session, post_headers, request, send};
 use crate::support::dirs;
 
-/// How long the server may take to answer one message before the test fails.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// A `toolhost serve` on stdio, spoken to line by line, nothing sent yet.
-struct StdioServe {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
+/// A `toolhost serve` on stdio with `policy`, spoken to line by line
+/// ([`StdioClient`]: every line must be a JSON-RPC 2.0 message, each read
+/// fails after [`toolhost_test_support::ANSWER_TIMEOUT`]), nothing sent yet.
+fn stdio_serve(ws: &Path, state: &Path, policy: &str) -> StdioClient {
+    let mut cmd = crate::support::serve(ws, state);
+    cmd.args(["--policy", policy]);
+    StdioClient::spawn(cmd).unwrap()
 }
 
-impl StdioServe {
-    fn start(ws: &Path, state: &Path, policy: &str) -> StdioServe {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .args(["serve", "--policy", policy])
-            .arg("--workspace")
-            .arg(ws)
-            .arg("--state-dir")
-            .arg(state)
-            .env_remove("TOOLHOST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        StdioServe {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-        }
-    }
-
-    fn send_bytes(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(bytes).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn send(&mut self, message: &str) {
-        self.send_bytes(message.as_bytes());
-    }
-
-    /// The next message the server writes; every line must be a JSON-RPC
-    /// 2.0 object. Fails after [`ANSWER_TIMEOUT`] or if the server exited.
-    fn read(&mut self) -> Value {
-        match self.lines.recv_timeout(ANSWER_TIMEOUT) {
-            Ok(line) => {
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
-                assert_eq!(v["jsonrpc"], json!("2.0"), "{v}");
-                v
-            }
-            Err(e) => panic!(
-                "no answer in {ANSWER_TIMEOUT:?} ({e}); server status {:?}",
-                self.child.try_wait()
-            ),
-        }
-    }
-
-    /// Reads until the response with `id`, skipping everything else.
-    fn response(&mut self, id: &Value) -> Value {
-        loop {
-            let m = self.read();
-            if &m["id"] == id && m.get("method").is_none() {
-                return m;
-            }
-        }
-    }
-
-    fn initialize(&mut self, version: &str) -> Value {
-        self.send(&initialize_body(version));
-        let init = self.response(&json!(0));
-        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        init
-    }
-
-    /// `ping` and `tools/list` with ids no fuzz input uses, answered right.
-    fn assert_alive(&mut self, n: u64) {
-        let ping = json!(format!("alive-{n}"));
-        self.send(&json!({"jsonrpc":"2.0","id":ping,"method":"ping"}).to_string());
-        assert_eq!(self.response(&ping)["result"], json!({}));
-        let list = json!(format!("list-{n}"));
-        self.send(&json!({"jsonrpc":"2.0","id":list,"method":"tools/list"}).to_string());
-        let tools = self.response(&list);
-        assert!(
-            tools["result"]["tools"]
-                .as_array()
-                .is_some_and(|t| t.len() >= 5),
-            "{tools}"
-        );
-        assert_eq!(self.child.try_wait().unwrap(), None, "the server exited");
-    }
-
-    /// Closes stdin and waits (at most 30 s) for a clean exit.
-    fn finish(mut self) -> std::process::ExitStatus {
-        self.stdin.take();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(std::time::Instant::now() < deadline, "serve did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for StdioServe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `ping` and `tools/list` with ids no fuzz input uses, answered right, and
+/// the server still running.
+async fn assert_alive(s: &mut StdioClient, n: u64) {
+    let ping = json!(format!("alive-{n}"));
+    s.send(json!({"jsonrpc":"2.0","id":ping,"method":"ping"}).to_string())
+        .await
+        .unwrap();
+    assert_eq!(s.response(&ping).await.unwrap()["result"], json!({}));
+    let list = json!(format!("list-{n}"));
+    s.send(json!({"jsonrpc":"2.0","id":list,"method":"tools/list"}).to_string())
+        .await
+        .unwrap();
+    let tools = s.response(&list).await.unwrap();
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.len() >= 5),
+        "{tools}"
+    );
+    assert_eq!(s.try_wait().unwrap(), None, "the server exited");
 }
 
 fn deny_all(state: &Path) -> String {
@@ -152,66 +56,89 @@ fn deny_all(state: &Path) -> String {
 /// The regression: a `ping` and then a `notifications/cancelled` before
 /// `initialize` used to end `serve` with status 1 (rmcp ends the connection
 /// on a pre-initialize notification), and the client lost every tool.
-#[test]
-fn stdio_messages_before_initialize_leave_the_server_up() {
+#[tokio::test]
+async fn stdio_messages_before_initialize_leave_the_server_up() {
     let (ws, state) = dirs();
     let policy = crate::support::allow_all_policy(state.path());
-    let mut s = StdioServe::start(ws.path(), state.path(), &policy);
-    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
-    assert_eq!(s.read(), json!({"jsonrpc":"2.0","id":1,"result":{}}));
-    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
-    s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    s.send(r#"{"jsonrpc":"2.0","id":"r","result":{}}"#);
-    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    let e = s.read();
+    let mut s = stdio_serve(ws.path(), state.path(), &policy);
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.next_message().await.unwrap(),
+        json!({"jsonrpc":"2.0","id":1,"result":{}})
+    );
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
+        .await
+        .unwrap();
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await
+        .unwrap();
+    s.send(r#"{"jsonrpc":"2.0","id":"r","result":{}}"#)
+        .await
+        .unwrap();
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#)
+        .await
+        .unwrap();
+    let e = s.next_message().await.unwrap();
     assert_eq!(
         (e["id"].clone(), e["error"]["code"].clone()),
         (json!(2), json!(-32600)),
         "{e}"
     );
-    s.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"touch early"}}}"#);
-    assert_eq!(s.read()["error"]["code"], json!(-32600));
+    s.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"touch early"}}}"#).await.unwrap();
+    assert_eq!(
+        s.next_message().await.unwrap()["error"]["code"],
+        json!(-32600)
+    );
     assert!(!ws.path().join("early").exists());
-    s.send("{not json");
-    assert_eq!(s.read()["error"]["code"], json!(-32700));
-    let init = s.initialize("2025-11-25");
+    s.send("{not json").await.unwrap();
+    assert_eq!(
+        s.next_message().await.unwrap()["error"]["code"],
+        json!(-32700)
+    );
+    let init = s.initialize("2025-11-25").await.unwrap();
     assert_eq!(
         init["result"]["protocolVersion"],
         json!("2025-11-25"),
         "{init}"
     );
-    s.assert_alive(0);
-    assert!(s.finish().success());
+    assert_alive(&mut s, 0).await;
+    assert!(s.close().await.unwrap().success());
 }
 
 /// A client that closes stdin before `initialize` is a clean exit, not a
 /// failure.
-#[test]
-fn stdio_a_client_that_leaves_before_initialize_is_a_clean_exit() {
+#[tokio::test]
+async fn stdio_a_client_that_leaves_before_initialize_is_a_clean_exit() {
     let (ws, state) = dirs();
     let policy = crate::support::allow_all_policy(state.path());
-    let mut s = StdioServe::start(ws.path(), state.path(), &policy);
-    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
-    assert_eq!(s.read()["result"], json!({}));
-    assert_eq!(s.finish().code(), Some(0));
+    let s = stdio_serve(ws.path(), state.path(), &policy);
+    s.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .await
+        .unwrap();
+    assert_eq!(s.next_message().await.unwrap()["result"], json!({}));
+    assert_eq!(s.close().await.unwrap().code(), Some(0));
 }
 
-#[test]
-fn stdio_protocol_edge_cases_are_answered_and_the_server_keeps_serving() {
+#[tokio::test]
+async fn stdio_protocol_edge_cases_are_answered_and_the_server_keeps_serving() {
     let (ws, state) = dirs();
     let policy = crate::support::allow_all_policy(state.path());
     // A version we do not know: answered with our latest (Lifecycle,
     // "Version Negotiation").
-    let mut s = StdioServe::start(ws.path(), state.path(), &policy);
-    let init = s.initialize("1999-01-01");
+    let mut s = stdio_serve(ws.path(), state.path(), &policy);
+    let init = s.initialize("1999-01-01").await.unwrap();
     assert_eq!(
         init["result"]["protocolVersion"],
         json!("2025-11-25"),
         "{init}"
     );
     // A second initialize is refused; the session goes on.
-    s.send(&initialize_body("2025-11-25").replace("\"id\":0", "\"id\":10"));
-    let e = s.response(&json!(10));
+    s.send(&initialize_body("2025-11-25").replace("\"id\":0", "\"id\":10"))
+        .await
+        .unwrap();
+    let e = s.response(&json!(10)).await.unwrap();
     assert_eq!(e["error"]["code"], json!(-32600), "{e}");
     for (line, id, code) in [
         (
@@ -249,8 +176,8 @@ fn stdio_protocol_edge_cases_are_answered_and_the_server_keeps_serving() {
         ("42", Value::Null, -32600),
         ("\u{1}\u{2}garbage", Value::Null, -32700),
     ] {
-        s.send(line);
-        let e = s.read();
+        s.send(line).await.unwrap();
+        let e = s.next_message().await.unwrap();
         assert_eq!(
             (e["id"].clone(), e["error"]["code"].clone()),
             (id, json!(code)),
@@ -262,19 +189,24 @@ fn stdio_protocol_edge_cases_are_answered_and_the_server_keeps_serving() {
         r#"{{"jsonrpc":"2.0","id":16,"method":"ping","params":{{"pad":"{}"}}}}"#,
         "a".repeat(4 * 1024 * 1024 + 10)
     );
-    s.send(&big);
-    assert_eq!(s.read()["error"]["code"], json!(-32600));
+    s.send(&big).await.unwrap();
+    assert_eq!(
+        s.next_message().await.unwrap()["error"]["code"],
+        json!(-32600)
+    );
     // Malformed notifications get no answer at all.
-    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}"#);
-    s.assert_alive(1);
-    assert!(s.finish().success());
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}"#)
+        .await
+        .unwrap();
+    assert_alive(&mut s, 1).await;
+    assert!(s.close().await.unwrap().success());
 
     // A 2025-06-18 client gets what it asked for.
-    let mut s = StdioServe::start(ws.path(), state.path(), &policy);
-    let init = s.initialize("2025-06-18");
+    let mut s = stdio_serve(ws.path(), state.path(), &policy);
+    let init = s.initialize("2025-06-18").await.unwrap();
     assert_eq!(init["result"]["protocolVersion"], json!("2025-06-18"));
-    s.assert_alive(2);
-    assert!(s.finish().success());
+    assert_alive(&mut s, 2).await;
+    assert!(s.close().await.unwrap().success());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -488,26 +420,37 @@ fn runner(cases: u32) -> TestRunner {
 fn fuzz_stdio_keeps_answering() {
     let (ws, state) = dirs();
     let policy = deny_all(state.path());
-    let mut s = StdioServe::start(ws.path(), state.path(), &policy);
-    s.send(r#"{"jsonrpc":"2.0","id":"pre","method":"ping"}"#);
-    assert_eq!(s.response(&json!("pre"))["result"], json!({}));
-    s.initialize("2025-11-25");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let s = rt.block_on(async { stdio_serve(ws.path(), state.path(), &policy) });
+    rt.block_on(async {
+        s.send(r#"{"jsonrpc":"2.0","id":"pre","method":"ping"}"#)
+            .await
+            .unwrap();
+        assert_eq!(
+            s.response(&json!("pre")).await.unwrap()["result"],
+            json!({})
+        );
+        s.initialize("2025-11-25").await.unwrap();
+    });
     let n = std::cell::Cell::new(0u64);
     let cell = std::cell::RefCell::new(s);
     runner(160)
         .run(&batch(), |batch| {
             let mut s = cell.borrow_mut();
-            for message in &batch {
-                s.send_bytes(message);
-            }
             n.set(n.get() + 1);
-            // A panic (no answer in time, a wrong answer, the server gone)
-            // fails the case; proptest reports the batch.
-            s.assert_alive(n.get());
+            rt.block_on(async {
+                for message in &batch {
+                    s.send(message).await.unwrap();
+                }
+                // A panic (no answer in time, a wrong answer, the server gone)
+                // fails the case; proptest reports the batch.
+                assert_alive(&mut s, n.get()).await;
+            });
             Ok(())
         })
         .unwrap();
-    assert!(cell.into_inner().finish().success());
+    let status = rt.block_on(cell.into_inner().close()).unwrap();
+    assert!(status.success());
 }
 
 /// Bounded fuzz of HTTP: every input is `POST`ed in one session (and some

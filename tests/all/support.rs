@@ -1,6 +1,9 @@
-//! What the test modules share: one way to run the real `toolhost` binary,
-//! one allow-all policy and host configuration (for tests about something
-//! other than the policy), and one pair of fresh directories.
+//! What the test modules share: one way to run the real `toolhost` binary
+//! (and, through `toolhost_test_support`, what the benchmark harness shares
+//! with the tests: `toolhost serve`'s command line, MCP clients over stdio,
+//! the host-session log), one allow-all policy and host configuration (for
+//! tests about something other than the policy), and one pair of fresh
+//! directories.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -23,6 +26,19 @@ pub fn toolhost(workspace: &Path, state: &Path, args: &[&str]) -> Output {
         .env_remove("TOOLHOST_LOG")
         .output()
         .expect("running toolhost")
+}
+
+/// `toolhost serve` of the built binary over `workspace` and `state`
+/// ([`toolhost_test_support::serve_command`]), the built-in default policy
+/// unless a `--policy` is added; spawn it with
+/// [`toolhost_test_support::StdioClient::spawn`] or
+/// [`toolhost_test_support::rmcp_client`].
+pub fn serve(workspace: &Path, state: &Path) -> tokio::process::Command {
+    toolhost_test_support::serve_command(
+        Path::new(env!("CARGO_BIN_EXE_toolhost")),
+        workspace,
+        state,
+    )
 }
 
 /// Writes [`ALLOW_ALL`] to `dir/allow-all.toml` and returns the file's path, for

@@ -24,22 +24,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 use toolhost_runtime::contract::v0_1_0::tool_plugin::ToolPluginPre;
 use toolhost_runtime::contract::v0_1_0::tool_plugin::exports::toolhost::plugin::tool::ToolCall;
 use toolhost_runtime::engine::Runtime;
 use toolhost_runtime::plugin::ToolPlugin;
 use toolhost_runtime::{Host, HostConfig};
+use toolhost_test_support::{RmcpClient, rmcp_client, serve_command};
 use wasmtime::Store;
-use wasmtime::component::{Linker, ResourceTable};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime::component::Linker;
 
 use crate::fixture::Fixture;
-use crate::plugin_call::ratio;
+use crate::plugin_call::{BareState, ratio};
 use crate::report::Row;
 use crate::startup::{call_once, toolhost_binary};
 use crate::stats::{Summary, duration, median};
@@ -126,9 +123,6 @@ fn listing(dir: &Path) -> Result<Vec<(String, u64, std::time::SystemTime)>> {
     Ok(files)
 }
 
-/// An rmcp client session over a child's stdio.
-pub(crate) type Client = RunningService<RoleClient, ()>;
-
 /// `toolhost serve` over stdio with `plugins` (none: what the state dir's plugins
 /// dir holds), initialised; returns the client and the server's pid.
 pub(crate) async fn serve(
@@ -136,28 +130,16 @@ pub(crate) async fn serve(
     ws: &Path,
     state: &Path,
     plugins: &[PathBuf],
-) -> Result<(Client, u32)> {
-    let mut cmd = tokio::process::Command::new(bin);
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(ws)
-        .arg("--state-dir")
-        .arg(state)
-        .env_remove("TOOLHOST_LOG");
+) -> Result<(RmcpClient, u32)> {
+    let mut cmd = serve_command(bin, ws, state);
     for p in plugins {
         cmd.arg("--plugin").arg(p);
     }
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .context("spawning toolhost serve")?;
-    let pid = transport.id().context("toolhost serve has no pid")?;
-    let client = ().serve(transport).await.context("MCP initialize")?;
-    Ok((client, pid))
+    rmcp_client((), cmd).await
 }
 
 /// One `greet` through MCP, checked.
-pub(crate) async fn greet_mcp(client: &Client, tool: &str) -> Result<()> {
+pub(crate) async fn greet_mcp(client: &RmcpClient, tool: &str) -> Result<()> {
     let mut params = CallToolRequestParams::new(tool.to_string());
     params.arguments = json!({ "name": NAME }).as_object().cloned();
     let result = client.call_tool(params).await?;
@@ -170,7 +152,7 @@ pub(crate) async fn greet_mcp(client: &Client, tool: &str) -> Result<()> {
 }
 
 /// One `greet` through `Host::call_tool`, checked.
-async fn greet_host(host: &Host, tool: &str) -> Result<()> {
+pub(crate) async fn greet_host(host: &Host, tool: &str) -> Result<()> {
     let result = host.call_tool(tool, &json!({ "name": NAME })).await?;
     ensure!(
         !result.is_error && result.text() == GREETING,
@@ -181,7 +163,7 @@ async fn greet_host(host: &Host, tool: &str) -> Result<()> {
 }
 
 /// One `greet` through `ToolPlugin::call`, checked.
-async fn greet_plugin(plugin: &ToolPlugin) -> Result<()> {
+pub(crate) async fn greet_plugin(plugin: &ToolPlugin) -> Result<()> {
     let out = plugin
         .call(
             "greet",
@@ -223,21 +205,6 @@ fn faults() -> u64 {
     (usage.ru_minflt + usage.ru_majflt) as u64
 }
 
-/// The bare store's data: a WASI context that grants nothing, and a table.
-struct BareState {
-    ctx: WasiCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for BareState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.ctx,
-            table: &mut self.table,
-        }
-    }
-}
-
 /// An example on a bare wasmtime store (WASI only; `sessions` traps: `greet` uses
 /// none), on an engine configured as the host's.
 struct Bare {
@@ -276,10 +243,7 @@ impl Bare {
             arguments: json!({ "name": NAME }).to_string(),
         };
         let t0 = Instant::now();
-        let state = BareState {
-            ctx: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        };
+        let state = BareState::granting_nothing();
         let mut store = Store::new(self.pre.engine(), state);
         store.set_epoch_deadline(1 << 40);
         let (t1, f1) = (Instant::now(), faults());

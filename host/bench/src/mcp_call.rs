@@ -12,19 +12,15 @@
 //! alone), each with its latency and CPU per call.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, ensure};
-use rmcp::ServiceExt;
-use rmcp::transport::TokioChildProcess;
-use serde_json::json;
+use anyhow::{Context, Result, anyhow};
 use toolhost_runtime::host_session::HostSessionLog;
-use toolhost_runtime::plugin::ToolPlugin;
 use toolhost_runtime::{Host, HostConfig};
+use toolhost_test_support::{RmcpClient, rmcp_client, serve_command};
 
-use crate::examples::{Client, GREETING, NAME, cpu_of, example, greet_mcp};
+use crate::examples::{cpu_of, example, greet_host, greet_mcp, greet_plugin};
 use crate::fixture::Fixture;
 use crate::plugin_call::ratio;
 use crate::report::Row;
@@ -34,31 +30,12 @@ use crate::stats::{Summary, duration};
 /// The goal: toolhost's median round trip at most this many times the baseline's.
 const GOAL_RATIO: f64 = 1.3;
 
-/// Spawns `cmd` (an MCP server on stdio, stderr discarded) and initialises an rmcp
-/// client session with it; returns the client and the server's pid.
-pub async fn spawn_mcp(mut cmd: tokio::process::Command) -> Result<(Client, u32)> {
-    cmd.env_remove("TOOLHOST_LOG");
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .context("spawning the MCP server")?;
-    let pid = transport.id().context("the MCP server has no pid")?;
-    let client = ().serve(transport).await.context("MCP initialize")?;
-    Ok((client, pid))
-}
-
 /// `toolhost serve` of `fixture` with `plugin` (`--plugin`: it alone, no installed
 /// plugins), initialised.
-async fn toolhost_serve(bin: &Path, fixture: &Fixture, plugin: &Path) -> Result<(Client, u32)> {
-    let mut cmd = tokio::process::Command::new(bin);
-    cmd.arg("serve")
-        .arg("--workspace")
-        .arg(&fixture.workspace)
-        .arg("--state-dir")
-        .arg(&fixture.state)
-        .arg("--plugin")
-        .arg(plugin);
-    spawn_mcp(cmd).await
+async fn toolhost_serve(bin: &Path, fixture: &Fixture, plugin: &Path) -> Result<(RmcpClient, u32)> {
+    let mut cmd = serve_command(bin, &fixture.workspace, &fixture.state);
+    cmd.arg("--plugin").arg(plugin);
+    rmcp_client((), cmd).await
 }
 
 /// Context switches (voluntary + involuntary, summed over its threads) of process
@@ -120,37 +97,10 @@ where
 }
 
 /// One `greet` through MCP, checked and timed.
-async fn one(client: &Client, tool: &str) -> Result<Duration> {
+async fn one(client: &RmcpClient, tool: &str) -> Result<Duration> {
     let t = Instant::now();
     greet_mcp(client, tool).await?;
     Ok(t.elapsed())
-}
-
-/// One `greet` through `Host::call_tool`, checked.
-async fn greet_host(host: &Host, tool: &str) -> Result<()> {
-    let result = host.call_tool(tool, &json!({ "name": NAME })).await?;
-    ensure!(
-        !result.is_error && result.text() == GREETING,
-        "{tool} answered {:?}",
-        result.content
-    );
-    Ok(())
-}
-
-/// One `greet` through `ToolPlugin::call`, checked.
-async fn greet_plugin(plugin: &ToolPlugin) -> Result<()> {
-    let out = plugin
-        .call(
-            "greet",
-            "call_bench",
-            &json!({ "name": NAME }).to_string(),
-            None,
-        )
-        .await?
-        .map_err(|e| anyhow!("greet failed: {e:?}"))?;
-    let greeting = [toolhost_runtime::ContentBlock::Text(GREETING.into())];
-    ensure!(out.content == greeting, "greet answered {:?}", out.content);
-    Ok(())
 }
 
 /// A host in this process with the Rust example, and its `greet` tool's name;
@@ -191,7 +141,8 @@ pub async fn run(calls: usize, block: usize) -> Result<Vec<Row>> {
         .map(|t| t.name.to_string())
         .find(|n| n == "greet" || n.ends_with("__greet"))
         .context("toolhost serve lists no greet tool")?;
-    let (baseline, baseline_pid) = spawn_mcp(tokio::process::Command::new(&baseline_bin)).await?;
+    let (baseline, baseline_pid) =
+        rmcp_client((), tokio::process::Command::new(&baseline_bin)).await?;
 
     let (mut ours, mut raw) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
     let warmup = calls.clamp(20, 200);

@@ -35,6 +35,16 @@ pub struct BareState {
     table: ResourceTable,
 }
 
+impl BareState {
+    /// A WASI context built with no grants, and an empty table.
+    pub fn granting_nothing() -> BareState {
+        BareState {
+            ctx: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        }
+    }
+}
+
 impl WasiView for BareState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -141,10 +151,7 @@ impl Bare {
     /// text length.
     pub async fn call_phases(&self, tool: &str, arguments: &str) -> Result<(Phases, usize)> {
         let t0 = Instant::now();
-        let state = BareState {
-            ctx: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
-        };
+        let state = BareState::granting_nothing();
         let mut store = Store::new(self.pre.engine(), state);
         store.set_epoch_deadline(1 << 40);
         let t1 = Instant::now();

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, ensure};
 
-use crate::examples::{Client, example};
+use toolhost_test_support::{RmcpClient, rmcp_client, serve_command};
+
+use crate::examples::example;
 use crate::fixture::Fixture;
-use crate::mcp_call::spawn_mcp;
 use crate::plugin_call::ratio;
 use crate::report::Row;
 use crate::startup::{baseline_mcp_binary, toolhost_binary};
@@ -65,7 +66,7 @@ fn gone(pid: u32) -> bool {
 }
 
 /// Stops `client`'s server and waits (up to 5 s) for its process to go.
-async fn stop(client: Client, pid: u32) -> Result<()> {
+async fn stop(client: RmcpClient, pid: u32) -> Result<()> {
     client
         .cancel()
         .await
@@ -81,7 +82,7 @@ async fn stop(client: Client, pid: u32) -> Result<()> {
 /// returns both times and the number of tools listed.
 async fn start(cmd: tokio::process::Command) -> Result<(Duration, Duration, usize)> {
     let t = Instant::now();
-    let (client, pid) = spawn_mcp(cmd).await?;
+    let (client, pid) = rmcp_client((), cmd).await?;
     let init = t.elapsed();
     let tools = client.list_all_tools().await?.len();
     let listed = t.elapsed();
@@ -109,14 +110,8 @@ pub async fn run(runs: usize) -> Result<Vec<Row>> {
         .map(|&n| plugins_dir(fixture.root(), &wasm, &manifest, n))
         .collect::<Result<_>>()?;
     let serve = |dir: &Path| {
-        let mut cmd = tokio::process::Command::new(&bin);
-        cmd.arg("serve")
-            .arg("--workspace")
-            .arg(&fixture.workspace)
-            .arg("--state-dir")
-            .arg(&fixture.state)
-            .arg("--plugins-dir")
-            .arg(dir);
+        let mut cmd = serve_command(&bin, &fixture.workspace, &fixture.state);
+        cmd.arg("--plugins-dir").arg(dir);
         cmd
     };
     // Warm the compiled cache (the built-ins and the example, one entry: the

@@ -286,6 +286,15 @@ mod tests {
             .collect()
     }
 
+    /// Each `(pattern, command, want)`: the pattern parses and matches the
+    /// command's [`words`] as `want` says.
+    fn assert_table(cases: &[(&str, &str, Match)]) {
+        for (pat, cmd, want) in cases {
+            let p = Pattern::parse(pat).unwrap();
+            assert_eq!(p.matches(&words(cmd)), *want, "pattern `{pat}` vs `{cmd}`");
+        }
+    }
+
     #[test]
     fn pattern_table() {
         use Match::*;
@@ -320,10 +329,7 @@ mod tests {
             ("git status", "git status ?$X", Maybe),
             ("git status", "git status ?$X --porcelain", No),
         ];
-        for (pat, cmd, want) in cases {
-            let p = Pattern::parse(pat).unwrap();
-            assert_eq!(p.matches(&words(cmd)), *want, "pattern `{pat}` vs `{cmd}`");
-        }
+        assert_table(cases);
     }
 
     #[test]
@@ -383,10 +389,7 @@ mod tests {
             ("a * ** b", "a b", No),
             ("a * ** b", "a x b", Yes),
         ];
-        for (pat, cmd, want) in cases {
-            let p = Pattern::parse(pat).unwrap();
-            assert_eq!(p.matches(&words(cmd)), *want, "pattern `{pat}` vs `{cmd}`");
-        }
+        assert_table(cases);
     }
 
     #[test]

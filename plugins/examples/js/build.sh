@@ -12,10 +12,10 @@
 # the plugin would be refused at load.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-out="$root/target/examples/js"
+. "$here/../lib.sh"
+example_out js
 tools="$root/target/examples/js-tools"   # node_modules stay out of the source tree
-mkdir -p "$out" "$tools"
+mkdir -p "$tools"
 
 # `npm ci` again only when the lockfile changed since the last install.
 if ! cmp -s "$here/package-lock.json" "$tools/installed.lock"; then
@@ -29,5 +29,4 @@ rm -rf "$src" && mkdir -p "$src"
 cp "$here/app.js" "$root/plugins/sdk/js/toolhost.js" "$src/"
 "$tools/node_modules/.bin/componentize-js" --wit "$root/wit/v0.1.0" -n tool-plugin \
   -d http -d fetch-event -o "$out/example_js.wasm" "$src/app.js"
-cp "$here/example_js.toml" "$out/example_js.toml"
-echo "built $out/example_js.wasm ($(stat -c %s "$out/example_js.wasm") bytes)"
+built example_js

@@ -8,10 +8,9 @@
 set -euo pipefail
 COMPONENTIZE_PY=0.25.1
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-out="$root/target/examples/python"
+. "$here/../lib.sh"
+example_out python
 venv="${VENV:-$root/.venv}"
-mkdir -p "$out"
 
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 if [ "$("$venv/bin/componentize-py" --version 2>/dev/null)" != "componentize-py $COMPONENTIZE_PY" ]; then
@@ -27,5 +26,4 @@ cp "$here/app.py" "$root/plugins/sdk/python/toolhost_sdk.py" "$src/"
 cd "$src"
 env -u VIRTUAL_ENV "$venv/bin/componentize-py" -d "$root/wit/v0.1.0" -w tool-plugin \
   componentize app -p "$src" -o "$out/example_python.wasm"
-cp "$here/example_python.toml" "$out/example_python.toml"
-echo "built $out/example_python.wasm ($(stat -c %s "$out/example_python.wasm") bytes)"
+built example_python

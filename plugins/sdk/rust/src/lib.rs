@@ -40,6 +40,58 @@
 
 use std::time::Duration;
 
+/// Implements the helpers that every contract version's `tool` types share, on
+/// the `ToolHints`, `ToolOutput` and `ToolSpec` in scope where it is invoked:
+/// each version's `generate!` makes its own records of the same shape, so the
+/// crate root invokes it for v0.1.0 and `contract/v0_2.rs` for v0.2.0. What a
+/// version changes (`ToolOutput::text`, `ToolSpec::new`) stays in that
+/// version's module. Defined before `mod contract` so that module sees it.
+macro_rules! shared_tool_helpers {
+    () => {
+        impl ToolHints {
+            /// Hints for a tool that changes nothing and touches no outside world.
+            pub const PURE: ToolHints = ToolHints {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+            };
+            /// Hints for a tool that runs processes but changes nothing.
+            pub const READ_ONLY_PROCESS: ToolHints = ToolHints {
+                read_only: true,
+                destructive: false,
+                idempotent: false,
+                open_world: true,
+            };
+        }
+
+        impl ToolOutput {
+            /// A result the agent should see as a failure (MCP `isError`):
+            /// [`ToolOutput::text`] of `text` with `is_error` set.
+            pub fn error(text: impl Into<String>) -> ToolOutput {
+                ToolOutput {
+                    is_error: true,
+                    ..ToolOutput::text(text)
+                }
+            }
+
+            /// Adds structured content (a JSON object text, MCP `structuredContent`).
+            pub fn with_structured(mut self, json: impl Into<String>) -> ToolOutput {
+                self.structured = Some(json.into());
+                self
+            }
+        }
+
+        impl ToolSpec {
+            /// The same spec with other `hints`.
+            pub fn hints(mut self, hints: ToolHints) -> ToolSpec {
+                self.hints = hints;
+                self
+            }
+        }
+    };
+}
+
 // Contract v0.2.0, `contract/v0_2.rs`. The `allow` is for copies of this
 // file whose Cargo.toml declares no `v0_2` feature (the SDK that `toolhost
 // plugin new` vendors): there the module is left out without a warning.
@@ -190,6 +242,9 @@ impl StartRequest {
     }
 }
 
+// The `tool` helpers of v0.1.0: those every version shares, then its own.
+shared_tool_helpers!();
+
 impl ToolOutput {
     /// A successful result with `text` and no structured content.
     pub fn text(text: impl Into<String>) -> ToolOutput {
@@ -199,37 +254,6 @@ impl ToolOutput {
             is_error: false,
         }
     }
-
-    /// A result the agent should see as a failure (MCP `isError`).
-    pub fn error(text: impl Into<String>) -> ToolOutput {
-        ToolOutput {
-            is_error: true,
-            ..ToolOutput::text(text)
-        }
-    }
-
-    /// Adds structured content (a JSON object text, MCP `structuredContent`).
-    pub fn with_structured(mut self, json: impl Into<String>) -> ToolOutput {
-        self.structured = Some(json.into());
-        self
-    }
-}
-
-impl ToolHints {
-    /// Hints for a tool that changes nothing and touches no outside world.
-    pub const PURE: ToolHints = ToolHints {
-        read_only: true,
-        destructive: false,
-        idempotent: true,
-        open_world: false,
-    };
-    /// Hints for a tool that runs processes but changes nothing.
-    pub const READ_ONLY_PROCESS: ToolHints = ToolHints {
-        read_only: true,
-        destructive: false,
-        idempotent: false,
-        open_world: true,
-    };
 }
 
 impl ToolSpec {
@@ -242,12 +266,6 @@ impl ToolSpec {
             input_schema: input_schema.into(),
             hints: ToolHints::PURE,
         }
-    }
-
-    /// The same spec with other `hints`.
-    pub fn hints(mut self, hints: ToolHints) -> ToolSpec {
-        self.hints = hints;
-        self
     }
 }
 

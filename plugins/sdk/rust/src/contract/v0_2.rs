@@ -401,7 +401,11 @@ impl ResourceLink {
 }
 
 // ---------------------------------------------------------------------------
-// Tools
+// Tools: the helpers every version shares (the crate root's
+// `shared_tool_helpers!`: `ToolHints::PURE`, `ToolOutput::error`, ...), then
+// v0.2.0's own.
+
+shared_tool_helpers!();
 
 impl ToolOutput {
     /// A successful result with these content blocks, in order.
@@ -417,38 +421,6 @@ impl ToolOutput {
     pub fn text(text: impl Into<String>) -> ToolOutput {
         ToolOutput::new(vec![ContentBlock::text(text)])
     }
-
-    /// A result the agent should see as a failure (MCP `isError`), with one
-    /// text block.
-    pub fn error(text: impl Into<String>) -> ToolOutput {
-        ToolOutput {
-            is_error: true,
-            ..ToolOutput::text(text)
-        }
-    }
-
-    /// Adds structured content (a JSON object text, MCP `structuredContent`).
-    pub fn with_structured(mut self, json: impl Into<String>) -> ToolOutput {
-        self.structured = Some(json.into());
-        self
-    }
-}
-
-impl ToolHints {
-    /// Hints for a tool that changes nothing and touches no outside world.
-    pub const PURE: ToolHints = ToolHints {
-        read_only: true,
-        destructive: false,
-        idempotent: true,
-        open_world: false,
-    };
-    /// Hints for a tool that runs processes but changes nothing.
-    pub const READ_ONLY_PROCESS: ToolHints = ToolHints {
-        read_only: true,
-        destructive: false,
-        idempotent: false,
-        open_world: true,
-    };
 }
 
 impl ToolSpec {
@@ -476,12 +448,6 @@ impl ToolSpec {
     /// every successful result must then carry `structured`.
     pub fn output_schema(mut self, schema: &str) -> ToolSpec {
         self.output_schema = Some(schema.into());
-        self
-    }
-
-    /// The same spec with other `hints`.
-    pub fn hints(mut self, hints: ToolHints) -> ToolSpec {
-        self.hints = hints;
         self
     }
 }
