@@ -385,7 +385,7 @@ pub(crate) async fn run(
     mut log: Option<OutputLog>,
     timeout: Option<Duration>,
     timing: Timing,
-    slot: super::Slot,
+    slot: super::ledger::Slot,
     retire: Retire,
 ) {
     let mut out_buf = BytesMut::new();
