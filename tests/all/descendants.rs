@@ -117,8 +117,9 @@ async fn a_background_child_is_ended_after_the_shell_exits() {
     assert_eq!(exit.code, Some(0), "{exit:?}");
     assert_eq!(snap.status, SessionStatus::Killed, "{exit:?}");
     match &exit.reason {
-        EndReason::Killed(by) => assert!(
-            by.contains("1 process was still running after the shell exited"),
+        EndReason::Killed(by @ KilledBy::Leftovers { processes: 1, .. }) => assert!(
+            by.to_string()
+                .contains("1 process was still running after the shell exited"),
             "{by}"
         ),
         other => panic!("expected a kill of the leftovers, got {other:?}"),
@@ -152,7 +153,7 @@ async fn a_setsid_grandchild_dies_when_its_session_is_killed() {
         .expect("start");
     let pid = wait_pid_file(&e.ws.path().join("escapee.pid"));
     e.sessions
-        .kill(&HOST, &id, None, "test")
+        .kill(&HOST, &id, None, KilledBy::Embedder)
         .await
         .expect("kill");
     let survived = !wait_gone(pid);
@@ -198,7 +199,7 @@ async fn the_subreaper_fallback_also_ends_a_setsid_grandchild() {
         .expect("start");
     let pid = wait_pid_file(&e.ws.path().join("escapee.pid"));
     e.sessions
-        .kill(&HOST, &id, None, "test")
+        .kill(&HOST, &id, None, KilledBy::Embedder)
         .await
         .expect("kill");
     let survived = !wait_gone(pid);

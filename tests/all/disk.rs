@@ -199,7 +199,7 @@ async fn the_stop_policy_ends_a_flood_at_the_cap() {
     assert_eq!(snap.status, SessionStatus::Killed);
     assert_eq!(
         snap.exit.unwrap().reason,
-        EndReason::Killed("output-cap".into())
+        EndReason::Killed(KilledBy::OutputCap)
     );
     let omitted = snap.output_omitted.expect("omission");
     assert_eq!(omitted.policy, OutputCapPolicy::Stop);
@@ -308,7 +308,7 @@ async fn gc_removes_old_and_oversized_finished_sessions_and_keeps_running_ones()
         SessionStatus::Running
     );
     env.sessions
-        .kill(&HOST, &running, None, "test")
+        .kill(&HOST, &running, None, KilledBy::Embedder)
         .await
         .unwrap();
 }
@@ -595,7 +595,7 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
         .unwrap();
 
     env.sessions
-        .kill(&HOST, &running, None, "test")
+        .kill(&HOST, &running, None, KilledBy::Embedder)
         .await
         .unwrap();
     wait_end(&env.sessions, &running).await;
@@ -652,5 +652,8 @@ async fn a_running_session_is_kept_when_sessions_is_a_symlink() {
     assert!(report.sessions_removed.is_empty(), "{report:?}");
     assert_eq!(report.tmp_dirs_removed, 0, "{report:?}");
     assert!(dir.join("tmp").exists());
-    sessions.kill(&HOST, &running, None, "test").await.unwrap();
+    sessions
+        .kill(&HOST, &running, None, KilledBy::Embedder)
+        .await
+        .unwrap();
 }

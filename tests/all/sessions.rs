@@ -482,15 +482,19 @@ async fn kill_terminates_group_and_counts_processes() {
     .await;
     let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
     group_has(pid, 3).await;
-    let info = e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    let info = e
+        .sessions
+        .kill(&HOST, &id, None, KilledBy::Plugin)
+        .await
+        .unwrap();
     assert_eq!(info.signalled, 3);
     let snap = wait_end(&e.sessions, &id).await;
     assert_eq!(snap.status, SessionStatus::Killed);
     let exit = snap.exit.unwrap();
-    assert_eq!(exit.reason, EndReason::Killed("plugin".into()));
+    assert_eq!(exit.reason, EndReason::Killed(KilledBy::Plugin));
     assert_eq!(exit.code, None);
     assert!(group_gone(pid).await);
-    let again = e.sessions.kill(&HOST, &id, None, "plugin").await;
+    let again = e.sessions.kill(&HOST, &id, None, KilledBy::Plugin).await;
     assert!(
         matches!(again, Err(SessionError::SessionExited(_))),
         "{again:?}"
@@ -522,7 +526,10 @@ async fn kill_sends_sigterm_to_processes_in_other_groups_of_the_session() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let sid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
-    e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    e.sessions
+        .kill(&HOST, &id, None, KilledBy::Plugin)
+        .await
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(e.ws.path().join("got_term")).unwrap(),
         "term\n",
@@ -542,7 +549,7 @@ async fn kill_escalates_to_sigkill_when_term_is_ignored() {
     let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
     group_has(pid, 2).await;
     e.sessions
-        .kill(&HOST, &id, None, "control-client")
+        .kill(&HOST, &id, None, KilledBy::ControlClient)
         .await
         .unwrap();
     let snap = wait_end(&e.sessions, &id).await;
@@ -560,7 +567,7 @@ async fn sigkill_reports_the_signal_not_code_zero() {
     group_has(pid, 2).await;
     let info = e
         .sessions
-        .kill(&HOST, &id, Some(Signal::SIGKILL), "plugin")
+        .kill(&HOST, &id, Some(Signal::SIGKILL), KilledBy::Plugin)
         .await
         .unwrap();
     assert!(info.signalled >= 1);
@@ -568,7 +575,7 @@ async fn sigkill_reports_the_signal_not_code_zero() {
     let exit = snap.exit.unwrap();
     assert_eq!(exit.code, None);
     assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
-    assert_eq!(exit.reason, EndReason::Killed("plugin".into()));
+    assert_eq!(exit.reason, EndReason::Killed(KilledBy::Plugin));
     assert!(group_gone(pid).await);
 }
 
@@ -610,7 +617,10 @@ async fn stdin_bytes_and_open_pipe_round_trip() {
     let id = start(&e.sessions, StartRequest::new("sleep 1000")).await;
     let r = e.sessions.write_stdin(&HOST, &id, b"x").await;
     assert!(matches!(r, Err(SessionError::InvalidRequest(_))), "{r:?}");
-    e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+    e.sessions
+        .kill(&HOST, &id, None, KilledBy::Embedder)
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -704,7 +714,7 @@ async fn tombstones_unknown_ids_and_retention() {
             Err(SessionError::UnknownSession(bad.to_owned()))
         );
         assert!(matches!(
-            e.sessions.kill(&HOST, bad, None, "x").await,
+            e.sessions.kill(&HOST, bad, None, KilledBy::Embedder).await,
             Err(SessionError::UnknownSession(_))
         ));
         assert!(matches!(
@@ -908,7 +918,7 @@ async fn end_call_kills_only_undetached_runs() {
     let killed = wait_end(&e.sessions, &ids[1]).await;
     assert_eq!(
         killed.exit.unwrap().reason,
-        EndReason::Killed("tool-call-ended".into())
+        EndReason::Killed(KilledBy::ToolCallEnded)
     );
     assert_eq!(
         e.sessions.check(&HOST, &ids[0]).unwrap().status,
@@ -918,7 +928,7 @@ async fn end_call_kills_only_undetached_runs() {
     let snap = e.sessions.check(&HOST, &ids[0]).unwrap();
     assert_eq!(
         snap.exit.unwrap().reason,
-        EndReason::Killed("host-shutdown".into())
+        EndReason::Killed(KilledBy::HostShutdown)
     );
 }
 
@@ -1066,7 +1076,11 @@ async fn adopted_child_is_managed_like_any_session() {
     assert!(e.sessions.is_running("call-9"));
     let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
     group_has(pid, 2).await;
-    let info = e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    let info = e
+        .sessions
+        .kill(&HOST, &id, None, KilledBy::Plugin)
+        .await
+        .unwrap();
     assert_eq!(info.signalled, 2);
     let snap = wait_end(&e.sessions, &id).await;
     assert_eq!(snap.status, SessionStatus::Killed);
@@ -1079,7 +1093,10 @@ async fn max_sessions_is_enforced() {
     let id = start(&e.sessions, StartRequest::new("sleep 1000")).await;
     let r = e.sessions.start(&HOST, StartRequest::new("true")).await;
     assert!(matches!(r, Err(SessionError::ResourceLimit(_))), "{r:?}");
-    e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+    e.sessions
+        .kill(&HOST, &id, None, KilledBy::Embedder)
+        .await
+        .unwrap();
     let id = start(&e.sessions, StartRequest::new("true")).await;
     wait_end(&e.sessions, &id).await;
 }
@@ -1128,7 +1145,7 @@ fn ids_signals_and_errors() {
     let e = SessionError::SessionExited(ExitStatus {
         code: None,
         signal: Some("SIGKILL".into()),
-        reason: EndReason::Killed("plugin".into()),
+        reason: EndReason::Killed(KilledBy::Plugin),
     });
     assert_eq!(
         e.to_string(),
@@ -1189,7 +1206,10 @@ async fn a_foreground_runs_mount_namespace_is_held_until_it_has_ended() {
             "the command runs in a mount namespace of its own"
         );
         assert_eq!(fds_on(&ns), held, "{call:?} while running");
-        e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+        e.sessions
+            .kill(&HOST, &id, None, KilledBy::Embedder)
+            .await
+            .unwrap();
         let snap = wait_end(&e.sessions, &id).await;
         assert_eq!(snap.status, SessionStatus::Killed);
         // Let go right after the exit is reported (the session's bookkeeping).

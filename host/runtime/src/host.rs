@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use toolhost_process::sandbox::{HeldDir, SandboxPolicy};
-use toolhost_process::{Caller, Sessions, SessionsConfig};
+use toolhost_process::{Caller, KilledBy, Sessions, SessionsConfig};
 
 use crate::builtin;
 use crate::call::Services;
@@ -806,7 +806,7 @@ impl Host {
                 .collect();
             for (_, session) in runs {
                 let _ = sessions
-                    .kill(&Caller::Host, &session, None, "cancelled")
+                    .kill(&Caller::Host, &session, None, KilledBy::ToolCallCancelled)
                     .await;
             }
         }

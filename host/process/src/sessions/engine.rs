@@ -12,8 +12,8 @@ use tokio::net::unix::pipe;
 use super::ledger::Ledger;
 use super::session::{self, Session, Timing};
 use super::{
-    Caller, EndReason, SessionError, SessionId, SessionsConfig, exits, output, proc_scan, process,
-    retention, tree,
+    Caller, EndReason, HostIoError, IoOperation, KilledBy, SessionError, SessionId, SessionsConfig,
+    exits, output, proc_scan, process, retention, tree,
 };
 use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
 #[cfg(doc)]
@@ -288,9 +288,10 @@ impl Inner {
             let id = SessionId::next();
             let dir = self.sessions_dir.join(id.as_str());
             let io = |e: std::io::Error| {
-                SessionError::Io(format!(
-                    "cannot create the output log in {}: {e}",
-                    dir.display()
+                SessionError::Io(HostIoError::os(
+                    IoOperation::CreateOutputLog,
+                    Some(&dir),
+                    &e,
                 ))
             };
             match std::fs::create_dir(&dir) {
@@ -363,7 +364,13 @@ impl Inner {
         };
         let confinement = sandbox
             .prepare(&self.sandbox_paths(private_tmp.clone()))
-            .map_err(|e| fail(SessionError::Io(format!("cannot set up the sandbox: {e}"))))?;
+            .map_err(|e| {
+                fail(SessionError::Io(HostIoError::other(
+                    IoOperation::PrepareSandbox,
+                    None,
+                    e,
+                )))
+            })?;
         self.log_sandbox_warnings(confinement.effective());
         let env = process::build_env(&private_tmp, &self.config.extra_env, request_env);
         let effective = Arc::new(confinement.effective().clone());
@@ -371,10 +378,10 @@ impl Inner {
             .tracker
             .create(id.as_str(), &private_tmp)
             .map_err(|e| {
-                fail(SessionError::Io(format!(
-                    "cannot create the session's cgroup ({}): {e}",
-                    self.tracking
-                )))
+                let operation = IoOperation::CreateCgroup {
+                    tracking: self.tracking.clone(),
+                };
+                fail(SessionError::Io(HostIoError::os(operation, None, &e)))
             })?;
         let tree = Arc::new(tree);
         let launch = process::Launch::new(
@@ -394,9 +401,11 @@ impl Inner {
             },
         )
         .map_err(|e| {
-            fail(SessionError::Io(format!(
-                "could not start `{}`: {e}",
-                shell.display()
+            let operation = IoOperation::StartProcess { sandbox: None };
+            fail(SessionError::Io(HostIoError::os(
+                operation,
+                Some(shell),
+                &e,
             )))
         })?;
         let prepared = Prepared {
@@ -438,7 +447,7 @@ pub(super) struct Prepared {
 
 /// A session [`Sessions::spawn_owned`] started, on its way to the caller. Unless the
 /// caller [keeps](Launched::keep) it, dropping it (the caller went away: its start was
-/// cancelled) ends the session's whole group, with reason `Killed("start-cancelled")`.
+/// cancelled) ends the session's whole group, with reason [`KilledBy::StartCancelled`].
 pub(super) struct Launched {
     pub(super) session: Option<Arc<Session>>,
     pub(super) timing: Timing,
@@ -463,7 +472,7 @@ impl Drop for Launched {
         tracing::info!(session = %session.id, "the start was cancelled; ending its process group");
         let timing = self.timing;
         self.handle.spawn(async move {
-            let reason = EndReason::Killed("start-cancelled".to_owned());
+            let reason = EndReason::Killed(KilledBy::StartCancelled);
             session::terminate(&session, reason, None, timing).await;
         });
     }
@@ -515,8 +524,9 @@ pub(super) fn is_foreground_run(session: &Session, tool_call_id: &str) -> bool {
     st.exit.is_none() && !st.detached
 }
 
-pub(super) fn io_error(e: std::io::Error) -> SessionError {
-    SessionError::Io(e.to_string())
+/// A failure of the spawner thread (`operation`: starting it, or handing it a start).
+pub(super) fn spawner_error(operation: IoOperation, e: std::io::Error) -> SessionError {
+    SessionError::Io(HostIoError::os(operation, None, &e))
 }
 
 impl Sessions {
@@ -554,12 +564,17 @@ impl Sessions {
         }
         let sessions_dir = config.state_dir.join("sessions");
         std::fs::create_dir_all(&sessions_dir).map_err(|e| {
-            SessionError::Io(format!("cannot create {}: {e}", sessions_dir.display()))
+            SessionError::Io(HostIoError::os(
+                IoOperation::CreateSessionsDir,
+                Some(&sessions_dir),
+                &e,
+            ))
         })?;
         let state_dir = std::fs::canonicalize(&config.state_dir).map_err(|e| {
-            SessionError::Io(format!(
-                "cannot resolve the state dir {}: {e}",
-                config.state_dir.display()
+            SessionError::Io(HostIoError::os(
+                IoOperation::ResolveStateDir,
+                Some(&config.state_dir),
+                &e,
             ))
         })?;
         // Prepared once up front (with the sessions dir standing in for the per-session
@@ -572,7 +587,9 @@ impl Sessions {
                 protected: Vec::new(),
                 hidden: vec![state_dir.clone()],
             })
-            .map_err(|e| SessionError::Io(format!("cannot set up the sandbox: {e}")))?
+            .map_err(|e| {
+                SessionError::Io(HostIoError::other(IoOperation::PrepareSandbox, None, e))
+            })?
             .effective()
             .clone();
         if sandbox.is_confined() {
@@ -580,7 +597,8 @@ impl Sessions {
         } else {
             tracing::info!("sandbox for started commands: {sandbox}: commands are NOT confined");
         }
-        let spawner = process::Spawner::start().map_err(io_error)?;
+        let spawner =
+            process::Spawner::start().map_err(|e| spawner_error(IoOperation::StartSpawner, e))?;
         let exits = match exits::ExitRing::new(&handle) {
             Ok(ring) => Some(ring),
             Err(e) => {
@@ -592,9 +610,10 @@ impl Sessions {
             }
         };
         let owner_lock = retention::OwnerLock::acquire(&state_dir).map_err(|e| {
-            SessionError::Io(format!(
-                "cannot create an owner file in {}: {e}",
-                state_dir.join("owners").display()
+            SessionError::Io(HostIoError::os(
+                IoOperation::CreateOwnerFile,
+                Some(&state_dir.join("owners")),
+                &e,
             ))
         })?;
         let tracker =

@@ -30,7 +30,7 @@ pub struct OutputChunk {
 
 /// Something that happened to a session (WIT `session-event`). Seqs start at 1 per
 /// session and rise by exactly one (an [`SessionEventKind::Omitted`] stands for its range).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionEvent {
     /// The seq (for `Omitted`, its `first_seq`).
     pub seq: u64,
@@ -41,7 +41,7 @@ pub struct SessionEvent {
 }
 
 /// The kinds of session events (WIT `event-kind`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum SessionEventKind {
     /// The process started (pid and sandbox). Always seq 1. The WIT `started(u32)`
     /// carries only the pid.

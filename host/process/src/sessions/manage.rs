@@ -10,8 +10,9 @@ use super::engine::is_foreground_run;
 use super::ledger::lock_ledger;
 use super::session::{self, Session};
 use super::{
-    Caller, DetachInfo, EndReason, ExitStatus, KillInfo, MAX_READ_BYTES, OutputRange, SessionError,
-    SessionEventKind, SessionId, SessionUsage, Sessions, Snapshot, Subscription,
+    Caller, DetachInfo, EndReason, ExitStatus, HostIoError, IoOperation, KillInfo, KilledBy,
+    MAX_READ_BYTES, OutputRange, SessionError, SessionEventKind, SessionId, SessionUsage, Sessions,
+    Snapshot, Subscription,
 };
 #[cfg(doc)]
 use crate::{SessionsConfig, StdinMode};
@@ -39,7 +40,7 @@ impl Sessions {
         let session = self.inner.lookup(caller, id)?;
         session.ended().await;
         let exit = session.lock().exit.clone();
-        exit.ok_or_else(|| SessionError::Io("the session task ended unexpectedly".into()))
+        exit.ok_or_else(|| SessionError::Io(HostIoError::bare(IoOperation::SessionTask, None)))
     }
 
     /// Snapshots of the caller's sessions, running and finished (within retention),
@@ -243,19 +244,14 @@ impl Sessions {
         caller: &Caller,
         id: &str,
         signal: Option<Signal>,
-        by: &str,
+        by: KilledBy,
     ) -> Result<KillInfo, SessionError> {
         let session = self.inner.lookup(caller, id)?;
         if let Some(exit) = session.lock().exit.clone() {
             return Err(SessionError::SessionExited(exit));
         }
-        let signalled = session::terminate(
-            &session,
-            EndReason::Killed(by.to_owned()),
-            signal,
-            self.inner.timing(),
-        )
-        .await;
+        let signalled =
+            session::terminate(&session, EndReason::Killed(by), signal, self.inner.timing()).await;
         Ok(KillInfo { signalled })
     }
 
@@ -324,13 +320,13 @@ impl Sessions {
     }
 
     /// A tool call ended: terminates (SIGTERM, grace, SIGKILL) its foreground runs that
-    /// were not detached, reason `Killed("tool-call-ended")`. Returns how many runs.
+    /// were not detached, reason [`KilledBy::ToolCallEnded`]. Returns how many runs.
     pub async fn end_call(&self, tool_call_id: &str) -> usize {
         let runs = self.inner.select(|s| is_foreground_run(s, tool_call_id));
-        self.terminate_all(runs, "tool-call-ended").await
+        self.terminate_all(runs, KilledBy::ToolCallEnded).await
     }
 
-    /// Terminates every running session, reason `Killed("host-shutdown")`, waits
+    /// Terminates every running session, reason [`KilledBy::HostShutdown`], waits
     /// (bounded by the grace periods) for them to end, then at most
     /// [`SETTLE_MAX`] more for every ended session's bookkeeping (its log's last
     /// hole punch, its retirement, its `owner` link and its private temp dir):
@@ -339,7 +335,7 @@ impl Sessions {
     /// runtime). The engine's owner file goes last (`retention::OwnerLock`).
     pub async fn shutdown(&self) {
         let running = self.inner.select(|s| s.lock().exit.is_none());
-        self.terminate_all(running, "host-shutdown").await;
+        self.terminate_all(running, KilledBy::HostShutdown).await;
         let mut unretired = self.inner.unretired.subscribe();
         let settled = async {
             loop {
@@ -358,12 +354,12 @@ impl Sessions {
         self.inner.owner_lock.release();
     }
 
-    async fn terminate_all(&self, sessions: Vec<Arc<Session>>, by: &str) -> usize {
+    async fn terminate_all(&self, sessions: Vec<Arc<Session>>, by: KilledBy) -> usize {
         let count = sessions.len();
         let timing = self.inner.timing();
         let mut set = tokio::task::JoinSet::new();
         for session in sessions {
-            let by = by.to_owned();
+            let by = by.clone();
             set.spawn_on(
                 async move { session::terminate(&session, EndReason::Killed(by), None, timing).await },
                 &self.inner.handle,
@@ -407,14 +403,15 @@ async fn read_range(
             let path = session.output_path.clone();
             let data = tokio::task::spawn_blocking(move || read_at(&path, offset, len))
                 .await
-                .map_err(|e| SessionError::Io(format!("reading the output log failed: {e}")))?
-                .map_err(|e| SessionError::Io(format!("reading the output log failed: {e}")))?;
+                .map_err(|e| {
+                    SessionError::Io(HostIoError::other(IoOperation::ReadOutputLog, None, e))
+                })?
+                .map_err(|e| {
+                    SessionError::Io(HostIoError::os(IoOperation::ReadOutputLog, None, &e))
+                })?;
             if data.len() < len {
                 return Err(SessionError::Io(log_error.unwrap_or_else(|| {
-                    format!(
-                        "the output log {} is shorter than expected",
-                        session.output_path.display()
-                    )
+                    HostIoError::bare(IoOperation::OutputLogShort, Some(&session.output_path))
                 })));
             }
             data

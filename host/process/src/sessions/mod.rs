@@ -49,7 +49,7 @@ pub use nix::sys::signal::Signal;
 pub use caller::Caller;
 pub use config::SessionsConfig;
 pub use engine::{FINISHED_EVENTS_MAX, FINISHED_OUTPUT_BYTES, Sessions};
-pub use error::SessionError;
+pub use error::{HostIoError, IoOperation, SessionError};
 pub use event::{
     DetachInfo, OmittedRange, OutputChunk, OutputStream, SessionEvent, SessionEventKind,
     StartedInfo, detach_marker,
@@ -72,6 +72,6 @@ pub use snapshot::{
     KillInfo, MAX_EVENTS_PER_NEXT, MAX_READ_BYTES, OutputRange, SANDBOX_NONE, SessionUsage,
     Snapshot,
 };
-pub use status::{EndReason, ExitStatus, SessionStatus, parse_signal};
+pub use status::{EndReason, ExitStatus, KilledBy, SessionStatus, parse_signal};
 pub use subscription::Subscription;
 pub use tree::{DEFAULT_MAX_PROCESSES_PER_SESSION, ProcessTracking, remove_own_cgroups};

@@ -326,7 +326,7 @@ pub enum OutputCapPolicy {
     #[default]
     Keep,
     /// The session's group is ended (SIGTERM, grace, SIGKILL) with reason
-    /// `Killed("output-cap")`; the log keeps the head and the newest bytes.
+    /// [`KilledBy::OutputCap`](super::KilledBy::OutputCap); the log keeps the head and the newest bytes.
     Stop,
 }
 

@@ -235,8 +235,10 @@ pub(crate) fn open_cwd(
             )));
         }
     };
-    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-        .map_err(|e| SessionError::Io(format!("cannot resolve cwd `{given}`: {e}")))?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|e| {
+        let operation = super::IoOperation::ResolveCwd;
+        SessionError::Io(super::HostIoError::os(operation, Some(given.as_ref()), &e))
+    })?;
     if !real.starts_with(workspace) {
         return Err(outside());
     }

@@ -16,8 +16,9 @@ use super::proc_scan;
 use super::process;
 use super::tree::Tree;
 use super::{
-    DetachInfo, EndReason, ExitStatus, OutputChunk, OutputStream, SessionEventKind, SessionId,
-    SessionObserver, SessionStatus, Snapshot, StartedInfo,
+    DetachInfo, EndReason, ExitStatus, HostIoError, IoOperation, KilledBy, OutputChunk,
+    OutputStream, SessionEventKind, SessionId, SessionObserver, SessionStatus, Snapshot,
+    StartedInfo,
 };
 use crate::sandbox::EffectiveSandbox;
 
@@ -64,7 +65,7 @@ pub(crate) struct State {
     pub(crate) kill_reason: Option<EndReason>,
     pub(crate) output: OutputBuffer,
     pub(crate) events: EventBacklog,
-    pub(crate) log_error: Option<String>,
+    pub(crate) log_error: Option<HostIoError>,
 }
 
 impl State {
@@ -288,11 +289,10 @@ impl Session {
         let mut st = self.lock();
         if let Some(e) = write_error {
             tracing::warn!(session = %self.id, error = %e, "output log write failed; log is incomplete from here");
-            st.log_error = Some(format!(
-                "writing {} failed at byte {}: {e}",
-                self.output_path.display(),
-                st.output.total()
-            ));
+            let operation = IoOperation::WriteOutputLog {
+                at: st.output.total(),
+            };
+            st.log_error = Some(HostIoError::os(operation, Some(&self.output_path), &e));
             *log = None;
         }
         let offset = st.output.total();
@@ -483,12 +483,19 @@ pub(crate) async fn run(
             Some(Err(e)) => ExitStatus {
                 code: None,
                 signal: None,
-                reason: EndReason::Failed(format!("waiting for the process failed: {e}")),
+                reason: EndReason::Failed(Box::new(HostIoError::os(
+                    IoOperation::WaitProcess,
+                    None,
+                    &e,
+                ))),
             },
             None => ExitStatus {
                 code: None,
                 signal: None,
-                reason: EndReason::Failed("the session task ended unexpectedly".to_owned()),
+                reason: EndReason::Failed(Box::new(HostIoError::bare(
+                    IoOperation::SessionTask,
+                    None,
+                ))),
             },
         };
         st.output.finish();
@@ -526,13 +533,13 @@ pub(crate) async fn run(
 }
 
 /// The session's log reached its cap under [`OutputCapPolicy::Stop`]: end its group
-/// with reason `Killed("output-cap")`.
+/// with reason [`KilledBy::OutputCap`].
 fn stop_for_output_cap(session: &Arc<Session>, timing: Timing) {
     let session = session.clone();
     tokio::spawn(async move {
         terminate(
             &session,
-            EndReason::Killed("output-cap".to_owned()),
+            EndReason::Killed(KilledBy::OutputCap),
             None,
             timing,
         )
@@ -661,21 +668,12 @@ async fn leftovers(session: &Session) -> Option<EndReason> {
     if n == 0 && !tree.alive(table.as_deref()) {
         return None;
     }
-    let processes = if n == 1 {
-        "1 process was".to_owned()
-    } else {
-        format!("{n} processes were")
-    };
-    let mut why = format!("the host ({processes} still running after the shell exited");
-    if let Some((limit, hits)) = tree.limit_hits()
-        && hits > 0
-    {
-        why.push_str(&format!(
-            "; {hits} fork(s) were refused at the session's limit of {limit} processes"
-        ));
-    }
-    why.push(')');
-    Some(EndReason::Killed(why))
+    let (process_limit, refused_forks) = tree.limit_hits().unwrap_or((0, 0));
+    Some(EndReason::Killed(KilledBy::Leftovers {
+        processes: n,
+        refused_forks,
+        process_limit,
+    }))
 }
 
 /// [`terminate`] for a session whose whole tree is tracked: every member is
@@ -782,8 +780,8 @@ enum StdinClosed {
     Requested,
     /// The session ended.
     Ended,
-    /// Writing failed (the text says how, and what was dropped).
-    Failed(String),
+    /// Writing failed (how, and what was dropped).
+    Failed(HostIoError),
 }
 
 impl StdinQueue {
@@ -813,17 +811,13 @@ impl StdinQueue {
     }
 
     /// Why writing failed: the pipe is closed and the queue dropped.
-    fn fail(&mut self, id: &SessionId, e: &std::io::Error) -> String {
-        let dropped = self.queued;
-        let why = if e.kind() == std::io::ErrorKind::BrokenPipe {
-            format!("session {id} closed its stdin (broken pipe)")
-        } else {
-            format!("writing to the stdin of session {id} failed: {e}")
+    fn fail(&mut self, id: &SessionId, e: &std::io::Error) -> HostIoError {
+        let operation = IoOperation::WriteStdin {
+            session: id.clone(),
+            written: self.written,
+            dropped: self.queued,
         };
-        let why = format!(
-            "{why} after {} byte(s) were written; {dropped} queued byte(s) were dropped",
-            self.written
-        );
+        let why = HostIoError::os(operation, None, e);
         self.shut(StdinClosed::Failed(why.clone()));
         why
     }

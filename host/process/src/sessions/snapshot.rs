@@ -26,7 +26,7 @@ pub const MAX_READ_BYTES: u32 = 1024 * 1024;
 pub const SANDBOX_NONE: &str = "none";
 
 /// A session as [`Sessions::check`] and [`Sessions::list`] see it (WIT `snapshot`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
     /// The session id.
     pub id: SessionId,

@@ -6,18 +6,18 @@ use std::time::Duration;
 
 use tokio::net::unix::pipe;
 
-use super::engine::{Launched, Prepared, io_error, register};
+use super::engine::{Launched, Prepared, register, spawner_error};
 use super::ledger::Slot;
 use super::request::check_sizes;
 use super::session::{self, Session, SessionInit};
 use super::{
-    Caller, MAX_TIMEOUT, OutputStreams, ResolvedStart, SessionError, SessionId, Sessions,
-    StartRequest, StdinMode, output, process, retention,
+    Caller, HostIoError, IoOperation, MAX_TIMEOUT, OutputStreams, ResolvedStart, SessionError,
+    SessionId, Sessions, StartRequest, StdinMode, output, process, retention,
 };
 use crate::sandbox::SandboxPolicy;
 #[cfg(doc)]
 use crate::{
-    MAX_COMMAND_BYTES, MAX_CWD_BYTES, MAX_ENV_BYTES, MAX_ENV_VARS, MAX_SHELL_BYTES,
+    KilledBy, MAX_COMMAND_BYTES, MAX_CWD_BYTES, MAX_ENV_BYTES, MAX_ENV_VARS, MAX_SHELL_BYTES,
     MAX_STDIN_BYTES, SANDBOX_NONE, SessionEventKind, SessionsConfig, Snapshot,
 };
 
@@ -132,7 +132,7 @@ impl Sessions {
     /// Cancel-safe: the start runs to its end in a task of its own (the file and
     /// sandbox work on the blocking pool), and when the caller has gone away by then
     /// (e.g. a plugin call cancelled by its wall-time limit) the new session is ended
-    /// at once, its whole group, with reason `Killed("start-cancelled")`; no process is
+    /// at once, its whole group, with reason [`KilledBy::StartCancelled`]; no process is
     /// left behind.
     ///
     /// Errors: [`SessionError::ResourceLimit`] (`max_sessions` running, or the calling
@@ -153,7 +153,11 @@ impl Sessions {
         match task.await {
             Ok(Ok(mut launched)) => Ok(launched.keep()),
             Ok(Err(e)) => Err(e),
-            Err(e) => Err(SessionError::Io(format!("the start task failed: {e}"))),
+            Err(e) => Err(SessionError::Io(HostIoError::other(
+                IoOperation::StartTask,
+                None,
+                e,
+            ))),
         }
     }
 
@@ -201,7 +205,7 @@ impl Sessions {
                 )
             })
             .await
-            .map_err(io_error)??;
+            .map_err(|e| spawner_error(IoOperation::Spawner, e))??;
         let Prepared {
             id,
             output_path,
@@ -215,14 +219,13 @@ impl Sessions {
             Ok(started) => started,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&session_dir);
-                let under = if effective.is_confined() {
-                    format!(" under the sandbox {effective}")
-                } else {
-                    String::new()
+                let operation = IoOperation::StartProcess {
+                    sandbox: effective.is_confined().then(|| effective.to_string()),
                 };
-                return Err(SessionError::Io(format!(
-                    "could not start `{}`{under}: {e}",
-                    shell.display()
+                return Err(SessionError::Io(HostIoError::os(
+                    operation,
+                    Some(&shell),
+                    &e,
                 )));
             }
         };
@@ -234,8 +237,10 @@ impl Sessions {
             Ok(parts) => parts,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&session_dir);
-                return Err(SessionError::Io(format!(
-                    "cannot watch the started process: {e}"
+                return Err(SessionError::Io(HostIoError::os(
+                    IoOperation::WatchProcess,
+                    None,
+                    &e,
                 )));
             }
         };
@@ -350,8 +355,9 @@ impl Sessions {
         })?;
         let slot = inner.reserve(caller)?;
         let (id, output_path) = inner.create_log()?;
-        let io =
-            |e: std::io::Error| SessionError::Io(format!("cannot adopt the child's pipes: {e}"));
+        let io = |e: std::io::Error| {
+            SessionError::Io(HostIoError::os(IoOperation::AdoptPipes, None, &e))
+        };
         let stdin = (child.stdin.take())
             .map(|p| p.into_owned_fd().and_then(pipe::Sender::from_owned_fd))
             .transpose()
