@@ -334,7 +334,7 @@ async fn shell_command_and_timeout_validation() {
     ];
     for (shell, text) in shells {
         let mut req = StartRequest::new("true");
-        req.shell = Some(shell.clone());
+        req.shell = ShellRequest::Path(shell.clone());
         let msg = invalid(e.sessions.start(&HOST, req).await);
         assert!(msg.contains(text), "{shell}: {msg}");
     }
@@ -355,7 +355,7 @@ async fn shell_command_and_timeout_validation() {
     assert!(e.sessions.list(&HOST).is_empty());
 
     let mut req = StartRequest::new("echo \"$BASH_VERSION\" | cut -c1");
-    req.shell = Some("/bin/bash".into());
+    req.shell = ShellRequest::Path("/bin/bash".into());
     let id = start(&e.sessions, req).await;
     wait_end(&e.sessions, &id).await;
     let out = all_output(&e.sessions, &id).await;

@@ -412,7 +412,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             };
             // The shell the built-in bash tool picks (the plugin makes the same
             // choice through `sessions.start`).
-            let bash_shell = toolhost_process::find_bash();
+            let bash_shell = host.sessions().shell().path.clone();
             if json {
                 let tools: Vec<_> = host
                     .tools()

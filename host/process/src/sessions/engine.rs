@@ -12,12 +12,12 @@ use tokio::net::unix::pipe;
 use super::ledger::Ledger;
 use super::session::{self, Session, Timing};
 use super::{
-    Caller, EndReason, HostIoError, IoOperation, KilledBy, SessionError, SessionId, SessionsConfig,
-    exits, output, proc_scan, process, retention, tree,
+    BASH_CANDIDATES, Caller, EndReason, HostIoError, IoOperation, KilledBy, SessionError,
+    SessionId, SessionsConfig, Shell, exits, output, proc_scan, process, retention, tree,
 };
 use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
 #[cfg(doc)]
-use crate::{SessionEventKind, Snapshot};
+use crate::{DEFAULT_SHELL, SessionEventKind, ShellRequest, Snapshot};
 
 /// Output bytes a finished session keeps in its event backlog: 64 KiB. Older output
 /// events are folded into [`SessionEventKind::Omitted`] when the session ends (their
@@ -58,6 +58,8 @@ pub(super) struct Inner {
     pub(super) tracker: tree::Tracker,
     /// `tracker.describe()`, as snapshots show it.
     pub(super) tracking: String,
+    /// The host's shell, found once when the engine started ([`ShellRequest::Host`]).
+    pub(super) shell: Shell,
     pub(super) handle: tokio::runtime::Handle,
     /// Bytes the running sessions' output logs keep on disk, against
     /// `output_logs_max_bytes`.
@@ -619,6 +621,7 @@ impl Sessions {
         let tracker =
             tree::Tracker::detect(config.process_tracking, config.max_processes_per_session);
         let tracking = tracker.describe();
+        let shell = Shell::find(&BASH_CANDIDATES);
         let log_budget = Arc::new(output::LogBudget::new(config.output_logs_max_bytes));
         let inner = Inner {
             log_budget,
@@ -634,6 +637,7 @@ impl Sessions {
             unretired: tokio::sync::watch::Sender::new(0),
             tracker,
             tracking,
+            shell,
             handle,
             registry: Mutex::new(Registry::default()),
             ledger: Arc::default(),
@@ -668,5 +672,13 @@ impl Sessions {
     /// The canonical workspace root.
     pub fn workspace(&self) -> &std::path::Path {
         &self.inner.workspace
+    }
+
+    /// The host's shell, what a [`ShellRequest::Host`] start runs under: the first of
+    /// [`BASH_CANDIDATES`] that is an executable file, else `/bin/sh`
+    /// ([`DEFAULT_SHELL`]), resolved once when the engine started. Its
+    /// [`kind`](Shell::kind) tells a plugin which shell its commands got.
+    pub fn shell(&self) -> &Shell {
+        &self.inner.shell
     }
 }

@@ -37,6 +37,7 @@ mod process;
 mod request;
 pub mod retention;
 mod session;
+mod shell;
 mod snapshot;
 mod start;
 mod status;
@@ -61,13 +62,13 @@ pub use output::{
     ceil_char_boundary, floor_char_boundary, tail_str, truncate_str,
 };
 pub use process::{
-    BASH_CANDIDATES, ENV_ALLOWLIST, INLINE_COMMAND_MAX, NON_INTERACTIVE_ENV, SCRIPT_FD, find_bash,
-    group_members,
+    ENV_ALLOWLIST, INLINE_COMMAND_MAX, NON_INTERACTIVE_ENV, SCRIPT_FD, group_members,
 };
 pub use request::{
     MAX_COMMAND_BYTES, MAX_CWD_BYTES, MAX_ENV_BYTES, MAX_ENV_VARS, MAX_SHELL_BYTES,
     MAX_STDIN_BYTES, MAX_TIMEOUT, OutputStreams, ResolvedStart, StartRequest, StdinMode,
 };
+pub use shell::{BASH_CANDIDATES, DEFAULT_SHELL, Shell, ShellKind, ShellRequest};
 pub use snapshot::{
     KillInfo, MAX_EVENTS_PER_NEXT, MAX_READ_BYTES, OutputRange, SANDBOX_NONE, SessionUsage,
     Snapshot,

@@ -13,7 +13,7 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag};
 use nix::sys::signal::{self, Signal};
 use nix::sys::stat::Mode;
-use nix::unistd::{self, AccessFlags, Pid};
+use nix::unistd::{self, Pid};
 use tokio::sync::oneshot;
 
 use super::SessionError;
@@ -143,44 +143,6 @@ pub(crate) fn build_env(
         .collect();
     unique.reverse();
     unique
-}
-
-/// Where the built-in `bash` tool looks for bash, in order (the plugin tries them
-/// through `start`; `toolhost tools` reports the same choice with [`find_bash`]).
-pub const BASH_CANDIDATES: [&str; 3] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
-
-/// The shell the built-in `bash` tool runs commands with: the first of
-/// [`BASH_CANDIDATES`] that `resolve_shell` accepts, else `/bin/sh`.
-pub fn find_bash() -> PathBuf {
-    BASH_CANDIDATES
-        .iter()
-        .find_map(|c| resolve_shell(Some(c)).ok())
-        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
-}
-
-/// Resolves the shell: `None` is `/bin/sh`; otherwise an absolute path to an
-/// executable regular file.
-pub(crate) fn resolve_shell(shell: Option<&str>) -> Result<PathBuf, SessionError> {
-    let shell = shell.unwrap_or("/bin/sh");
-    let invalid = |why: &str| SessionError::InvalidRequest(format!("shell `{shell}` {why}"));
-    if shell.contains('\0') {
-        return Err(invalid("contains a NUL byte"));
-    }
-    let path = PathBuf::from(shell);
-    if !path.is_absolute() {
-        return Err(invalid("is not an absolute path (e.g. /bin/bash)"));
-    }
-    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => invalid("does not exist"),
-        _ => invalid(&format!("cannot be inspected: {e}")),
-    })?;
-    if !meta.is_file() {
-        return Err(invalid("is not a regular file"));
-    }
-    if unistd::access(&path, AccessFlags::X_OK).is_err() {
-        return Err(invalid("is not executable"));
-    }
-    Ok(path)
 }
 
 /// Opens the working directory: `cwd` relative to `workspace` (canonical) or absolute.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::SessionError;
+use super::{SessionError, ShellKind, ShellRequest};
 use crate::sandbox::SandboxPolicy;
 #[cfg(doc)]
 use crate::{OutputStream, Sessions};
@@ -68,8 +68,9 @@ pub struct StartRequest {
     /// Kill the whole group (SIGTERM, grace, SIGKILL) after this long. `None`: never.
     /// Zero and more than [`MAX_TIMEOUT`] (24 h) are refused. WIT: milliseconds.
     pub timeout: Option<Duration>,
-    /// Absolute path of an executable shell. `None`: `/bin/sh`.
-    pub shell: Option<String>,
+    /// The shell the command runs under. Default: [`ShellRequest::Default`]
+    /// (`/bin/sh`).
+    pub shell: ShellRequest,
     /// The tool call this run belongs to (a foreground run); `None`: a background
     /// session from the start.
     pub tool_call_id: Option<String>,
@@ -108,6 +109,8 @@ impl StartRequest {
 pub struct ResolvedStart {
     /// The shell that runs the command (absolute, executable).
     pub shell: PathBuf,
+    /// What kind of shell [`ResolvedStart::shell`] is ([`ShellKind::of`] its path).
+    pub shell_kind: ShellKind,
     /// The working directory's real path (symlinks resolved, inside the workspace).
     pub cwd: PathBuf,
     /// The sandbox the command runs under: the operator's, tightened by the caller's.
@@ -173,7 +176,7 @@ pub(super) fn check_sizes(req: &StartRequest) -> Result<(), SessionError> {
             "",
         ));
     }
-    if let Some(shell) = &req.shell
+    if let ShellRequest::Path(shell) = &req.shell
         && shell.len() > MAX_SHELL_BYTES
     {
         return Err(over(
@@ -223,7 +226,7 @@ mod tests {
         });
         assert!(m.contains("MAX_CWD_BYTES"), "{m}");
         let m = refusal(StartRequest {
-            shell: Some("/".repeat(MAX_SHELL_BYTES + 1)),
+            shell: ShellRequest::Path("/".repeat(MAX_SHELL_BYTES + 1)),
             ..StartRequest::new("true")
         });
         assert!(m.contains("MAX_SHELL_BYTES"), "{m}");

@@ -10,9 +10,11 @@ use super::engine::{Launched, Prepared, register, spawner_error};
 use super::ledger::Slot;
 use super::request::check_sizes;
 use super::session::{self, Session, SessionInit};
+use super::shell::resolve_shell;
 use super::{
     Caller, HostIoError, IoOperation, MAX_TIMEOUT, OutputStreams, ResolvedStart, SessionError,
-    SessionId, Sessions, StartRequest, StdinMode, output, process, retention,
+    SessionId, Sessions, ShellKind, ShellRequest, StartRequest, StdinMode, output, process,
+    retention,
 };
 use crate::sandbox::SandboxPolicy;
 #[cfg(doc)]
@@ -58,7 +60,9 @@ impl Sessions {
     /// starting anything: sizes within [`MAX_COMMAND_BYTES`], [`MAX_ENV_VARS`],
     /// [`MAX_ENV_BYTES`], [`MAX_STDIN_BYTES`], [`MAX_CWD_BYTES`] and
     /// [`MAX_SHELL_BYTES`] (checked first, in constant time), no NUL in the command, a timeout in (0, 24 h], valid env
-    /// names, an absolute executable shell (`None`: `/bin/sh`), and a cwd that
+    /// names, a shell that resolves ([`ShellRequest`]: `/bin/sh` or a named path must be
+    /// an absolute executable file, checked here; the host's shell was resolved when the
+    /// engine started), and a cwd that
     /// resolves (symlinks included) inside the workspace, opened here so the child
     /// `fchdir`s to the very directory that was checked, and, unless the sandbox is
     /// `full-access`, not inside the hidden state dir. `policy` (e.g. from the
@@ -96,7 +100,15 @@ impl Sessions {
         for (k, v) in &req.env {
             process::validate_env_pair(k, v)?;
         }
-        let shell = process::resolve_shell(req.shell.as_deref())?;
+        let (shell, shell_kind) = match &req.shell {
+            ShellRequest::Default => (resolve_shell(None)?, ShellKind::Sh),
+            ShellRequest::Path(path) => {
+                let shell = resolve_shell(Some(path))?;
+                let kind = ShellKind::of(&shell);
+                (shell, kind)
+            }
+            ShellRequest::Host => (inner.shell.path.clone(), inner.shell.kind),
+        };
         let (cwd_fd, cwd) = process::open_cwd(&inner.workspace, req.cwd.as_deref())?;
         let sandbox = inner.config.sandbox.stricter(policy);
         // The state dir is hidden from confined commands; a cwd inside it would keep
@@ -114,6 +126,7 @@ impl Sessions {
         }
         Ok(ResolvedStart {
             shell,
+            shell_kind,
             cwd,
             cwd_fd,
             sandbox,

@@ -297,7 +297,7 @@ fn start_request(r: wit::StartRequest) -> Result<process::StartRequest, wit::Ses
             wit::StdinMode::Open => process::StdinMode::Open,
         },
         timeout,
-        shell: r.shell,
+        shell: r.shell.into(),
         tool_call_id: r.tool_call_id,
         // v0.1.0 cannot ask for separate streams: its plugins get the terminal's
         // order, every chunk reported as `stdout` (ARCHITECTURE.md, "Contract
