@@ -89,10 +89,10 @@ impl HostConfig {
             plugins: Vec::new(),
             plugins_dir: None,
             events: None,
-            max_sessions: SessionsConfig::new("", "").max_sessions,
+            max_sessions: toolhost_process::DEFAULT_MAX_SESSIONS,
             max_instances: EngineOptions::default().max_instances,
             child_nofile: None,
-            output_log_max_bytes: SessionsConfig::new("", "").output_log_max_bytes,
+            output_log_max_bytes: toolhost_process::DEFAULT_OUTPUT_LOG_MAX_BYTES,
             output_cap_policy: toolhost_process::OutputCapPolicy::Keep,
         }
     }

@@ -62,7 +62,7 @@ struct HostArgs {
     allow_git_writes: bool,
     /// Most commands running at once (foreground and background together);
     /// past it a start is refused with a resource-limit error.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = toolhost_process::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_sessions: u32,
     /// Most bytes one command's output log keeps on disk (e.g. `64MiB`, `512KiB`).
     /// Past it the log keeps its head (1 MiB, or a quarter of the cap if smaller)

@@ -5,14 +5,49 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{DEFAULT_MAX_PROCESSES_PER_SESSION, OutputCapPolicy, ProcessTracking, SessionObserver};
+use super::{OutputCapPolicy, ProcessTracking, SessionObserver};
 #[cfg(doc)]
 use crate::sandbox::SandboxPaths;
 use crate::sandbox::SandboxPolicy;
 #[cfg(doc)]
 use crate::{OutputOmission, SessionError, SessionUsage, Sessions, Snapshot};
 
-/// Configuration of a [`Sessions`] engine. [`SessionsConfig::new`] fills the defaults.
+/// Default of [`SessionsConfig::output_memory_bytes`]: 1 MiB (1 048 576 bytes).
+pub const DEFAULT_OUTPUT_MEMORY_BYTES: usize = 1 << 20;
+/// Default of [`SessionsConfig::drain_grace`]: 100 ms.
+pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_millis(100);
+/// Default of [`SessionsConfig::kill_grace`]: 2 s.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+/// Default of [`SessionsConfig::retention`]: 1 hour.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(60 * 60);
+/// Default of [`SessionsConfig::max_sessions`]: 64 (the `--max-sessions` flag's too).
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// Default of [`SessionsConfig::max_sessions_per_plugin`]: 16.
+pub const DEFAULT_MAX_SESSIONS_PER_PLUGIN: usize = 16;
+/// Default of [`SessionsConfig::reserved_sessions`]: 8.
+pub const DEFAULT_RESERVED_SESSIONS: usize = 8;
+/// Default of [`SessionsConfig::max_finished_sessions`]: 256.
+pub const DEFAULT_MAX_FINISHED_SESSIONS: usize = 256;
+/// Default of [`SessionsConfig::max_finished_per_plugin`]: 64.
+pub const DEFAULT_MAX_FINISHED_PER_PLUGIN: usize = 64;
+/// Default of [`SessionsConfig::max_finished_bytes`]: 64 MiB (67 108 864 bytes).
+pub const DEFAULT_MAX_FINISHED_BYTES: usize = 64 << 20;
+/// Default of [`SessionsConfig::max_finished_bytes_per_plugin`]: 16 MiB (16 777 216
+/// bytes).
+pub const DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN: usize = 16 << 20;
+/// Default of [`SessionsConfig::output_log_max_bytes`]: 64 MiB (67 108 864 bytes; the
+/// `--output-cap` flag's too).
+pub const DEFAULT_OUTPUT_LOG_MAX_BYTES: u64 = 64 << 20;
+/// Default of [`SessionsConfig::output_log_head_bytes`]: 1 MiB (1 048 576 bytes).
+pub const DEFAULT_OUTPUT_LOG_HEAD_BYTES: u64 = 1 << 20;
+/// Default of [`SessionsConfig::output_logs_max_bytes`]: 1 GiB (1 073 741 824 bytes).
+pub const DEFAULT_OUTPUT_LOGS_MAX_BYTES: u64 = 1 << 30;
+/// Default of [`SessionsConfig::max_processes_per_session`]: 512 processes (and
+/// threads: the `pids` controller counts tasks) in one session's tree at once.
+pub const DEFAULT_MAX_PROCESSES_PER_SESSION: u32 = 512;
+
+/// Configuration of a [`Sessions`] engine. [`SessionsConfig::new`] fills the defaults,
+/// each written once, in a `DEFAULT_…` constant beside this type.
 #[derive(Clone)]
 pub struct SessionsConfig {
     /// The workspace root. Canonicalised by [`Sessions::new`]; every session's cwd must
@@ -26,54 +61,63 @@ pub struct SessionsConfig {
     pub extra_env: Vec<(String, String)>,
     /// Bytes of raw output kept in memory per running session, split evenly between
     /// the head and the tail (the rest is only in the log file); also the budget for
-    /// output bytes held in a session's event backlog. Default: 1 MiB (1 048 576).
+    /// output bytes held in a session's event backlog. Default: [`DEFAULT_OUTPUT_MEMORY_BYTES`] (1 MiB).
     pub output_memory_bytes: usize,
     /// After the direct child exits, how long to keep reading its pipes for output a
-    /// grandchild may still write; ends early when both pipes reach EOF. Default: 100 ms.
+    /// grandchild may still write; ends early when both pipes reach EOF. Default:
+    /// [`DEFAULT_DRAIN_GRACE`] (100 ms).
     pub drain_grace: Duration,
-    /// Terminate sequence: time between SIGTERM and SIGKILL. Default: 2 s.
+    /// Terminate sequence: time between SIGTERM and SIGKILL. Default:
+    /// [`DEFAULT_KILL_GRACE`] (2 s).
     pub kill_grace: Duration,
     /// How long finished sessions stay queryable (tombstones), measured from their end.
-    /// Expired ones are purged lazily on the next call. Default: 1 hour.
+    /// Expired ones are purged lazily on the next call. Default: [`DEFAULT_RETENTION`]
+    /// (1 hour).
     pub retention: Duration,
     /// Most sessions running at once (started + adopted); past it `start` and `adopt`
-    /// return [`SessionError::ResourceLimit`]. Default: 64.
+    /// return [`SessionError::ResourceLimit`]. Default: [`DEFAULT_MAX_SESSIONS`] (64).
     pub max_sessions: usize,
     /// Most sessions one plugin may have running (or starting) at once; past it its
     /// `start` returns [`SessionError::ResourceLimit`] naming this quota. The host and
-    /// [`SessionsConfig::builtin_plugins`] are exempt. Default: 16.
+    /// [`SessionsConfig::builtin_plugins`] are exempt. Default:
+    /// [`DEFAULT_MAX_SESSIONS_PER_PLUGIN`] (16).
     pub max_sessions_per_plugin: usize,
     /// Slots of `max_sessions` that only the host and [`SessionsConfig::builtin_plugins`]
     /// may use, so the built-in tools still start while third-party plugins together
-    /// fill theirs (at most half of `max_sessions`). Default: 8.
+    /// fill theirs (at most half of `max_sessions`). Default:
+    /// [`DEFAULT_RESERVED_SESSIONS`] (8).
     pub reserved_sessions: usize,
     /// Plugins exempt from the per-plugin quotas that may use the reserved slots (the
     /// host passes its built-in `bash`). Default: none.
     pub builtin_plugins: Vec<Arc<str>>,
     /// Most finished sessions (tombstones) kept, all callers together; beyond it the
-    /// oldest finished one is evicted (and reported to the observer). Default: 256.
+    /// oldest finished one is evicted (and reported to the observer). Default:
+    /// [`DEFAULT_MAX_FINISHED_SESSIONS`] (256).
     pub max_finished_sessions: usize,
-    /// Most finished sessions kept per plugin (evicting its oldest). Default: 64.
+    /// Most finished sessions kept per plugin (evicting its oldest). Default:
+    /// [`DEFAULT_MAX_FINISHED_PER_PLUGIN`] (64).
     pub max_finished_per_plugin: usize,
     /// Most bytes all finished sessions keep in memory together (their kept output
     /// events, tail text and command; see [`SessionUsage::finished_bytes`]); beyond it the
-    /// oldest finished ones are evicted. Default: 64 MiB (67 108 864 bytes).
+    /// oldest finished ones are evicted. Default: [`DEFAULT_MAX_FINISHED_BYTES`] (64 MiB).
     pub max_finished_bytes: usize,
-    /// Most bytes one plugin's finished sessions keep in memory. Default: 16 MiB
-    /// (16 777 216 bytes).
+    /// Most bytes one plugin's finished sessions keep in memory. Default:
+    /// [`DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN`] (16 MiB).
     pub max_finished_bytes_per_plugin: usize,
     /// Most bytes one session's `output.log` keeps on disk. Past it the log keeps its
     /// first [`SessionsConfig::output_log_head_bytes`] and its newest bytes at their
     /// offsets and drops the middle ([`OutputOmission`], in [`Snapshot::output_omitted`]
-    /// and reported to the observer). Default: 64 MiB (67 108 864 bytes).
+    /// and reported to the observer). Default: [`DEFAULT_OUTPUT_LOG_MAX_BYTES`] (64 MiB).
     pub output_log_max_bytes: u64,
     /// Bytes of the head a capped `output.log` keeps (the start of the output, where
-    /// a build's or test run's first error usually is). Default: 1 MiB (1 048 576).
+    /// a build's or test run's first error usually is). Default:
+    /// [`DEFAULT_OUTPUT_LOG_HEAD_BYTES`] (1 MiB).
     pub output_log_head_bytes: u64,
     /// Most bytes the `output.log`s of the running sessions keep on disk together;
     /// while they exceed it, each running session past its head keeps only
     /// [`SessionsConfig::output_log_head_bytes`] of tail. Finished logs are bounded by
-    /// [`retention`](SessionsConfig::retention) instead. Default: 1 GiB (1 073 741 824 bytes).
+    /// [`retention`](SessionsConfig::retention) instead. Default:
+    /// [`DEFAULT_OUTPUT_LOGS_MAX_BYTES`] (1 GiB).
     pub output_logs_max_bytes: u64,
     /// What a session whose log reaches its cap gets. Default: [`OutputCapPolicy::Keep`].
     pub output_cap_policy: OutputCapPolicy,
@@ -113,27 +157,45 @@ pub struct SessionsConfig {
 }
 
 impl SessionsConfig {
-    /// A configuration with the documented defaults.
+    /// A configuration for `workspace` and `state_dir` with every other field at its
+    /// default:
+    ///
+    /// - no `extra_env`, no `builtin_plugins`, no `observer`, `child_nofile` `None`
+    ///   (the host's own soft limit);
+    /// - output: [`DEFAULT_OUTPUT_MEMORY_BYTES`] in memory per session, logs capped at
+    ///   [`DEFAULT_OUTPUT_LOG_MAX_BYTES`] keeping [`DEFAULT_OUTPUT_LOG_HEAD_BYTES`] of
+    ///   head, [`DEFAULT_OUTPUT_LOGS_MAX_BYTES`] for the running sessions' logs together,
+    ///   [`OutputCapPolicy::Keep`];
+    /// - timing: [`DEFAULT_DRAIN_GRACE`], [`DEFAULT_KILL_GRACE`],
+    ///   [`DEFAULT_RETENTION`];
+    /// - running sessions: [`DEFAULT_MAX_SESSIONS`], [`DEFAULT_MAX_SESSIONS_PER_PLUGIN`],
+    ///   [`DEFAULT_RESERVED_SESSIONS`];
+    /// - finished sessions: [`DEFAULT_MAX_FINISHED_SESSIONS`],
+    ///   [`DEFAULT_MAX_FINISHED_PER_PLUGIN`], [`DEFAULT_MAX_FINISHED_BYTES`],
+    ///   [`DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN`];
+    /// - confinement: [`SandboxPolicy::default`] (`workspace-write`, network blocked,
+    ///   `.git` read-only), [`ProcessTracking::Auto`], at most
+    ///   [`DEFAULT_MAX_PROCESSES_PER_SESSION`] processes per session.
     pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
         SessionsConfig {
             workspace: workspace.into(),
             state_dir: state_dir.into(),
             extra_env: Vec::new(),
-            output_memory_bytes: 1024 * 1024,
-            drain_grace: Duration::from_millis(100),
-            kill_grace: Duration::from_secs(2),
-            retention: Duration::from_secs(60 * 60),
-            max_sessions: 64,
-            max_sessions_per_plugin: 16,
-            reserved_sessions: 8,
+            output_memory_bytes: DEFAULT_OUTPUT_MEMORY_BYTES,
+            drain_grace: DEFAULT_DRAIN_GRACE,
+            kill_grace: DEFAULT_KILL_GRACE,
+            retention: DEFAULT_RETENTION,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_plugin: DEFAULT_MAX_SESSIONS_PER_PLUGIN,
+            reserved_sessions: DEFAULT_RESERVED_SESSIONS,
             builtin_plugins: Vec::new(),
-            max_finished_sessions: 256,
-            max_finished_per_plugin: 64,
-            max_finished_bytes: 64 << 20,
-            max_finished_bytes_per_plugin: 16 << 20,
-            output_log_max_bytes: 64 << 20,
-            output_log_head_bytes: 1 << 20,
-            output_logs_max_bytes: 1 << 30,
+            max_finished_sessions: DEFAULT_MAX_FINISHED_SESSIONS,
+            max_finished_per_plugin: DEFAULT_MAX_FINISHED_PER_PLUGIN,
+            max_finished_bytes: DEFAULT_MAX_FINISHED_BYTES,
+            max_finished_bytes_per_plugin: DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN,
+            output_log_max_bytes: DEFAULT_OUTPUT_LOG_MAX_BYTES,
+            output_log_head_bytes: DEFAULT_OUTPUT_LOG_HEAD_BYTES,
+            output_logs_max_bytes: DEFAULT_OUTPUT_LOGS_MAX_BYTES,
             output_cap_policy: OutputCapPolicy::Keep,
             observer: None,
             sandbox: SandboxPolicy::default(),

@@ -12,8 +12,10 @@ use tokio::net::unix::pipe;
 use super::ledger::Ledger;
 use super::session::{self, Session, Timing};
 use super::{
-    BASH_CANDIDATES, Caller, EndReason, HostIoError, IoOperation, KilledBy, SessionError,
-    SessionId, SessionsConfig, Shell, exits, output, proc_scan, process, retention, tree,
+    BASH_CANDIDATES, Caller, DEFAULT_MAX_FINISHED_BYTES, DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN,
+    DEFAULT_MAX_FINISHED_PER_PLUGIN, DEFAULT_MAX_FINISHED_SESSIONS, EndReason, HostIoError,
+    IoOperation, KilledBy, SessionError, SessionId, SessionsConfig, Shell, exits, output,
+    proc_scan, process, retention, tree,
 };
 use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
 #[cfg(doc)]
@@ -214,14 +216,15 @@ impl Inner {
                     let reason = if count > config.max_finished_per_plugin {
                         format!(
                             "plugin `{owner}` keeps at most {} finished sessions \
-                             (max_finished_per_plugin, default 64)",
+                             (max_finished_per_plugin, default {DEFAULT_MAX_FINISHED_PER_PLUGIN})",
                             config.max_finished_per_plugin
                         )
                     } else if bytes > config.max_finished_bytes_per_plugin && count > 1 {
                         format!(
                             "plugin `{owner}`'s finished sessions keep at most {} bytes in memory \
-                             (max_finished_bytes_per_plugin, default 16 MiB)",
-                            config.max_finished_bytes_per_plugin
+                             (max_finished_bytes_per_plugin, default {} MiB)",
+                            config.max_finished_bytes_per_plugin,
+                            DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN >> 20
                         )
                     } else {
                         break;
@@ -242,14 +245,15 @@ impl Inner {
                 let reason = if reg.finished.len() > config.max_finished_sessions {
                     format!(
                         "the host keeps at most {} finished sessions (max_finished_sessions, \
-                         default 256)",
+                         default {DEFAULT_MAX_FINISHED_SESSIONS})",
                         config.max_finished_sessions
                     )
                 } else if reg.finished_bytes > config.max_finished_bytes && reg.finished.len() > 1 {
                     format!(
                         "finished sessions keep at most {} bytes in memory on this host \
-                         (max_finished_bytes, default 64 MiB)",
-                        config.max_finished_bytes
+                         (max_finished_bytes, default {} MiB)",
+                        config.max_finished_bytes,
+                        DEFAULT_MAX_FINISHED_BYTES >> 20
                     )
                 } else {
                     break;

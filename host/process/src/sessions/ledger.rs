@@ -4,7 +4,10 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::engine::Inner;
-use super::{Caller, SessionError};
+use super::{
+    Caller, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PLUGIN, DEFAULT_RESERVED_SESSIONS,
+    SessionError,
+};
 
 /// Sessions running or starting: in all, those of callers that may not use the
 /// reserved slots, and per plugin.
@@ -68,8 +71,8 @@ impl Inner {
         let mut ledger = lock_ledger(&self.ledger);
         if ledger.active >= config.max_sessions {
             return Err(SessionError::ResourceLimit(format!(
-                "{} sessions are running on this host, its limit (max_sessions = {}, default 64); \
-                 wait for one to end or kill one",
+                "{} sessions are running on this host, its limit (max_sessions = {}, default \
+                 {DEFAULT_MAX_SESSIONS}); wait for one to end or kill one",
                 ledger.active, config.max_sessions
             )));
         }
@@ -79,8 +82,9 @@ impl Inner {
             if ledger.unprivileged >= share {
                 return Err(SessionError::ResourceLimit(format!(
                     "third-party plugins have {} running sessions, their share of the host \
-                     (max_sessions - reserved_sessions = {share}, default 64 - 8); wait for one \
-                     to end or kill one",
+                     (max_sessions - reserved_sessions = {share}, default \
+                     {DEFAULT_MAX_SESSIONS} - {DEFAULT_RESERVED_SESSIONS}); wait for one to end \
+                     or kill one",
                     ledger.unprivileged
                 )));
             }
@@ -89,8 +93,8 @@ impl Inner {
                 if mine >= config.max_sessions_per_plugin {
                     return Err(SessionError::ResourceLimit(format!(
                         "plugin `{name}` has {mine} running sessions, its quota \
-                         (per-plugin max_sessions_per_plugin = {}, default 16); wait for one \
-                         to end or kill one",
+                         (per-plugin max_sessions_per_plugin = {}, default \
+                         {DEFAULT_MAX_SESSIONS_PER_PLUGIN}); wait for one to end or kill one",
                         config.max_sessions_per_plugin
                     )));
                 }

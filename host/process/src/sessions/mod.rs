@@ -48,7 +48,14 @@ mod tree;
 pub use nix::sys::signal::Signal;
 
 pub use caller::Caller;
-pub use config::SessionsConfig;
+pub use config::{
+    DEFAULT_DRAIN_GRACE, DEFAULT_KILL_GRACE, DEFAULT_MAX_FINISHED_BYTES,
+    DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN, DEFAULT_MAX_FINISHED_PER_PLUGIN,
+    DEFAULT_MAX_FINISHED_SESSIONS, DEFAULT_MAX_PROCESSES_PER_SESSION, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_PLUGIN, DEFAULT_OUTPUT_LOG_HEAD_BYTES, DEFAULT_OUTPUT_LOG_MAX_BYTES,
+    DEFAULT_OUTPUT_LOGS_MAX_BYTES, DEFAULT_OUTPUT_MEMORY_BYTES, DEFAULT_RESERVED_SESSIONS,
+    DEFAULT_RETENTION, SessionsConfig,
+};
 pub use engine::{FINISHED_EVENTS_MAX, FINISHED_OUTPUT_BYTES, Sessions};
 pub use error::{HostIoError, IoOperation, SessionError};
 pub use event::{
@@ -75,4 +82,4 @@ pub use snapshot::{
 };
 pub use status::{EndReason, ExitStatus, KilledBy, SessionStatus, parse_signal};
 pub use subscription::Subscription;
-pub use tree::{DEFAULT_MAX_PROCESSES_PER_SESSION, ProcessTracking, remove_own_cgroups};
+pub use tree::{ProcessTracking, remove_own_cgroups};

@@ -45,11 +45,6 @@ use nix::unistd::Pid;
 
 use super::proc_scan::ProcTable;
 
-/// Default of [`SessionsConfig::max_processes_per_session`](super::SessionsConfig::max_processes_per_session):
-/// processes (and threads: the `pids` controller counts tasks) one session's tree
-/// may hold at once.
-pub const DEFAULT_MAX_PROCESSES_PER_SESSION: u32 = 512;
-
 /// Which mechanisms [`Tracker::detect`] may use
 /// ([`SessionsConfig::process_tracking`](super::SessionsConfig::process_tracking)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
