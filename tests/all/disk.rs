@@ -565,11 +565,7 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
     let killed_dir = state.join("sessions/bg_00000000b002");
     std::os::unix::fs::symlink("../../owners/2-0", killed_dir.join("owner")).unwrap();
 
-    let report = retention::sweep(
-        state,
-        &retention::RetentionPolicy::default(),
-        SystemTime::now(),
-    );
+    let report = sweep_state_dir(state, &RetentionPolicy::default(), SystemTime::now());
     assert_eq!(report.sessions_running, 1, "{report:?}");
     assert_eq!(report.sessions_removed, vec!["bg_00000000b001".to_owned()]);
     assert!(killed_dir.join("output.log").exists(), "kept by retention");
@@ -605,11 +601,7 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     make_old(&running_dir);
-    let report = retention::sweep(
-        state,
-        &retention::RetentionPolicy::default(),
-        SystemTime::now(),
-    );
+    let report = sweep_state_dir(state, &RetentionPolicy::default(), SystemTime::now());
     assert_eq!(report.sessions_running, 0, "{report:?}");
     assert_eq!(report.sessions_removed, vec![running.to_string()]);
     assert!(
@@ -643,11 +635,7 @@ async fn a_running_session_is_kept_when_sessions_is_a_symlink() {
         .unwrap()
         .set_modified(SystemTime::now() - Duration::from_secs(2 * 24 * 60 * 60))
         .unwrap();
-    let report = retention::sweep(
-        state.path(),
-        &retention::RetentionPolicy::default(),
-        SystemTime::now(),
-    );
+    let report = sweep_state_dir(state.path(), &RetentionPolicy::default(), SystemTime::now());
     assert_eq!(report.sessions_running, 1, "{report:?}");
     assert!(report.sessions_removed.is_empty(), "{report:?}");
     assert_eq!(report.tmp_dirs_removed, 0, "{report:?}");

@@ -13,8 +13,9 @@ use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use toolhost_process::sandbox::{SandboxMode, SandboxPolicy, probe};
-use toolhost_process::{Caller, Sessions, SessionsConfig, StartRequest};
+use toolhost_process::{
+    Caller, SandboxMode, SandboxPolicy, Sessions, SessionsConfig, StartRequest, probe_kernel,
+};
 use toolhost_runtime::manifest::Manifest;
 
 use crate::support::{allow_all_policy, describe, dirs, stdout, toolhost};
@@ -95,7 +96,7 @@ fn policy(mode: SandboxMode, unix_sockets: bool) -> SandboxPolicy {
 /// Skips (with a note) where seccomp is missing: then the block is a documented
 /// warning, not enforced.
 fn seccomp_or_skip() -> bool {
-    if !probe().seccomp {
+    if !probe_kernel().seccomp {
         eprintln!("SKIP: no seccomp on this kernel");
         return false;
     }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use toolhost_process::sandbox::SandboxPolicy;
+use toolhost_process::SandboxPolicy;
 use toolhost_process::{Caller, KilledBy, SessionStatus, Sessions, SessionsConfig, StartRequest};
 
 use crate::fixture::{Fixture, raise_fd_limit_for, rss, threads};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use toolhost_process::sandbox::{HeldDir, SandboxPolicy};
 use toolhost_process::{Caller, KilledBy, Sessions, SessionsConfig};
+use toolhost_process::{HeldDir, SandboxPolicy};
 
 use crate::builtin;
 use crate::call::Services;
@@ -822,10 +822,7 @@ impl Host {
         self.events.append(match &result {
             Ok(r) => {
                 let text = r.render_terminal();
-                let cut = toolhost_process::floor_char_boundary(
-                    text.as_bytes(),
-                    host_session::SETTLED_TEXT_MAX.min(text.len()),
-                );
+                let cut = text.floor_char_boundary(host_session::SETTLED_TEXT_MAX.min(text.len()));
                 HostEventKind::ToolCallSettled {
                     tool_call_id: tool_call_id.to_string(),
                     is_error: r.is_error,

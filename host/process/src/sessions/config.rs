@@ -1,14 +1,14 @@
-//! The configuration of a [`Sessions`](super::Sessions) engine and its defaults.
+//! The configuration of a [`Sessions`](crate::Sessions) engine and its defaults.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{OutputCapPolicy, ProcessTracking, SessionObserver};
 #[cfg(doc)]
 use crate::sandbox::SandboxPaths;
 use crate::sandbox::SandboxPolicy;
+use crate::{OutputCapPolicy, ProcessTracking, SessionObserver};
 #[cfg(doc)]
 use crate::{OutputOmission, SessionError, SessionUsage, Sessions, Snapshot};
 

@@ -11,13 +11,13 @@ use tokio::net::unix::pipe;
 
 use super::ledger::Ledger;
 use super::session::{self, Session, Timing};
-use super::{
+use super::{exits, output, proc_scan, process, retention, tree};
+use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
+use crate::{
     BASH_CANDIDATES, Caller, DEFAULT_MAX_FINISHED_BYTES, DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN,
     DEFAULT_MAX_FINISHED_PER_PLUGIN, DEFAULT_MAX_FINISHED_SESSIONS, EndReason, HostIoError,
-    IoOperation, KilledBy, SessionError, SessionId, SessionsConfig, Shell, exits, output,
-    proc_scan, process, retention, tree,
+    IoOperation, KilledBy, SessionError, SessionId, SessionsConfig, Shell,
 };
-use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
 #[cfg(doc)]
 use crate::{DEFAULT_SHELL, SessionEventKind, ShellRequest, Snapshot};
 
@@ -28,7 +28,7 @@ pub const FINISHED_OUTPUT_BYTES: usize = 64 << 10;
 
 /// Events a finished session keeps in memory: 256 (older output events are folded as
 /// for [`FINISHED_OUTPUT_BYTES`]).
-pub const FINISHED_EVENTS_MAX: usize = 256;
+pub(crate) const FINISHED_EVENTS_MAX: usize = 256;
 
 /// The session engine. Cheap to clone (an `Arc` inside); all clones share sessions.
 #[derive(Clone)]

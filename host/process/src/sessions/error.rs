@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{ExitStatus, SessionId};
 #[cfg(doc)]
 use crate::EndReason;
+use crate::{ExitStatus, SessionId};
 
 /// Errors of session calls (WIT `session-error`). Messages say what to do next.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExitStatus, SessionId};
+use crate::{ExitStatus, SessionId};
 #[cfg(doc)]
 use crate::{Sessions, Snapshot};
 
@@ -89,10 +89,4 @@ pub struct DetachInfo {
     pub output_bytes: u64,
     /// The tool call it was detached from, if any.
     pub tool_call_id: Option<String>,
-}
-
-/// The text appended to a foreground call's output when its run is detached
-/// (ARCHITECTURE.md, "The path of one tool call"): exactly `"\n\n[Detached to background task {task_id}: {reason}]"`.
-pub fn detach_marker(task_id: &SessionId, reason: &str) -> String {
-    format!("\n\n[Detached to background task {task_id}: {reason}]")
 }

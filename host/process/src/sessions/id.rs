@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use super::SessionError;
+use crate::SessionError;
 
 /// A session id: `bg_` followed by 12 lowercase hex digits (e.g. `bg_00000000002a`),
 /// from a process-wide counter; an id whose log directory already exists in the

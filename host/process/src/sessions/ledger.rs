@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::engine::Inner;
-use super::{
+use crate::{
     Caller, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PLUGIN, DEFAULT_RESERVED_SESSIONS,
     SessionError,
 };

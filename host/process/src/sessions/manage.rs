@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use super::engine::is_foreground_run;
 use super::ledger::lock_ledger;
 use super::session::{self, Session};
-use super::{
+use crate::{
     Caller, DetachInfo, EndReason, ExitStatus, HostIoError, IoOperation, KillInfo, KilledBy,
     MAX_READ_BYTES, OutputRange, SessionError, SessionEventKind, SessionId, SessionUsage, Sessions,
     Snapshot, Subscription,

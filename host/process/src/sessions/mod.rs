@@ -21,65 +21,26 @@
 //! process group (call [`Sessions::shutdown`] for an orderly SIGTERM first); if the host
 //! dies outright, `PR_SET_PDEATHSIG` SIGKILLs the shells (not their background children).
 
-mod caller;
-mod config;
-mod engine;
-mod error;
-mod event;
-mod exits;
-mod id;
-mod ledger;
-mod manage;
-mod observer;
-mod output;
-mod proc_scan;
-mod process;
-mod request;
-pub mod retention;
-mod session;
-mod shell;
-mod snapshot;
-mod start;
-mod status;
-mod subscription;
-pub mod survivors;
-mod tree;
-
-pub use nix::sys::signal::Signal;
-
-pub use caller::Caller;
-pub use config::{
-    DEFAULT_DRAIN_GRACE, DEFAULT_KILL_GRACE, DEFAULT_MAX_FINISHED_BYTES,
-    DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN, DEFAULT_MAX_FINISHED_PER_PLUGIN,
-    DEFAULT_MAX_FINISHED_SESSIONS, DEFAULT_MAX_PROCESSES_PER_SESSION, DEFAULT_MAX_SESSIONS,
-    DEFAULT_MAX_SESSIONS_PER_PLUGIN, DEFAULT_OUTPUT_LOG_HEAD_BYTES, DEFAULT_OUTPUT_LOG_MAX_BYTES,
-    DEFAULT_OUTPUT_LOGS_MAX_BYTES, DEFAULT_OUTPUT_MEMORY_BYTES, DEFAULT_RESERVED_SESSIONS,
-    DEFAULT_RETENTION, SessionsConfig,
-};
-pub use engine::{FINISHED_EVENTS_MAX, FINISHED_OUTPUT_BYTES, Sessions};
-pub use error::{HostIoError, IoOperation, SessionError};
-pub use event::{
-    DetachInfo, OmittedRange, OutputChunk, OutputStream, SessionEvent, SessionEventKind,
-    StartedInfo, detach_marker,
-};
-pub use id::SessionId;
-pub use observer::{ObservedSession, SessionObserver};
-pub use output::{
-    MAX_EVENTS_IN_MEMORY, OUTPUT_TAIL_MAX_BYTES, OutputCapPolicy, OutputOmission,
-    ceil_char_boundary, floor_char_boundary, tail_str, truncate_str,
-};
-pub use process::{
-    ENV_ALLOWLIST, INLINE_COMMAND_MAX, NON_INTERACTIVE_ENV, SCRIPT_FD, group_members,
-};
-pub use request::{
-    MAX_COMMAND_BYTES, MAX_CWD_BYTES, MAX_ENV_BYTES, MAX_ENV_VARS, MAX_SHELL_BYTES,
-    MAX_STDIN_BYTES, MAX_TIMEOUT, OutputStreams, ResolvedStart, StartRequest, StdinMode,
-};
-pub use shell::{BASH_CANDIDATES, DEFAULT_SHELL, Shell, ShellKind, ShellRequest};
-pub use snapshot::{
-    KillInfo, MAX_EVENTS_PER_NEXT, MAX_READ_BYTES, OutputRange, SANDBOX_NONE, SessionUsage,
-    Snapshot,
-};
-pub use status::{EndReason, ExitStatus, KilledBy, SessionStatus, parse_signal};
-pub use subscription::Subscription;
-pub use tree::{ProcessTracking, remove_own_cgroups};
+pub(crate) mod caller;
+pub(crate) mod config;
+pub(crate) mod engine;
+pub(crate) mod error;
+pub(crate) mod event;
+pub(crate) mod exits;
+pub(crate) mod id;
+pub(crate) mod ledger;
+pub(crate) mod manage;
+pub(crate) mod observer;
+pub(crate) mod output;
+pub(crate) mod proc_scan;
+pub(crate) mod process;
+pub(crate) mod request;
+pub(crate) mod retention;
+pub(crate) mod session;
+pub(crate) mod shell;
+pub(crate) mod snapshot;
+pub(crate) mod start;
+pub(crate) mod status;
+pub(crate) mod subscription;
+pub(crate) mod survivors;
+pub(crate) mod tree;

@@ -1,7 +1,7 @@
 //! The hook through which every session event leaves the engine (the host-wide
 //! event log listens here).
 
-use super::{OutputOmission, SessionEvent, SessionId};
+use crate::{OutputOmission, SessionEvent, SessionId};
 #[cfg(doc)]
 use crate::{Sessions, SessionsConfig};
 

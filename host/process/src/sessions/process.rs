@@ -16,10 +16,10 @@ use nix::sys::stat::Mode;
 use nix::unistd::{self, Pid};
 use tokio::sync::oneshot;
 
-use super::SessionError;
 use super::exits::{ExitReceiver, ExitRing};
 use super::proc_scan::{ProcTable, proc_table, read_stat};
 use super::tree::{self, Tree};
+use crate::SessionError;
 use crate::sandbox::Confinement;
 
 /// Environment variables copied from the host when set (plus every `LC_*`). The host's
@@ -198,8 +198,8 @@ pub(crate) fn open_cwd(
         }
     };
     let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|e| {
-        let operation = super::IoOperation::ResolveCwd;
-        SessionError::Io(super::HostIoError::os(operation, Some(given.as_ref()), &e))
+        let operation = crate::IoOperation::ResolveCwd;
+        SessionError::Io(crate::HostIoError::os(operation, Some(given.as_ref()), &e))
     })?;
     if !real.starts_with(workspace) {
         return Err(outside());
@@ -216,11 +216,11 @@ pub(crate) enum StdinSetup {
 /// Commands up to this many bytes are passed as `SHELL -c COMMAND`; a longer one
 /// goes through a sealed memfd at [`SCRIPT_FD`], run as `SHELL -c '. /proc/self/fd/63'`
 /// (64 KiB: Linux refuses any single argument over 128 KiB, `MAX_ARG_STRLEN`).
-pub const INLINE_COMMAND_MAX: usize = 64 * 1024;
+pub(crate) const INLINE_COMMAND_MAX: usize = 64 * 1024;
 
 /// The descriptor a long command's script is at in the child (see
 /// [`INLINE_COMMAND_MAX`]); high, so it stays clear of the 3-9 scripts use.
-pub const SCRIPT_FD: i32 = 63;
+pub(crate) const SCRIPT_FD: i32 = 63;
 
 /// Everything the spawner thread needs to start one session's shell: built by
 /// [`Launch::new`] on the spawner thread, consumed by [`Spawner::prepare_and_start`].
@@ -258,7 +258,7 @@ pub(crate) struct ChildStreams {
 impl Launch {
     /// `shell -c command` with exactly `env`, in `cwd`, under `confinement`, with
     /// a soft open-file limit of `nofile` (0: the host's own; see
-    /// [`SessionsConfig::child_nofile`](super::SessionsConfig::child_nofile)).
+    /// [`SessionsConfig::child_nofile`](crate::SessionsConfig::child_nofile)).
     ///
     /// Errors: a NUL byte in the shell, command or environment.
     pub(crate) fn new(
@@ -332,7 +332,7 @@ pub(crate) struct Started {
     pub(crate) pidfd: OwnedFd,
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
-    /// `None` when stderr shares the stdout pipe ([`OutputStreams::Merged`](super::OutputStreams::Merged)).
+    /// `None` when stderr shares the stdout pipe ([`OutputStreams::Merged`](crate::OutputStreams::Merged)).
     pub(crate) stderr: Option<OwnedFd>,
     /// The child's private mount namespace (`/proc/<pid>/ns/mnt`), when the launch
     /// asked to hold it ([`ChildStreams::hold_mount_ns`]). While it is open, the

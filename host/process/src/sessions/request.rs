@@ -1,15 +1,15 @@
 //! What a caller asks to start ([`StartRequest`]), the sizes it may have, and what
-//! [`Sessions::resolve`](super::Sessions::resolve) makes of it ([`ResolvedStart`]).
+//! [`Sessions::resolve`](crate::Sessions::resolve) makes of it ([`ResolvedStart`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{SessionError, ShellKind, ShellRequest};
 use crate::sandbox::SandboxPolicy;
 #[cfg(doc)]
 use crate::{OutputStream, Sessions};
+use crate::{SessionError, ShellKind, ShellRequest};
 
 /// Longest timeout a [`StartRequest`] may ask for: 24 hours.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);

@@ -198,7 +198,7 @@ impl Default for RetentionPolicy {
     }
 }
 
-/// What one [`sweep`] did.
+/// What one [`sweep_state_dir`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepReport {
     /// Finished sessions removed (ids), oldest first.
@@ -227,7 +227,7 @@ pub struct SweepReport {
 /// doc) and entries younger than [`SWEEP_GRACE`] are kept. Blocking (file system
 /// work): call it on a blocking thread. Never fails; problems are in
 /// [`SweepReport::errors`].
-pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> SweepReport {
+pub fn sweep_state_dir(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> SweepReport {
     let mut report = SweepReport::default();
     let sessions = sweep_dir(
         &state_dir.join("sessions"),

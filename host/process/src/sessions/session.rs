@@ -15,12 +15,12 @@ use super::output::{EventBacklog, OutputBuffer, OutputCapPolicy, OutputLog, Outp
 use super::proc_scan;
 use super::process;
 use super::tree::Tree;
-use super::{
+use crate::sandbox::EffectiveSandbox;
+use crate::{
     DetachInfo, EndReason, ExitStatus, HostIoError, IoOperation, KilledBy, OutputChunk,
     OutputStream, SessionEventKind, SessionId, SessionObserver, SessionStatus, Snapshot,
     StartedInfo,
 };
-use crate::sandbox::EffectiveSandbox;
 
 /// Size of each read from an output pipe, in bytes.
 const READ_BUFFER: usize = 64 * 1024;
@@ -101,10 +101,10 @@ impl Session {
     /// Creates the session and records its `Started` event (seq 1).
     pub(crate) fn new(init: SessionInit) -> Arc<Session> {
         let (notify, _) = watch::channel(0);
-        let sandbox = init
-            .sandbox
-            .as_ref()
-            .map_or_else(|| super::SANDBOX_NONE.to_owned(), |e| e.to_string());
+        let sandbox = init.sandbox.as_ref().map_or_else(
+            || super::snapshot::SANDBOX_NONE.to_owned(),
+            |e| e.to_string(),
+        );
         let session = Arc::new(Session {
             id: init.id,
             owner: init.owner,
@@ -169,7 +169,7 @@ impl Session {
         let seq = event.seq;
         self.notify.send_replace(seq);
         if let Some(observer) = &self.observer {
-            let observed = super::ObservedSession {
+            let observed = crate::ObservedSession {
                 id: &self.id,
                 command: &self.command,
                 tool_call_id: self.tool_call_id.as_deref(),
@@ -181,8 +181,8 @@ impl Session {
     }
 
     /// What an observer is told about this session.
-    pub(crate) fn observed(&self) -> super::ObservedSession<'_> {
-        super::ObservedSession {
+    pub(crate) fn observed(&self) -> crate::ObservedSession<'_> {
+        crate::ObservedSession {
             id: &self.id,
             command: &self.command,
             tool_call_id: self.tool_call_id.as_deref(),
@@ -240,7 +240,7 @@ impl Session {
         }
     }
 
-    /// [`crate::sandbox::denial_hint`] for a session that exited by itself with a
+    /// [`crate::denial_hint`] for a session that exited by itself with a
     /// failure (not killed, not timed out) under an active sandbox.
     fn denial(&self, exit: Option<&ExitStatus>, output_tail: &str) -> Option<String> {
         let exit = exit?;
@@ -507,8 +507,10 @@ pub(crate) async fn run(
         session.push_event(&mut st, SessionEventKind::Exited(exit.clone()));
         // A finished session keeps little: the newest output events and the tail text
         // (the bytes stay in output.log).
-        st.events
-            .shrink(super::FINISHED_OUTPUT_BYTES, super::FINISHED_EVENTS_MAX);
+        st.events.shrink(
+            crate::FINISHED_OUTPUT_BYTES,
+            super::engine::FINISHED_EVENTS_MAX,
+        );
         st.output.compact();
         session.finished.send_replace(true);
         exit
@@ -749,7 +751,7 @@ fn is_terminating(sig: Signal) -> bool {
 
 // ---- stdin ---------------------------------------------------------------------
 
-use super::SessionError;
+use crate::SessionError;
 
 /// A session's open stdin: the pipe and the bytes accepted for it but not yet written
 /// ([`write_stdin`]). One writer task at a time drains the queue into the pipe, in
@@ -902,7 +904,7 @@ pub(crate) fn write_stdin(
 /// Size of the pieces [`feed_stdin`] queues (each is freed once written): 64 KiB.
 const STDIN_PIECE: usize = 64 * 1024;
 
-/// Gives a session started with [`StdinMode::Bytes`](super::StdinMode::Bytes) its
+/// Gives a session started with [`StdinMode::Bytes`](crate::StdinMode::Bytes) its
 /// whole stdin: `bytes` are queued in [`STDIN_PIECE`] pieces (the caller's buffer is
 /// freed at once, each piece once it is written) and the pipe is closed after the
 /// last; a writer task spawned on `handle` writes them as the process reads. The

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use nix::unistd::{self, AccessFlags};
 use serde::{Deserialize, Serialize};
 
-use super::SessionError;
+use crate::SessionError;
 #[cfg(doc)]
 use crate::{ResolvedStart, Sessions, StartRequest};
 

@@ -5,17 +5,13 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExitStatus, OutputOmission, SessionId, SessionStatus};
 #[cfg(doc)]
 use crate::sandbox::EffectiveSandbox;
 #[cfg(doc)]
 use crate::{
     Caller, FINISHED_OUTPUT_BYTES, OUTPUT_TAIL_MAX_BYTES, Sessions, SessionsConfig, Subscription,
 };
-
-/// Most events the WIT `subscription.next` returns per call (the Rust
-/// [`Subscription::next`] takes its own `max`).
-pub const MAX_EVENTS_PER_NEXT: usize = 256;
+use crate::{ExitStatus, OutputOmission, SessionId, SessionStatus};
 
 /// Most bytes one [`Sessions::read_output`] / [`Sessions::read_new_output`] call
 /// returns: 1 MiB. Larger `max_bytes` are capped to this.
@@ -23,7 +19,7 @@ pub const MAX_READ_BYTES: u32 = 1024 * 1024;
 
 /// The [`Snapshot::sandbox`] value of an adopted session ([`Sessions::adopt`]): the
 /// embedder spawned that process itself, so the host confined nothing.
-pub const SANDBOX_NONE: &str = "none";
+pub(crate) const SANDBOX_NONE: &str = "none";
 
 /// A session as [`Sessions::check`] and [`Sessions::list`] see it (WIT `snapshot`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,11 +53,11 @@ pub struct Snapshot {
     pub output_path: PathBuf,
     /// The kernel sandbox the process runs under: the [`EffectiveSandbox`] one-line
     /// summary, e.g. `workspace-write (landlock abi 7, network blocked, .git read-only)`
-    /// or `full-access (no confinement)`; [`SANDBOX_NONE`] for adopted processes.
+    /// or `full-access (no confinement)`; `none` for adopted processes.
     pub sandbox: String,
     /// Host-side only (not in the WIT snapshot): for a session that exited by itself
     /// with a non-zero code under an active sandbox, the rule that most likely refused
-    /// it, from [`crate::sandbox::denial_hint`] applied to the output tail, e.g.
+    /// it, from [`crate::denial_hint`] applied to the output tail, e.g.
     /// `sandbox denial (likely): writes outside /ws and /state/sessions/bg_…/tmp are
     /// blocked by the workspace-write sandbox; ask the operator for --sandbox
     /// full-access`. `None` while running, on success, for kills and timeouts, under

@@ -11,16 +11,16 @@ use super::ledger::Slot;
 use super::request::check_sizes;
 use super::session::{self, Session, SessionInit};
 use super::shell::resolve_shell;
-use super::{
-    Caller, HostIoError, IoOperation, MAX_TIMEOUT, OutputStreams, ResolvedStart, SessionError,
-    SessionId, Sessions, ShellKind, ShellRequest, StartRequest, StdinMode, output, process,
-    retention,
-};
+use super::{output, process, retention};
 use crate::sandbox::SandboxPolicy;
+use crate::{
+    Caller, HostIoError, IoOperation, MAX_TIMEOUT, OutputStreams, ResolvedStart, SessionError,
+    SessionId, Sessions, ShellKind, ShellRequest, StartRequest, StdinMode,
+};
 #[cfg(doc)]
 use crate::{
     KilledBy, MAX_COMMAND_BYTES, MAX_CWD_BYTES, MAX_ENV_BYTES, MAX_ENV_VARS, MAX_SHELL_BYTES,
-    MAX_STDIN_BYTES, SANDBOX_NONE, SessionEventKind, SessionsConfig, Snapshot,
+    MAX_STDIN_BYTES, SessionEventKind, SessionsConfig, Snapshot,
 };
 
 impl Sessions {
@@ -349,7 +349,7 @@ impl Sessions {
     /// ([`Sessions::write_stdin`]), no timeout. A child that leads its own process
     /// group/session is signalled as a group; otherwise only the child itself. The host
     /// did not spawn it, so it is not confined: its snapshot's sandbox is
-    /// [`SANDBOX_NONE`].
+    /// `none`.
     ///
     /// Errors: [`SessionError::InvalidRequest`] if the child was already waited for;
     /// [`SessionError::ResourceLimit`]; [`SessionError::Io`] for the log.

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
-use super::{HostIoError, SessionError};
+use crate::{HostIoError, SessionError};
 #[cfg(doc)]
 use crate::{OutputCapPolicy, Sessions};
 

@@ -46,7 +46,7 @@ use nix::unistd::Pid;
 use super::proc_scan::ProcTable;
 
 /// Which mechanisms [`Tracker::detect`] may use
-/// ([`SessionsConfig::process_tracking`](super::SessionsConfig::process_tracking)).
+/// ([`SessionsConfig::process_tracking`](crate::SessionsConfig::process_tracking)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProcessTracking {
     /// cgroup v2 when the host can create and join one, else a cgroup v1 `pids`
