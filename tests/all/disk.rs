@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use toolhost_process::*;
 use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, LogObserver};
 
+use crate::process_support::wait_end;
+
 const HANG: Duration = Duration::from_secs(30);
 const HOST: Caller = Caller::Host;
 
@@ -44,19 +46,6 @@ fn env(policy: OutputCapPolicy) -> Env {
         sessions,
         log,
     }
-}
-
-async fn wait_end(s: &Sessions, id: &SessionId) -> Snapshot {
-    let mut sub = s.subscribe(&HOST, id, 1).unwrap();
-    tokio::time::timeout(HANG, async {
-        while !sub.finished() {
-            sub.ready().await;
-            sub.next(256);
-        }
-    })
-    .await
-    .expect("session did not end in time");
-    s.check(&HOST, id).unwrap()
 }
 
 /// What `seq 1 N` prints: every line differs, so a misplaced byte shows.

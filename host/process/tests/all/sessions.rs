@@ -1,37 +1,15 @@
-//! Real-process tests of the session engine (`toolhost_process`).
+//! Real-process tests of the session engine ([`Sessions`]): starts and their hard
+//! rules, output and events, stdin, kills and timeouts, quotas, retention, and the
+//! host's shell.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use toolhost_process::*;
 
+use crate::support::{HOST, env, env_with, wait_end};
+
 const HANG: Duration = Duration::from_secs(20);
-
-struct Env {
-    ws: tempfile::TempDir,
-    _state: tempfile::TempDir,
-    sessions: Sessions,
-}
-
-fn env_with(tweak: impl FnOnce(&mut SessionsConfig)) -> Env {
-    let ws = tempfile::tempdir().expect("tempdir");
-    let state = tempfile::tempdir().expect("tempdir");
-    let mut config = SessionsConfig::new(ws.path(), state.path());
-    config.kill_grace = Duration::from_millis(500);
-    tweak(&mut config);
-    let sessions = Sessions::new(config).expect("Sessions::new");
-    Env {
-        ws,
-        _state: state,
-        sessions,
-    }
-}
-
-fn env() -> Env {
-    env_with(|_| {})
-}
-
-const HOST: Caller = Caller::Host;
 
 async fn start(s: &Sessions, req: StartRequest) -> SessionId {
     s.start(&HOST, req).await.expect("start")
@@ -56,20 +34,6 @@ async fn events_until_end(s: &Sessions, id: &SessionId) -> Vec<SessionEvent> {
     .await
     .expect("session did not end in time");
     events
-}
-
-/// Waits (event-driven) for a session to end, discarding its events.
-async fn wait_end(s: &Sessions, id: &SessionId) -> Snapshot {
-    let mut sub = s.subscribe(&HOST, id, 1).expect("subscribe");
-    tokio::time::timeout(HANG, async {
-        while !sub.finished() {
-            sub.ready().await;
-            sub.next(256);
-        }
-    })
-    .await
-    .expect("session did not end in time");
-    s.check(&HOST, id).expect("check")
 }
 
 async fn all_output(s: &Sessions, id: &SessionId) -> Vec<u8> {
@@ -360,6 +324,56 @@ async fn shell_command_and_timeout_validation() {
     wait_end(&e.sessions, &id).await;
     let out = all_output(&e.sessions, &id).await;
     assert!(out[0].is_ascii_digit(), "{out:?}");
+}
+
+/// The host's shell is found once, when the engine starts: the first bash of
+/// `BASH_CANDIDATES`, else `/bin/sh`. A start that asks for it runs under it and says
+/// which kind it got; `/bin/sh` and named paths keep their per-start check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_shell_is_resolved_once_and_typed() {
+    let e = env();
+    let shell = e.sessions.shell().clone();
+    let bash = BASH_CANDIDATES.iter().find(|c| {
+        std::fs::metadata(c).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        })
+    });
+    match bash {
+        Some(bash) => {
+            assert_eq!(shell.path, std::path::Path::new(bash));
+            assert_eq!(shell.kind, ShellKind::Bash);
+        }
+        None => {
+            assert_eq!(shell.path, std::path::Path::new(DEFAULT_SHELL));
+            assert_eq!(shell.kind, ShellKind::Sh);
+        }
+    }
+    let policy = e.sessions.sandbox_policy().clone();
+    let resolve = |shell: ShellRequest| {
+        let req = StartRequest {
+            shell,
+            ..StartRequest::new("true")
+        };
+        e.sessions.resolve(req, &policy).expect("resolve")
+    };
+    let host = resolve(ShellRequest::Host);
+    assert_eq!((&host.shell, host.shell_kind), (&shell.path, shell.kind));
+    let default = resolve(ShellRequest::Default);
+    assert_eq!(default.shell, std::path::Path::new("/bin/sh"));
+    assert_eq!(default.shell_kind, ShellKind::Sh);
+    if let Some(bash) = bash {
+        let named = resolve(ShellRequest::Path((*bash).to_owned()));
+        assert_eq!(named.shell_kind, ShellKind::Bash);
+        // The command runs under it: bash sets BASH_VERSION.
+        let req = StartRequest {
+            shell: ShellRequest::Host,
+            ..StartRequest::new("echo \"${BASH_VERSION:+bash}\"")
+        };
+        let id = start(&e.sessions, req).await;
+        wait_end(&e.sessions, &id).await;
+        assert_eq!(all_output(&e.sessions, &id).await, b"bash\n");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1053,7 +1067,15 @@ async fn max_sessions_is_enforced() {
     let e = env_with(|c| c.max_sessions = 1);
     let id = start(&e.sessions, StartRequest::new("sleep 1000")).await;
     let r = e.sessions.start(&HOST, StartRequest::new("true")).await;
-    assert!(matches!(r, Err(SessionError::ResourceLimit(_))), "{r:?}");
+    // The text names the limit and its default, as it always has.
+    match r {
+        Err(SessionError::ResourceLimit(m)) => assert_eq!(
+            m,
+            "1 sessions are running on this host, its limit (max_sessions = 1, default 64); \
+             wait for one to end or kill one"
+        ),
+        other => panic!("{other:?}"),
+    }
     e.sessions
         .kill(&HOST, &id, None, KilledBy::Embedder)
         .await
