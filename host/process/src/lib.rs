@@ -22,14 +22,7 @@ mod spawn;
 
 // The session engine, its configuration and its defaults, and who calls it.
 pub use sessions::caller::Caller;
-pub use sessions::config::{
-    DEFAULT_DRAIN_GRACE, DEFAULT_KILL_GRACE, DEFAULT_MAX_FINISHED_BYTES,
-    DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN, DEFAULT_MAX_FINISHED_PER_PLUGIN,
-    DEFAULT_MAX_FINISHED_SESSIONS, DEFAULT_MAX_PROCESSES_PER_SESSION, DEFAULT_MAX_SESSIONS,
-    DEFAULT_MAX_SESSIONS_PER_PLUGIN, DEFAULT_OUTPUT_LOG_HEAD_BYTES, DEFAULT_OUTPUT_LOG_MAX_BYTES,
-    DEFAULT_OUTPUT_LOGS_MAX_BYTES, DEFAULT_OUTPUT_MEMORY_BYTES, DEFAULT_RESERVED_SESSIONS,
-    DEFAULT_RETENTION, SessionsConfig,
-};
+pub use sessions::config::{DEFAULT_MAX_SESSIONS, DEFAULT_OUTPUT_LOG_MAX_BYTES, SessionsConfig};
 pub use sessions::engine::{FINISHED_OUTPUT_BYTES, Sessions};
 pub use sessions::observer::{ObservedSession, SessionObserver};
 pub use sessions::output::OutputCapPolicy;
@@ -67,8 +60,7 @@ pub use sandbox::{
 // What the host leaves on disk: the retention sweep of a state dir.
 pub use sessions::retention::{
     FINISHED_SESSION_MAX_AGE, FINISHED_SESSIONS_MAX_BYTES, HOST_SESSION_MAX_AGE,
-    HOST_SESSIONS_MAX_BYTES, RetentionPolicy, SWEEP_GRACE, SWEEP_INTERVAL, SweepReport,
-    sweep_state_dir,
+    HOST_SESSIONS_MAX_BYTES, RetentionPolicy, SWEEP_INTERVAL, SweepReport, sweep_state_dir,
 };
 
 // Processes a host that died left running (found again from its event log).

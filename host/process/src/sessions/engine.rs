@@ -9,14 +9,17 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use tokio::net::unix::pipe;
 
+use super::config::{
+    DEFAULT_MAX_FINISHED_BYTES, DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN,
+    DEFAULT_MAX_FINISHED_PER_PLUGIN, DEFAULT_MAX_FINISHED_SESSIONS,
+};
 use super::ledger::Ledger;
 use super::session::{self, Session, Timing};
 use super::{exits, output, proc_scan, process, retention, tree};
 use crate::sandbox::{EffectiveSandbox, SandboxPaths, SandboxPolicy};
 use crate::{
-    BASH_CANDIDATES, Caller, DEFAULT_MAX_FINISHED_BYTES, DEFAULT_MAX_FINISHED_BYTES_PER_PLUGIN,
-    DEFAULT_MAX_FINISHED_PER_PLUGIN, DEFAULT_MAX_FINISHED_SESSIONS, EndReason, HostIoError,
-    IoOperation, KilledBy, SessionError, SessionId, SessionsConfig, Shell,
+    BASH_CANDIDATES, Caller, EndReason, HostIoError, IoOperation, KilledBy, SessionError,
+    SessionId, SessionsConfig, Shell,
 };
 #[cfg(doc)]
 use crate::{DEFAULT_SHELL, SessionEventKind, ShellRequest, Snapshot};

@@ -3,11 +3,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::config::{DEFAULT_MAX_SESSIONS_PER_PLUGIN, DEFAULT_RESERVED_SESSIONS};
 use super::engine::Inner;
-use crate::{
-    Caller, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PLUGIN, DEFAULT_RESERVED_SESSIONS,
-    SessionError,
-};
+use crate::{Caller, DEFAULT_MAX_SESSIONS, SessionError};
 
 /// Sessions running or starting: in all, those of callers that may not use the
 /// reserved slots, and per plugin.

@@ -328,7 +328,7 @@ impl Sessions {
 
     /// Terminates every running session, reason [`KilledBy::HostShutdown`], waits
     /// (bounded by the grace periods) for them to end, then at most
-    /// [`SETTLE_MAX`] more for every ended session's bookkeeping (its log's last
+    /// 1 s (`SETTLE_MAX`) more for every ended session's bookkeeping (its log's last
     /// hole punch, its retirement, its `owner` link and its private temp dir):
     /// for a host about to exit, so it leaves nothing of a session but its output
     /// log (session tasks and blocking-pool work not yet started die with the

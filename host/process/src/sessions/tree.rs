@@ -45,7 +45,7 @@ use nix::unistd::Pid;
 
 use super::proc_scan::ProcTable;
 
-/// Which mechanisms [`Tracker::detect`] may use
+/// Which mechanisms the engine may use to track process trees
 /// ([`SessionsConfig::process_tracking`](crate::SessionsConfig::process_tracking)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProcessTracking {
