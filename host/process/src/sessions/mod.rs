@@ -1,25 +1,25 @@
-//! Process sessions: real OS processes the host runs on behalf of plugins (ARCHITECTURE.md, "Crates").
+//! Process sessions: real OS processes the host runs on behalf of plugins
+//! (ARCHITECTURE.md, "Crates"); [`Sessions`](crate::Sessions) is the engine. One file
+//! per concern:
 //!
-//! [`Sessions`] starts `SHELL -c COMMAND` in its own session and process group with an
-//! allowlisted environment, a working directory inside the workspace and stdin closed
-//! unless asked for, confined by the kernel sandbox ([`crate::sandbox`];
-//! [`SessionsConfig::sandbox`], default `workspace-write` with the network blocked) with
-//! a private `TMPDIR`; captures stdout and stderr byte-exact (interleaved in arrival
-//! order) to `<state_dir>/sessions/<id>/output.log` while keeping memory bounded;
-//! ends a run on the direct child's exit (draining the pipes for a bounded grace);
-//! kills whole process groups (SIGTERM, grace, SIGKILL) on timeout, `kill`, the end of
-//! a tool call or host shutdown; and records a seq-numbered event stream per session
-//! that [`Subscription`]s follow without polling.
-//!
-//! The types mirror `wit/v0.1.0/sessions.wit` (`interface sessions`) so the wasm
-//! binding is a field-by-field conversion.
-//!
-//! Runtime requirements: [`Sessions::new`] must be called inside a tokio runtime with
-//! IO and time enabled (a multi-thread runtime is recommended); every session runs as a
-//! task on that runtime, and children are forked by one dedicated thread that lives as
-//! long as the [`Sessions`]. Dropping the last clone SIGKILLs every running session's
-//! process group (call [`Sessions::shutdown`] for an orderly SIGTERM first); if the host
-//! dies outright, `PR_SET_PDEATHSIG` SIGKILLs the shells (not their background children).
+//! - what callers name and ask: `id.rs` (session ids), `caller.rs` (host or plugin),
+//!   `request.rs` (start requests, their size limits, the resolved start), `shell.rs`
+//!   (the shell kinds, the host's shell);
+//! - what they get back: `event.rs` (the event stream), `snapshot.rs` (snapshots,
+//!   output ranges, usage), `status.rs` (how a session ends, who killed it),
+//!   `error.rs` (session errors, failed host operations), `subscription.rs`;
+//! - the engine: `config.rs` (its configuration and defaults), `observer.rs` (the hook
+//!   every event leaves through), `engine.rs` (the registry, finished-session bounds,
+//!   the blocking half of a start), `ledger.rs` (running-session slots and quotas),
+//!   `start.rs` (resolve, spawn, adopt), `manage.rs` (check, wait, detach, stdin,
+//!   kill, read, end a call's runs, shut down);
+//! - one session: `session.rs` (its state and task), `output.rs` (memory buffers, the
+//!   capped `output.log`), `exits.rs` (waiting for exits through io_uring);
+//! - processes: `process.rs` (environment, cwd, the spawner thread, signalling),
+//!   `tree.rs` (whole process trees: cgroups or the subreaper), `proc_scan.rs`
+//!   (`/proc`);
+//! - what outlives a host: `retention.rs` (the state dir's sweep), `survivors.rs`
+//!   (processes a dead host left).
 
 pub(crate) mod caller;
 pub(crate) mod config;
