@@ -160,12 +160,86 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     None
 }
 
+/// The identifier `code` starts with.
+fn ident_at(code: &str) -> String {
+    code.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// The first path segment of each item of a `use` list, from just inside its `{` to
+/// its matching `}` (`A, b::{C, D}, e}` gives `A`, `b`, `e`).
+fn first_segments(list: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut depth = 0;
+    let mut start = true;
+    for (i, c) in list.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => start = true,
+            c if start && (c.is_ascii_alphanumeric() || c == '_') => {
+                names.push(ident_at(&list[i..]));
+                start = false;
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+/// Whether `name` is a top-level module of the crate at `src`.
+fn is_module(src: &Path, name: &str) -> bool {
+    !name.is_empty() && (src.join(format!("{name}.rs")).exists() || src.join(name).is_dir())
+}
+
+/// The names the crate root (`lib.rs`) re-exports from its own modules, each with
+/// the top-level module it comes from, so `crate::Name` counts as an import of that
+/// module.
+fn reexported_from(src: &Path) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string(src.join("lib.rs")) else {
+        return map;
+    };
+    let code = code_outside_tests(&text);
+    for stmt in code.split(';') {
+        let Some(path) = stmt.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let module = ident_at(path);
+        if !is_module(src, &module) {
+            continue;
+        }
+        let names: Vec<&str> = match (path.find('{'), path.rfind('}')) {
+            (Some(open), Some(close)) => path[open + 1..close].split(',').collect(),
+            _ => vec![path],
+        };
+        for name in names {
+            let last = name.rsplit("::").next().unwrap_or(name);
+            let last = last.rsplit(" as ").next().unwrap_or(last).trim();
+            if !last.is_empty() {
+                map.insert(last.to_string(), module.clone());
+            }
+        }
+    }
+    map
+}
+
 #[test]
 fn no_crate_has_an_import_circle_between_its_modules() {
-    for krate in ["host/process", "host/runtime", "host/toolhost"] {
+    // Whether imports through the crate root (`crate::Name` re-exported by lib.rs,
+    // each item of `crate::{…}`) count too. The runtime does not pass that yet
+    // (builtin → limits → engine → builtin); turn it on as it is untangled.
+    for (krate, through_root) in [
+        ("host/process", true),
+        ("host/runtime", false),
+        ("host/toolhost", true),
+    ] {
         let src = root().join(krate).join("src");
         let mut files = Vec::new();
         rust_files(&src, &mut files);
+        let reexports = reexported_from(&src);
         let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for file in &files {
             let from = module_of(&src, file);
@@ -182,13 +256,23 @@ fn no_crate_has_an_import_circle_between_its_modules() {
                 .join("\n");
             for (i, _) in code.match_indices("crate::") {
                 let rest = &code[i + "crate::".len()..];
-                let to: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                let known = src.join(format!("{to}.rs")).exists() || src.join(&to).is_dir();
-                if known && to != from {
-                    graph.entry(from.clone()).or_default().insert(to);
+                // `crate::a::…`, `crate::Name` (a re-export) or `crate::{A, b::C}`.
+                let named: Vec<String> = match rest.strip_prefix('{') {
+                    Some(list) if through_root => first_segments(list),
+                    Some(_) => Vec::new(),
+                    None => vec![ident_at(rest)],
+                };
+                for name in named {
+                    let to = if is_module(&src, &name) {
+                        Some(name)
+                    } else if through_root {
+                        reexports.get(&name).cloned()
+                    } else {
+                        None
+                    };
+                    if let Some(to) = to.filter(|to| *to != from) {
+                        graph.entry(from.clone()).or_default().insert(to);
+                    }
                 }
             }
         }
@@ -198,6 +282,29 @@ fn no_crate_has_an_import_circle_between_its_modules() {
             "{krate}: modules import each other in a circle"
         );
     }
+}
+
+/// Imports through the crate root count: `crate::Name` re-exported from `a`, and
+/// each item of `crate::{…}`.
+#[test]
+fn imports_through_the_crate_root_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod a;\nmod b;\npub use a::{Alpha, inner::Beta as B2};\npub use b::Gamma;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("a.rs"), "").unwrap();
+    std::fs::write(src.join("b.rs"), "").unwrap();
+    let map = reexported_from(src);
+    assert_eq!(map["Alpha"], "a");
+    assert_eq!(map["B2"], "a");
+    assert_eq!(map["Gamma"], "b");
+    assert_eq!(
+        first_segments("Alpha, b::{C, D}, e}; use x::Y;"),
+        ["Alpha", "b", "e"]
+    );
 }
 
 #[test]
