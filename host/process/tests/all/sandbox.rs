@@ -811,7 +811,7 @@ fn unix_sockets_work_with_their_grant_without_the_network_grant() {
         sock.display()
     );
     // Without the grant a connected socketpair still works, a socket of its own does not
-    // (tests/all/unix_sockets.rs has the rest).
+    // (the unix_sockets module has the rest).
     assert_refused(&fx.sh(&ww(), &script), "Operation not permitted");
     let granted = SandboxPolicy {
         unix_sockets: true,
