@@ -442,7 +442,7 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
 /// client.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_command_of_the_host_cannot_use_the_control_socket() {
-    use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+    use toolhost_process::{SandboxMode, SandboxPolicy};
     let (ws, state) = dirs();
     let elsewhere_dir = tempfile::tempdir().unwrap();
     let elsewhere = elsewhere_dir.path().join("agent.sock");

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use toolhost_process::*;
 use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, LogObserver};
 
+use crate::process_support::wait_end;
+
 const HANG: Duration = Duration::from_secs(30);
 const HOST: Caller = Caller::Host;
 
@@ -44,19 +46,6 @@ fn env(policy: OutputCapPolicy) -> Env {
         sessions,
         log,
     }
-}
-
-async fn wait_end(s: &Sessions, id: &SessionId) -> Snapshot {
-    let mut sub = s.subscribe(&HOST, id, 1).unwrap();
-    tokio::time::timeout(HANG, async {
-        while !sub.finished() {
-            sub.ready().await;
-            sub.next(256);
-        }
-    })
-    .await
-    .expect("session did not end in time");
-    s.check(&HOST, id).unwrap()
 }
 
 /// What `seq 1 N` prints: every line differs, so a misplaced byte shows.
@@ -199,7 +188,7 @@ async fn the_stop_policy_ends_a_flood_at_the_cap() {
     assert_eq!(snap.status, SessionStatus::Killed);
     assert_eq!(
         snap.exit.unwrap().reason,
-        EndReason::Killed("output-cap".into())
+        EndReason::Killed(KilledBy::OutputCap)
     );
     let omitted = snap.output_omitted.expect("omission");
     assert_eq!(omitted.policy, OutputCapPolicy::Stop);
@@ -308,7 +297,7 @@ async fn gc_removes_old_and_oversized_finished_sessions_and_keeps_running_ones()
         SessionStatus::Running
     );
     env.sessions
-        .kill(&HOST, &running, None, "test")
+        .kill(&HOST, &running, None, KilledBy::Embedder)
         .await
         .unwrap();
 }
@@ -565,11 +554,7 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
     let killed_dir = state.join("sessions/bg_00000000b002");
     std::os::unix::fs::symlink("../../owners/2-0", killed_dir.join("owner")).unwrap();
 
-    let report = retention::sweep(
-        state,
-        &retention::RetentionPolicy::default(),
-        SystemTime::now(),
-    );
+    let report = sweep_state_dir(state, &RetentionPolicy::default(), SystemTime::now());
     assert_eq!(report.sessions_running, 1, "{report:?}");
     assert_eq!(report.sessions_removed, vec!["bg_00000000b001".to_owned()]);
     assert!(killed_dir.join("output.log").exists(), "kept by retention");
@@ -595,7 +580,7 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
         .unwrap();
 
     env.sessions
-        .kill(&HOST, &running, None, "test")
+        .kill(&HOST, &running, None, KilledBy::Embedder)
         .await
         .unwrap();
     wait_end(&env.sessions, &running).await;
@@ -605,11 +590,7 @@ async fn the_sweep_keeps_running_sessions_by_their_owner_and_sweeps_the_rest() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     make_old(&running_dir);
-    let report = retention::sweep(
-        state,
-        &retention::RetentionPolicy::default(),
-        SystemTime::now(),
-    );
+    let report = sweep_state_dir(state, &RetentionPolicy::default(), SystemTime::now());
     assert_eq!(report.sessions_running, 0, "{report:?}");
     assert_eq!(report.sessions_removed, vec![running.to_string()]);
     assert!(
@@ -643,14 +624,13 @@ async fn a_running_session_is_kept_when_sessions_is_a_symlink() {
         .unwrap()
         .set_modified(SystemTime::now() - Duration::from_secs(2 * 24 * 60 * 60))
         .unwrap();
-    let report = retention::sweep(
-        state.path(),
-        &retention::RetentionPolicy::default(),
-        SystemTime::now(),
-    );
+    let report = sweep_state_dir(state.path(), &RetentionPolicy::default(), SystemTime::now());
     assert_eq!(report.sessions_running, 1, "{report:?}");
     assert!(report.sessions_removed.is_empty(), "{report:?}");
     assert_eq!(report.tmp_dirs_removed, 0, "{report:?}");
     assert!(dir.join("tmp").exists());
-    sessions.kill(&HOST, &running, None, "test").await.unwrap();
+    sessions
+        .kill(&HOST, &running, None, KilledBy::Embedder)
+        .await
+        .unwrap();
 }

@@ -526,8 +526,9 @@ async fn background_denial_is_reported_by_bash_output() {
 /// operator's sandbox but never loosen it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_call_policy_only_tightens() {
-    use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
-    use toolhost_process::{Caller, Sessions, SessionsConfig, StartRequest};
+    use toolhost_process::{
+        Caller, SandboxMode, SandboxPolicy, Sessions, SessionsConfig, StartRequest,
+    };
     let (ws, state) = dirs();
     let sessions = Sessions::new(SessionsConfig::new(ws.path(), state.path())).unwrap();
     let run = |policy: SandboxPolicy, command: &'static str| {

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost_process::sandbox::{SandboxMode, SandboxPolicy, probe};
-use toolhost_process::{Caller, Sessions, SessionsConfig, StartRequest};
+use toolhost_process::{
+    Caller, SandboxMode, SandboxPolicy, Sessions, SessionsConfig, StartRequest, probe_kernel,
+};
 use toolhost_runtime::host_session::HostSessionLog;
 use toolhost_runtime::plugin::CallError;
 use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
@@ -147,7 +148,7 @@ async fn assert_state_hidden(ws: &Path, state: &Path, spellings: &[PathBuf], mod
 }
 
 fn mount_namespace_or_skip() -> bool {
-    let k = probe();
+    let k = probe_kernel();
     if !k.mount_namespace || k.landlock_abi.is_none() {
         eprintln!("SKIP: no mount namespace or Landlock on this kernel: {k:?}");
         return false;
@@ -455,8 +456,8 @@ async fn a_preopen_swapped_for_a_symlink_is_refused_and_nothing_outside_is_touch
 fn hiding_works_for_an_unprivileged_command_in_a_user_namespace() {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    use toolhost_process::sandbox::SandboxPaths;
-    let k = probe();
+    use toolhost_process::SandboxPaths;
+    let k = probe_kernel();
     if !nix::unistd::getuid().is_root() || !k.user_namespaces || k.landlock_abi.is_none() {
         eprintln!("SKIP: needs root (to drop to nobody), user namespaces and Landlock");
         return;

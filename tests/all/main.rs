@@ -3,7 +3,10 @@
 //! `cli`, `exec_sandbox` (the kernel sandbox end to end) and `mcp` drive the
 //! built `toolhost` binary on real commands; the others use the library API
 //! with real processes and the real embedded plugins; `architecture` checks
-//! the layout ARCHITECTURE.md describes. `support` holds what they share.
+//! the layout ARCHITECTURE.md describes. `support` holds what they share;
+//! `process_support` is the process crate's test support
+//! (`host/process/tests/all/support.rs`), for what these tests need of it too.
+//! Tests that need only `toolhost-process` live with it, in `host/process/tests`.
 
 mod architecture;
 mod bash;
@@ -28,8 +31,8 @@ mod mcp_http;
 mod mcp_robustness;
 mod plugin_cli;
 mod policy_honesty;
-mod sandbox;
-mod sessions;
+#[path = "../../host/process/tests/all/support.rs"]
+mod process_support;
 mod support;
 mod terminal;
 mod unix_sockets;

@@ -57,10 +57,9 @@ pub fn allow_all_config(ws: &Path, state: &Path) -> HostConfig {
     config
 }
 
-/// A fresh (workspace, state dir) pair, removed when dropped.
-pub fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
-}
+/// A fresh (workspace, state dir) pair, removed when dropped (the process
+/// crate's test helper).
+pub use crate::process_support::dirs;
 
 /// A process's stdout as text.
 pub fn stdout(out: &Output) -> String {

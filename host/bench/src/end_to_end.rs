@@ -11,8 +11,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use serde_json::json;
 
-use toolhost_process::sandbox::{SandboxMode, SandboxPaths, SandboxPolicy};
 use toolhost_process::{Caller, Sessions, SessionsConfig, StartRequest};
+use toolhost_process::{SandboxMode, SandboxPaths, SandboxPolicy};
 
 use crate::fixture::{ALLOW_ALL, Fixture};
 use crate::plugin_call::ratio;

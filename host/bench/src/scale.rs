@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, ensure};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use toolhost_process::sandbox::SandboxPolicy;
-use toolhost_process::{Caller, SessionStatus, Sessions, SessionsConfig, StartRequest};
+use toolhost_process::SandboxPolicy;
+use toolhost_process::{Caller, KilledBy, SessionStatus, Sessions, SessionsConfig, StartRequest};
 
 use crate::fixture::{Fixture, raise_fd_limit_for, rss, threads};
 use crate::report::Row;
@@ -176,7 +176,7 @@ pub async fn run(wanted: usize) -> Result<Vec<Row>> {
         kills.spawn(async move {
             let t = Instant::now();
             sessions
-                .kill(&Caller::Host, &id, None, "benchmark")
+                .kill(&Caller::Host, &id, None, KilledBy::Embedder)
                 .await
                 .map(|_| t.elapsed())
         });

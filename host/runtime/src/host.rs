@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use toolhost_process::sandbox::{HeldDir, SandboxPolicy};
-use toolhost_process::{Caller, Sessions, SessionsConfig};
+use toolhost_process::{Caller, KilledBy, Sessions, SessionsConfig};
+use toolhost_process::{HeldDir, SandboxPolicy};
 
 use crate::builtin;
 use crate::call::Services;
@@ -89,10 +89,10 @@ impl HostConfig {
             plugins: Vec::new(),
             plugins_dir: None,
             events: None,
-            max_sessions: SessionsConfig::new("", "").max_sessions,
+            max_sessions: toolhost_process::DEFAULT_MAX_SESSIONS,
             max_instances: EngineOptions::default().max_instances,
             child_nofile: None,
-            output_log_max_bytes: SessionsConfig::new("", "").output_log_max_bytes,
+            output_log_max_bytes: toolhost_process::DEFAULT_OUTPUT_LOG_MAX_BYTES,
             output_cap_policy: toolhost_process::OutputCapPolicy::Keep,
         }
     }
@@ -806,7 +806,7 @@ impl Host {
                 .collect();
             for (_, session) in runs {
                 let _ = sessions
-                    .kill(&Caller::Host, &session, None, "cancelled")
+                    .kill(&Caller::Host, &session, None, KilledBy::ToolCallCancelled)
                     .await;
             }
         }
@@ -822,10 +822,7 @@ impl Host {
         self.events.append(match &result {
             Ok(r) => {
                 let text = r.render_terminal();
-                let cut = toolhost_process::floor_char_boundary(
-                    text.as_bytes(),
-                    host_session::SETTLED_TEXT_MAX.min(text.len()),
-                );
+                let cut = text.floor_char_boundary(host_session::SETTLED_TEXT_MAX.min(text.len()));
                 HostEventKind::ToolCallSettled {
                     tool_call_id: tool_call_id.to_string(),
                     is_error: r.is_error,

@@ -166,7 +166,7 @@ pub enum HostEventKind {
         pid: u32,
         /// The shell's start time in clock ticks since boot (`/proc/<pid>/stat` field
         /// 22), so a restart after a crash kills this group and never a process that
-        /// got the same pid later (see `toolhost_process::survivors`).
+        /// got the same pid later (see `toolhost_process::kill_survivors`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         start_time: Option<u64>,
         /// The effective kernel sandbox it runs under (ARCHITECTURE.md, "Sandbox"), e.g.
@@ -363,7 +363,7 @@ fn bound_string(s: &mut String) -> bool {
     if s.len() <= EVENT_FIELD_MAX {
         return false;
     }
-    let omitted = s.len() - toolhost_process::floor_char_boundary(s.as_bytes(), EVENT_FIELD_MAX);
+    let omitted = s.len() - s.floor_char_boundary(EVENT_FIELD_MAX);
     s.truncate(s.len() - omitted);
     s.push_str(&format!("\n[toolhost: {omitted} bytes omitted]"));
     s.shrink_to_fit();
@@ -381,7 +381,7 @@ fn bound_value(v: &mut Value) {
     if text.len() <= EVENT_FIELD_MAX {
         return;
     }
-    let cut = toolhost_process::floor_char_boundary(text.as_bytes(), EVENT_FIELD_MAX);
+    let cut = text.floor_char_boundary(EVENT_FIELD_MAX);
     *v = serde_json::json!({
         OMITTED_KEY: {
             "bytes": text.len(),
@@ -651,7 +651,7 @@ impl HostSessionLog {
     /// and continues at the next seq. When the previous run did not record
     /// `stopped` or `failed` last, a [`Lifecycle::Interrupted`] event is appended.
     /// Every tool call and process session the log left open is then closed: the
-    /// old processes are killed ([`toolhost_process::survivors::kill_survivors`]) and
+    /// old processes are killed ([`toolhost_process::kill_survivors`]) and
     /// each session gets a `process_exited` with status `interrupted`, each call a
     /// `tool_call_failed` whose error starts with `interrupted:` (see
     /// [`HostSessionLog::recovery`]). The log file stays locked (`flock`) while the
@@ -733,19 +733,17 @@ impl HostSessionLog {
             self.recovery = recovery;
             return;
         }
-        let survivors: Vec<toolhost_process::survivors::Survivor> = scan
+        let survivors: Vec<toolhost_process::Survivor> = scan
             .open_sessions
             .iter()
-            .map(|(id, s)| toolhost_process::survivors::Survivor {
+            .map(|(id, s)| toolhost_process::Survivor {
                 pid: s.pid,
                 start_time: s.start_time,
                 tmp_dir: state_dir.join("sessions").join(id).join("tmp"),
             })
             .collect();
-        let killed = toolhost_process::survivors::kill_survivors(
-            &survivors,
-            std::time::Duration::from_secs(5),
-        );
+        let killed =
+            toolhost_process::kill_survivors(&survivors, std::time::Duration::from_secs(5));
         recovery.killed = killed.killed;
         recovery.survived = killed.remaining;
         if !orderly {
@@ -991,7 +989,7 @@ impl toolhost_process::SessionObserver for LogObserver {
                 tool_call_id,
                 command: s.command.to_string(),
                 pid: started.pid,
-                start_time: toolhost_process::survivors::process_start_time(started.pid),
+                start_time: toolhost_process::process_start_time(started.pid),
                 sandbox: started.sandbox.clone(),
             },
             K::Output(chunk) => {

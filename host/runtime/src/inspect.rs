@@ -583,7 +583,7 @@ impl Inspection {
                 // stricter of the two (ARCHITECTURE.md, "Sandbox").
                 let effective = m
                     .sandbox_policy()
-                    .stricter(&toolhost_process::sandbox::SandboxPolicy::default());
+                    .stricter(&toolhost_process::SandboxPolicy::default());
                 let _ = writeln!(
                     s,
                     "  sandbox    manifest asks {}; with the default flags its commands run under {}{}",

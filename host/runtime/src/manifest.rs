@@ -97,7 +97,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use toolhost_pattern::{Pattern, PatternError};
-use toolhost_process::sandbox::{HeldDir, SandboxMode, SandboxPolicy};
+use toolhost_process::{HeldDir, SandboxMode, SandboxPolicy};
 
 use crate::limits::Limits;
 

@@ -416,7 +416,7 @@ mod tests {
     use super::*;
     use crate::manifest::ExecGrant;
     use std::sync::atomic::AtomicUsize;
-    use toolhost_process::sandbox::SandboxPolicy;
+    use toolhost_process::SandboxPolicy;
     use toolhost_process::{Sessions, SessionsConfig, StartRequest};
 
     /// Answers every request with one decision and counts the calls.

@@ -662,7 +662,12 @@ async fn handle(
                         None => None,
                     };
                     host.sessions()
-                        .kill(&Caller::Host, &p.session_id, signal, "control-client")
+                        .kill(
+                            &Caller::Host,
+                            &p.session_id,
+                            signal,
+                            toolhost_process::KilledBy::ControlClient,
+                        )
                         .await
                         .map(|k| json!(k))
                         .map_err(|e| failed(&e))

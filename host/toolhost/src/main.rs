@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use toolhost_process::sandbox::{SandboxMode, SandboxPolicy};
+use toolhost_process::{SandboxMode, SandboxPolicy};
 use toolhost_runtime::display::{escape, escape_line};
 use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, Lifecycle};
 use toolhost_runtime::{Host, HostConfig};
@@ -62,7 +62,7 @@ struct HostArgs {
     allow_git_writes: bool,
     /// Most commands running at once (foreground and background together);
     /// past it a start is refused with a resource-limit error.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = toolhost_process::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_sessions: u32,
     /// Most bytes one command's output log keeps on disk (e.g. `64MiB`, `512KiB`).
     /// Past it the log keeps its head (1 MiB, or a quarter of the cap if smaller)
@@ -105,7 +105,7 @@ fn parse_cap_policy(s: &str) -> Result<toolhost_process::OutputCapPolicy, String
 
 fn parse_sandbox_mode(s: &str) -> Result<SandboxMode, String> {
     s.parse()
-        .map_err(|e: toolhost_process::sandbox::SandboxError| e.to_string())
+        .map_err(|e: toolhost_process::SandboxError| e.to_string())
 }
 
 /// Where host sessions live.
@@ -233,16 +233,16 @@ enum Command {
     /// every 10 minutes with the defaults.
     Gc {
         /// Finished sessions older than this many seconds are removed (default: 24 h).
-        #[arg(long, value_name = "SECS", default_value_t = toolhost_process::retention::FINISHED_SESSION_MAX_AGE.as_secs())]
+        #[arg(long, value_name = "SECS", default_value_t = toolhost_process::FINISHED_SESSION_MAX_AGE.as_secs())]
         max_age: u64,
         /// Most bytes finished sessions keep together (default: 1 GiB).
-        #[arg(long, value_name = "BYTES", default_value_t = toolhost_process::retention::FINISHED_SESSIONS_MAX_BYTES)]
+        #[arg(long, value_name = "BYTES", default_value_t = toolhost_process::FINISHED_SESSIONS_MAX_BYTES)]
         max_bytes: u64,
         /// Stopped host sessions older than this many seconds are removed (default: 7 days).
-        #[arg(long, value_name = "SECS", default_value_t = toolhost_process::retention::HOST_SESSION_MAX_AGE.as_secs())]
+        #[arg(long, value_name = "SECS", default_value_t = toolhost_process::HOST_SESSION_MAX_AGE.as_secs())]
         host_max_age: u64,
         /// Most bytes stopped host sessions keep together (default: 256 MiB).
-        #[arg(long, value_name = "BYTES", default_value_t = toolhost_process::retention::HOST_SESSIONS_MAX_BYTES)]
+        #[arg(long, value_name = "BYTES", default_value_t = toolhost_process::HOST_SESSIONS_MAX_BYTES)]
         host_max_bytes: u64,
         /// Print the report as JSON.
         #[arg(long)]
@@ -412,7 +412,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             };
             // The shell the built-in bash tool picks (the plugin makes the same
             // choice through `sessions.start`).
-            let bash_shell = toolhost_process::find_bash();
+            let bash_shell = host.sessions().shell().path.clone();
             if json {
                 let tools: Vec<_> = host
                     .tools()
@@ -483,7 +483,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             state,
         } => gc(
             state.dir(),
-            toolhost_process::retention::RetentionPolicy {
+            toolhost_process::RetentionPolicy {
                 finished_max_age: std::time::Duration::from_secs(max_age),
                 finished_max_bytes: max_bytes,
                 host_max_age: std::time::Duration::from_secs(host_max_age),
@@ -495,13 +495,9 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
 }
 
 /// `toolhost gc`: one retention sweep of `state_dir`, reported on stdout.
-fn gc(
-    state_dir: PathBuf,
-    policy: toolhost_process::retention::RetentionPolicy,
-    json: bool,
-) -> ExitCode {
+fn gc(state_dir: PathBuf, policy: toolhost_process::RetentionPolicy, json: bool) -> ExitCode {
     let report =
-        toolhost_process::retention::sweep(&state_dir, &policy, std::time::SystemTime::now());
+        toolhost_process::sweep_state_dir(&state_dir, &policy, std::time::SystemTime::now());
     if json {
         match serde_json::to_string(&report) {
             Ok(text) => println!("{text}"),
@@ -589,14 +585,14 @@ async fn serve(
     // Disk retention: sweep on start and periodically (README, "Disk: caps and retention").
     let sweep_dir = state_dir.clone();
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(toolhost_process::retention::SWEEP_INTERVAL);
+        let mut tick = tokio::time::interval(toolhost_process::SWEEP_INTERVAL);
         loop {
             tick.tick().await;
             let dir = sweep_dir.clone();
             let report = tokio::task::spawn_blocking(move || {
-                toolhost_process::retention::sweep(
+                toolhost_process::sweep_state_dir(
                     &dir,
-                    &toolhost_process::retention::RetentionPolicy::default(),
+                    &toolhost_process::RetentionPolicy::default(),
                     std::time::SystemTime::now(),
                 )
             })

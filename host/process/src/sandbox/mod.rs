@@ -103,7 +103,7 @@ use std::sync::Arc;
 
 pub use denial::denial_hint;
 pub use held_dir::{DirReplaced, HeldDir};
-pub use probe::{KernelSupport, probe};
+pub use probe::{KernelSupport, probe_kernel};
 
 /// How much a spawned command may touch. Ordered from strictest to loosest
 /// (`ReadOnly < WorkspaceWrite < FullAccess`), which [`SandboxPolicy::stricter`] relies on.
@@ -223,7 +223,7 @@ impl SandboxPolicy {
     }
 
     /// Builds everything the child needs, in the parent: canonicalises the paths, creates the
-    /// private temp dir if missing, probes the kernel ([`probe()`]), creates the Landlock
+    /// private temp dir if missing, probes the kernel ([`probe_kernel`]), creates the Landlock
     /// ruleset (opening each rule's path with `O_PATH`), compiles the seccomp filter and
     /// pre-formats the mount plan. The returned [`Confinement`] is then installed on one or
     /// more `Command`s.
@@ -249,7 +249,7 @@ impl SandboxPolicy {
                 plan: None,
             });
         }
-        let support = probe();
+        let support = probe_kernel();
         let mut warnings = Vec::new();
 
         let workspace =

@@ -3,7 +3,7 @@
 use std::io;
 use std::sync::OnceLock;
 
-/// Kernel features relevant to the sandbox, as found by [`probe`].
+/// Kernel features relevant to the sandbox, as found by [`probe_kernel`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KernelSupport {
     /// Landlock ABI version reported by the kernel (`None`: not built in or not enabled at
@@ -30,7 +30,7 @@ pub struct KernelSupport {
 /// each sharing the host's memory until it exits, that only issue
 /// `unshare`/`mount` syscalls and `_exit`); later calls return the cached answer.
 /// Mounts made by a probe child exist only in its own private mount namespace.
-pub fn probe() -> KernelSupport {
+pub fn probe_kernel() -> KernelSupport {
     static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
     SUPPORT
         .get_or_init(|| {

@@ -13,15 +13,15 @@ use serde::{Deserialize, Serialize};
 
 use encoding_rs::{Decoder, UTF_8};
 
-use super::{OmittedRange, OutputStream, SessionEvent, SessionEventKind};
+use crate::{OmittedRange, OutputStream, SessionEvent, SessionEventKind};
 
-/// Most bytes of decoded text a [`Snapshot::output_tail`](super::Snapshot::output_tail)
+/// Most bytes of decoded text a [`Snapshot::output_tail`](crate::Snapshot::output_tail)
 /// holds: 16 KiB.
 pub const OUTPUT_TAIL_MAX_BYTES: usize = 16 * 1024;
 
 /// Most events a session keeps in memory; older output events are folded into
 /// [`SessionEventKind::Omitted`] ranges beyond this (their bytes stay in the log).
-pub const MAX_EVENTS_IN_MEMORY: usize = 8192;
+pub(crate) const MAX_EVENTS_IN_MEMORY: usize = 8192;
 
 fn is_continuation(b: u8) -> bool {
     b & 0xC0 == 0x80
@@ -42,7 +42,7 @@ fn sequence_len(lead: u8) -> usize {
 /// For valid UTF-8 this is the start of the character containing `index` (or `index`
 /// itself when it is already a boundary). Invalid bytes count as one-byte characters.
 /// `index` past the end returns `bytes.len()`. Never panics.
-pub fn floor_char_boundary(bytes: &[u8], index: usize) -> usize {
+pub(crate) fn floor_char_boundary(bytes: &[u8], index: usize) -> usize {
     if index >= bytes.len() {
         return bytes.len();
     }
@@ -60,7 +60,7 @@ pub fn floor_char_boundary(bytes: &[u8], index: usize) -> usize {
 
 /// The smallest index `>= index` that does not fall inside a UTF-8 sequence of `bytes`
 /// (the end of the character containing `index`, capped at `bytes.len()`). Never panics.
-pub fn ceil_char_boundary(bytes: &[u8], index: usize) -> usize {
+pub(crate) fn ceil_char_boundary(bytes: &[u8], index: usize) -> usize {
     if index >= bytes.len() {
         return bytes.len();
     }
@@ -72,16 +72,9 @@ pub fn ceil_char_boundary(bytes: &[u8], index: usize) -> usize {
     }
 }
 
-/// The longest prefix of `s` that is at most `max_bytes` bytes long, cut on a char
-/// boundary (so it may be up to 3 bytes shorter than `max_bytes`).
-pub fn truncate_str(s: &str, max_bytes: usize) -> &str {
-    let end = floor_char_boundary(s.as_bytes(), max_bytes);
-    s.get(..end).unwrap_or_default()
-}
-
 /// The longest suffix of `s` that is at most `max_bytes` bytes long, starting on a
 /// char boundary (so it may be up to 3 bytes shorter than `max_bytes`).
-pub fn tail_str(s: &str, max_bytes: usize) -> &str {
+pub(crate) fn tail_str(s: &str, max_bytes: usize) -> &str {
     if s.len() <= max_bytes {
         return s;
     }
@@ -316,7 +309,7 @@ impl OutputBuffer {
 }
 
 /// What happens to a running session when its `output.log` reaches its cap
-/// ([`SessionsConfig::output_log_max_bytes`](super::SessionsConfig::output_log_max_bytes)).
+/// ([`SessionsConfig::output_log_max_bytes`](crate::SessionsConfig::output_log_max_bytes)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputCapPolicy {
@@ -326,7 +319,7 @@ pub enum OutputCapPolicy {
     #[default]
     Keep,
     /// The session's group is ended (SIGTERM, grace, SIGKILL) with reason
-    /// `Killed("output-cap")`; the log keeps the head and the newest bytes.
+    /// [`KilledBy::OutputCap`](crate::KilledBy::OutputCap); the log keeps the head and the newest bytes.
     Stop,
 }
 
@@ -344,9 +337,9 @@ impl OutputCapPolicy {
 /// `offset..offset + len` of the combined output, in bytes. Everything before it (the
 /// head) and after it (the tail) is kept byte-exact at its own offset: `output.log`
 /// is a sparse file whose omitted middle is a hole (it reads as zeros), so an offset
-/// is always a file position. [`Sessions::read_output`](super::Sessions::read_output)
+/// is always a file position. [`Sessions::read_output`](crate::Sessions::read_output)
 /// never returns omitted bytes: a read that starts inside the range returns bytes
-/// from its end, with [`OutputRange::offset`](super::OutputRange::offset) saying
+/// from its end, with [`OutputRange::offset`](crate::OutputRange::offset) saying
 /// where they start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputOmission {
@@ -385,7 +378,7 @@ fn punch_block(file: &File) -> u64 {
 
 /// The bytes the `output.log`s of one engine's running sessions keep on disk
 /// together, against the host-wide cap
-/// ([`SessionsConfig::output_logs_max_bytes`](super::SessionsConfig::output_logs_max_bytes)).
+/// ([`SessionsConfig::output_logs_max_bytes`](crate::SessionsConfig::output_logs_max_bytes)).
 #[derive(Debug)]
 pub(crate) struct LogBudget {
     used: AtomicU64,
@@ -799,6 +792,42 @@ mod tests {
     use crate::OutputChunk;
 
     #[test]
+    fn char_boundary_helpers_at_every_offset() {
+        let s = "a\u{e9}\u{20ac}\u{1f600}b"; // 1 + 2 + 3 + 4 + 1 bytes
+        let bytes = s.as_bytes();
+        let boundaries: Vec<usize> = (0..=s.len()).filter(|&i| s.is_char_boundary(i)).collect();
+        assert_eq!(boundaries, vec![0, 1, 3, 6, 10, 11]);
+        for i in 0..=s.len() + 2 {
+            let floor = boundaries
+                .iter()
+                .copied()
+                .filter(|&b| b <= i)
+                .max()
+                .unwrap();
+            let ceil = boundaries
+                .iter()
+                .copied()
+                .find(|&b| b >= i)
+                .unwrap_or(s.len());
+            assert_eq!(floor_char_boundary(bytes, i), floor, "floor at {i}");
+            assert_eq!(ceil_char_boundary(bytes, i), ceil, "ceil at {i}");
+            // What the runtime cuts text with (std) agrees on valid UTF-8.
+            assert_eq!(s.floor_char_boundary(i), floor, "std floor at {i}");
+            let tail = tail_str(s, i);
+            assert!(tail.len() <= i && s.ends_with(tail));
+            let start = s.len().saturating_sub(i);
+            let expected_start = boundaries.iter().copied().find(|&b| b >= start).unwrap();
+            assert_eq!(tail, &s[expected_start..], "tail at {i}");
+        }
+        // Invalid bytes never panic and stay within bounds.
+        let junk = [0x80u8, 0xbf, 0xe2, 0x82, 0xff, 0xf0];
+        for i in 0..=junk.len() {
+            assert!(floor_char_boundary(&junk, i) <= i);
+            assert!(ceil_char_boundary(&junk, i) >= i.min(junk.len()));
+        }
+    }
+
+    #[test]
     fn a_capped_log_omits_the_middle_and_shrinks_its_tail_under_host_pressure() {
         let dir = tempfile::tempdir().unwrap();
         let caps = LogCaps {
@@ -971,7 +1000,7 @@ mod tests {
     fn events_fold_into_omitted_ranges() {
         let mut log = EventBacklog::new(10);
         log.push(
-            SessionEventKind::Started(super::super::StartedInfo {
+            SessionEventKind::Started(crate::StartedInfo {
                 pid: 1,
                 sandbox: String::new(),
             }),

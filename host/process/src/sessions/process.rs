@@ -13,13 +13,13 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag};
 use nix::sys::signal::{self, Signal};
 use nix::sys::stat::Mode;
-use nix::unistd::{self, AccessFlags, Pid};
+use nix::unistd::{self, Pid};
 use tokio::sync::oneshot;
 
-use super::SessionError;
 use super::exits::{ExitReceiver, ExitRing};
 use super::proc_scan::{ProcTable, proc_table, read_stat};
 use super::tree::{self, Tree};
+use crate::SessionError;
 use crate::sandbox::Confinement;
 
 /// Environment variables copied from the host when set (plus every `LC_*`). The host's
@@ -145,44 +145,6 @@ pub(crate) fn build_env(
     unique
 }
 
-/// Where the built-in `bash` tool looks for bash, in order (the plugin tries them
-/// through `start`; `toolhost tools` reports the same choice with [`find_bash`]).
-pub const BASH_CANDIDATES: [&str; 3] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
-
-/// The shell the built-in `bash` tool runs commands with: the first of
-/// [`BASH_CANDIDATES`] that `resolve_shell` accepts, else `/bin/sh`.
-pub fn find_bash() -> PathBuf {
-    BASH_CANDIDATES
-        .iter()
-        .find_map(|c| resolve_shell(Some(c)).ok())
-        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
-}
-
-/// Resolves the shell: `None` is `/bin/sh`; otherwise an absolute path to an
-/// executable regular file.
-pub(crate) fn resolve_shell(shell: Option<&str>) -> Result<PathBuf, SessionError> {
-    let shell = shell.unwrap_or("/bin/sh");
-    let invalid = |why: &str| SessionError::InvalidRequest(format!("shell `{shell}` {why}"));
-    if shell.contains('\0') {
-        return Err(invalid("contains a NUL byte"));
-    }
-    let path = PathBuf::from(shell);
-    if !path.is_absolute() {
-        return Err(invalid("is not an absolute path (e.g. /bin/bash)"));
-    }
-    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => invalid("does not exist"),
-        _ => invalid(&format!("cannot be inspected: {e}")),
-    })?;
-    if !meta.is_file() {
-        return Err(invalid("is not a regular file"));
-    }
-    if unistd::access(&path, AccessFlags::X_OK).is_err() {
-        return Err(invalid("is not executable"));
-    }
-    Ok(path)
-}
-
 /// Opens the working directory: `cwd` relative to `workspace` (canonical) or absolute.
 /// The opened directory's real path (all symlinks resolved, read back from
 /// `/proc/self/fd`) must lie inside `workspace`. The child `fchdir`s to this very fd,
@@ -235,8 +197,10 @@ pub(crate) fn open_cwd(
             )));
         }
     };
-    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-        .map_err(|e| SessionError::Io(format!("cannot resolve cwd `{given}`: {e}")))?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|e| {
+        let operation = crate::IoOperation::ResolveCwd;
+        SessionError::Io(crate::HostIoError::os(operation, Some(given.as_ref()), &e))
+    })?;
     if !real.starts_with(workspace) {
         return Err(outside());
     }
@@ -252,11 +216,11 @@ pub(crate) enum StdinSetup {
 /// Commands up to this many bytes are passed as `SHELL -c COMMAND`; a longer one
 /// goes through a sealed memfd at [`SCRIPT_FD`], run as `SHELL -c '. /proc/self/fd/63'`
 /// (64 KiB: Linux refuses any single argument over 128 KiB, `MAX_ARG_STRLEN`).
-pub const INLINE_COMMAND_MAX: usize = 64 * 1024;
+pub(crate) const INLINE_COMMAND_MAX: usize = 64 * 1024;
 
 /// The descriptor a long command's script is at in the child (see
 /// [`INLINE_COMMAND_MAX`]); high, so it stays clear of the 3-9 scripts use.
-pub const SCRIPT_FD: i32 = 63;
+pub(crate) const SCRIPT_FD: i32 = 63;
 
 /// Everything the spawner thread needs to start one session's shell: built by
 /// [`Launch::new`] on the spawner thread, consumed by [`Spawner::prepare_and_start`].
@@ -294,7 +258,7 @@ pub(crate) struct ChildStreams {
 impl Launch {
     /// `shell -c command` with exactly `env`, in `cwd`, under `confinement`, with
     /// a soft open-file limit of `nofile` (0: the host's own; see
-    /// [`SessionsConfig::child_nofile`](super::SessionsConfig::child_nofile)).
+    /// [`SessionsConfig::child_nofile`](crate::SessionsConfig::child_nofile)).
     ///
     /// Errors: a NUL byte in the shell, command or environment.
     pub(crate) fn new(
@@ -368,7 +332,7 @@ pub(crate) struct Started {
     pub(crate) pidfd: OwnedFd,
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: OwnedFd,
-    /// `None` when stderr shares the stdout pipe ([`OutputStreams::Merged`](super::OutputStreams::Merged)).
+    /// `None` when stderr shares the stdout pipe ([`OutputStreams::Merged`](crate::OutputStreams::Merged)).
     pub(crate) stderr: Option<OwnedFd>,
     /// The child's private mount namespace (`/proc/<pid>/ns/mnt`), when the launch
     /// asked to hold it ([`ChildStreams::hold_mount_ns`]). While it is open, the

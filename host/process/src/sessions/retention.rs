@@ -52,7 +52,7 @@ pub const HOST_SESSIONS_MAX_BYTES: u64 = 256 << 20;
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10 * 60);
 
 /// Entries modified less than this long ago are never removed: 60 s.
-pub const SWEEP_GRACE: Duration = Duration::from_secs(60);
+pub(crate) const SWEEP_GRACE: Duration = Duration::from_secs(60);
 
 /// The name of the symlink in a running session's directory to its engine's owner
 /// file (module docs).
@@ -198,7 +198,7 @@ impl Default for RetentionPolicy {
     }
 }
 
-/// What one [`sweep`] did.
+/// What one [`sweep_state_dir`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepReport {
     /// Finished sessions removed (ids), oldest first.
@@ -224,10 +224,10 @@ pub struct SweepReport {
 /// that crashed); finished sessions older than `finished_max_age`, then the
 /// oldest ones while all together exceed `finished_max_bytes`; the same for host
 /// sessions not running. Running sessions and host sessions (locked, see the module
-/// doc) and entries younger than [`SWEEP_GRACE`] are kept. Blocking (file system
+/// doc) and entries younger than 60 s (`SWEEP_GRACE`) are kept. Blocking (file system
 /// work): call it on a blocking thread. Never fails; problems are in
 /// [`SweepReport::errors`].
-pub fn sweep(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> SweepReport {
+pub fn sweep_state_dir(state_dir: &Path, policy: &RetentionPolicy, now: SystemTime) -> SweepReport {
     let mut report = SweepReport::default();
     let sessions = sweep_dir(
         &state_dir.join("sessions"),

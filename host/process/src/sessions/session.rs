@@ -15,11 +15,12 @@ use super::output::{EventBacklog, OutputBuffer, OutputCapPolicy, OutputLog, Outp
 use super::proc_scan;
 use super::process;
 use super::tree::Tree;
-use super::{
-    DetachInfo, EndReason, ExitStatus, OutputChunk, OutputStream, SessionEventKind, SessionId,
-    SessionObserver, SessionStatus, Snapshot, StartedInfo,
-};
 use crate::sandbox::EffectiveSandbox;
+use crate::{
+    DetachInfo, EndReason, ExitStatus, HostIoError, IoOperation, KilledBy, OutputChunk,
+    OutputStream, SessionEventKind, SessionId, SessionObserver, SessionStatus, Snapshot,
+    StartedInfo,
+};
 
 /// Size of each read from an output pipe, in bytes.
 const READ_BUFFER: usize = 64 * 1024;
@@ -64,7 +65,7 @@ pub(crate) struct State {
     pub(crate) kill_reason: Option<EndReason>,
     pub(crate) output: OutputBuffer,
     pub(crate) events: EventBacklog,
-    pub(crate) log_error: Option<String>,
+    pub(crate) log_error: Option<HostIoError>,
 }
 
 impl State {
@@ -100,10 +101,10 @@ impl Session {
     /// Creates the session and records its `Started` event (seq 1).
     pub(crate) fn new(init: SessionInit) -> Arc<Session> {
         let (notify, _) = watch::channel(0);
-        let sandbox = init
-            .sandbox
-            .as_ref()
-            .map_or_else(|| super::SANDBOX_NONE.to_owned(), |e| e.to_string());
+        let sandbox = init.sandbox.as_ref().map_or_else(
+            || super::snapshot::SANDBOX_NONE.to_owned(),
+            |e| e.to_string(),
+        );
         let session = Arc::new(Session {
             id: init.id,
             owner: init.owner,
@@ -168,7 +169,7 @@ impl Session {
         let seq = event.seq;
         self.notify.send_replace(seq);
         if let Some(observer) = &self.observer {
-            let observed = super::ObservedSession {
+            let observed = crate::ObservedSession {
                 id: &self.id,
                 command: &self.command,
                 tool_call_id: self.tool_call_id.as_deref(),
@@ -180,8 +181,8 @@ impl Session {
     }
 
     /// What an observer is told about this session.
-    pub(crate) fn observed(&self) -> super::ObservedSession<'_> {
-        super::ObservedSession {
+    pub(crate) fn observed(&self) -> crate::ObservedSession<'_> {
+        crate::ObservedSession {
             id: &self.id,
             command: &self.command,
             tool_call_id: self.tool_call_id.as_deref(),
@@ -239,7 +240,7 @@ impl Session {
         }
     }
 
-    /// [`crate::sandbox::denial_hint`] for a session that exited by itself with a
+    /// [`crate::denial_hint`] for a session that exited by itself with a
     /// failure (not killed, not timed out) under an active sandbox.
     fn denial(&self, exit: Option<&ExitStatus>, output_tail: &str) -> Option<String> {
         let exit = exit?;
@@ -288,11 +289,10 @@ impl Session {
         let mut st = self.lock();
         if let Some(e) = write_error {
             tracing::warn!(session = %self.id, error = %e, "output log write failed; log is incomplete from here");
-            st.log_error = Some(format!(
-                "writing {} failed at byte {}: {e}",
-                self.output_path.display(),
-                st.output.total()
-            ));
+            let operation = IoOperation::WriteOutputLog {
+                at: st.output.total(),
+            };
+            st.log_error = Some(HostIoError::os(operation, Some(&self.output_path), &e));
             *log = None;
         }
         let offset = st.output.total();
@@ -385,7 +385,7 @@ pub(crate) async fn run(
     mut log: Option<OutputLog>,
     timeout: Option<Duration>,
     timing: Timing,
-    slot: super::Slot,
+    slot: super::ledger::Slot,
     retire: Retire,
 ) {
     let mut out_buf = BytesMut::new();
@@ -483,12 +483,19 @@ pub(crate) async fn run(
             Some(Err(e)) => ExitStatus {
                 code: None,
                 signal: None,
-                reason: EndReason::Failed(format!("waiting for the process failed: {e}")),
+                reason: EndReason::Failed(Box::new(HostIoError::os(
+                    IoOperation::WaitProcess,
+                    None,
+                    &e,
+                ))),
             },
             None => ExitStatus {
                 code: None,
                 signal: None,
-                reason: EndReason::Failed("the session task ended unexpectedly".to_owned()),
+                reason: EndReason::Failed(Box::new(HostIoError::bare(
+                    IoOperation::SessionTask,
+                    None,
+                ))),
             },
         };
         st.output.finish();
@@ -500,8 +507,10 @@ pub(crate) async fn run(
         session.push_event(&mut st, SessionEventKind::Exited(exit.clone()));
         // A finished session keeps little: the newest output events and the tail text
         // (the bytes stay in output.log).
-        st.events
-            .shrink(super::FINISHED_OUTPUT_BYTES, super::FINISHED_EVENTS_MAX);
+        st.events.shrink(
+            crate::FINISHED_OUTPUT_BYTES,
+            super::engine::FINISHED_EVENTS_MAX,
+        );
         st.output.compact();
         session.finished.send_replace(true);
         exit
@@ -526,13 +535,13 @@ pub(crate) async fn run(
 }
 
 /// The session's log reached its cap under [`OutputCapPolicy::Stop`]: end its group
-/// with reason `Killed("output-cap")`.
+/// with reason [`KilledBy::OutputCap`].
 fn stop_for_output_cap(session: &Arc<Session>, timing: Timing) {
     let session = session.clone();
     tokio::spawn(async move {
         terminate(
             &session,
-            EndReason::Killed("output-cap".to_owned()),
+            EndReason::Killed(KilledBy::OutputCap),
             None,
             timing,
         )
@@ -661,21 +670,12 @@ async fn leftovers(session: &Session) -> Option<EndReason> {
     if n == 0 && !tree.alive(table.as_deref()) {
         return None;
     }
-    let processes = if n == 1 {
-        "1 process was".to_owned()
-    } else {
-        format!("{n} processes were")
-    };
-    let mut why = format!("the host ({processes} still running after the shell exited");
-    if let Some((limit, hits)) = tree.limit_hits()
-        && hits > 0
-    {
-        why.push_str(&format!(
-            "; {hits} fork(s) were refused at the session's limit of {limit} processes"
-        ));
-    }
-    why.push(')');
-    Some(EndReason::Killed(why))
+    let (process_limit, refused_forks) = tree.limit_hits().unwrap_or((0, 0));
+    Some(EndReason::Killed(KilledBy::Leftovers {
+        processes: n,
+        refused_forks,
+        process_limit,
+    }))
 }
 
 /// [`terminate`] for a session whose whole tree is tracked: every member is
@@ -751,7 +751,7 @@ fn is_terminating(sig: Signal) -> bool {
 
 // ---- stdin ---------------------------------------------------------------------
 
-use super::SessionError;
+use crate::SessionError;
 
 /// A session's open stdin: the pipe and the bytes accepted for it but not yet written
 /// ([`write_stdin`]). One writer task at a time drains the queue into the pipe, in
@@ -782,8 +782,8 @@ enum StdinClosed {
     Requested,
     /// The session ended.
     Ended,
-    /// Writing failed (the text says how, and what was dropped).
-    Failed(String),
+    /// Writing failed (how, and what was dropped).
+    Failed(HostIoError),
 }
 
 impl StdinQueue {
@@ -813,17 +813,13 @@ impl StdinQueue {
     }
 
     /// Why writing failed: the pipe is closed and the queue dropped.
-    fn fail(&mut self, id: &SessionId, e: &std::io::Error) -> String {
-        let dropped = self.queued;
-        let why = if e.kind() == std::io::ErrorKind::BrokenPipe {
-            format!("session {id} closed its stdin (broken pipe)")
-        } else {
-            format!("writing to the stdin of session {id} failed: {e}")
+    fn fail(&mut self, id: &SessionId, e: &std::io::Error) -> HostIoError {
+        let operation = IoOperation::WriteStdin {
+            session: id.clone(),
+            written: self.written,
+            dropped: self.queued,
         };
-        let why = format!(
-            "{why} after {} byte(s) were written; {dropped} queued byte(s) were dropped",
-            self.written
-        );
+        let why = HostIoError::os(operation, None, e);
         self.shut(StdinClosed::Failed(why.clone()));
         why
     }
@@ -908,7 +904,7 @@ pub(crate) fn write_stdin(
 /// Size of the pieces [`feed_stdin`] queues (each is freed once written): 64 KiB.
 const STDIN_PIECE: usize = 64 * 1024;
 
-/// Gives a session started with [`StdinMode::Bytes`](super::StdinMode::Bytes) its
+/// Gives a session started with [`StdinMode::Bytes`](crate::StdinMode::Bytes) its
 /// whole stdin: `bytes` are queued in [`STDIN_PIECE`] pieces (the caller's buffer is
 /// freed at once, each piece once it is written) and the pipe is closed after the
 /// last; a writer task spawned on `handle` writes them as the process reads. The

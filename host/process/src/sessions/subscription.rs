@@ -6,11 +6,11 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::session::Session;
-use super::{SessionEvent, SessionEventKind, SessionId};
+use crate::{SessionEvent, SessionEventKind, SessionId};
 
 /// A live feed of one session's events, from a starting seq on.
 ///
-/// Created by [`Sessions::subscribe`](super::Sessions::subscribe). Dropping it
+/// Created by [`Sessions::subscribe`](crate::Sessions::subscribe). Dropping it
 /// unsubscribes (nothing else refers to it).
 pub struct Subscription {
     session: Arc<Session>,

@@ -73,7 +73,7 @@ fn find(survivors: &[Survivor]) -> Vec<u32> {
     let me = std::process::id();
     let my_pgrp = nix::unistd::getpgrp().as_raw() as u32;
     let my_sid = nix::unistd::getsid(None).map_or(0, |s| s.as_raw() as u32);
-    let uid = crate::current_uid();
+    let uid = nix::unistd::getuid().as_raw();
     let leaders: Vec<(u32, Option<u64>, bool)> = survivors
         .iter()
         .filter(|s| s.pid > 1 && s.pid != me && s.pid != my_pgrp && s.pid != my_sid)

@@ -45,13 +45,8 @@ use nix::unistd::Pid;
 
 use super::proc_scan::ProcTable;
 
-/// Default of [`SessionsConfig::max_processes_per_session`](super::SessionsConfig::max_processes_per_session):
-/// processes (and threads: the `pids` controller counts tasks) one session's tree
-/// may hold at once.
-pub const DEFAULT_MAX_PROCESSES_PER_SESSION: u32 = 512;
-
-/// Which mechanisms [`Tracker::detect`] may use
-/// ([`SessionsConfig::process_tracking`](super::SessionsConfig::process_tracking)).
+/// Which mechanisms the engine may use to track process trees
+/// ([`SessionsConfig::process_tracking`](crate::SessionsConfig::process_tracking)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProcessTracking {
     /// cgroup v2 when the host can create and join one, else a cgroup v1 `pids`

@@ -281,10 +281,7 @@ pub struct RefusedTool {
 impl RefusedTool {
     /// A refusal of `name` (cut to its first 80 bytes) for `reason`.
     pub fn new(plugin: &str, name: &str, reason: String) -> RefusedTool {
-        let cut = toolhost_process::floor_char_boundary(
-            name.as_bytes(),
-            REFUSED_NAME_KEEP.min(name.len()),
-        );
+        let cut = name.floor_char_boundary(REFUSED_NAME_KEEP.min(name.len()));
         let mut kept = name[..cut].to_string();
         if cut < name.len() {
             kept.push('…');

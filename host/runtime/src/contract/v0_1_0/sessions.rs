@@ -185,7 +185,7 @@ impl wit::Host for SessionsCtx<'_> {
         };
         Ok(self
             .sessions()?
-            .kill(&self.caller(), &id, signal, "plugin")
+            .kill(&self.caller(), &id, signal, process::KilledBy::Plugin)
             .await
             .map(|k| wit::KillInfo {
                 signalled: k.signalled,
@@ -297,7 +297,7 @@ fn start_request(r: wit::StartRequest) -> Result<process::StartRequest, wit::Ses
             wit::StdinMode::Open => process::StdinMode::Open,
         },
         timeout,
-        shell: r.shell,
+        shell: r.shell.into(),
         tool_call_id: r.tool_call_id,
         // v0.1.0 cannot ask for separate streams: its plugins get the terminal's
         // order, every chunk reported as `stdout` (ARCHITECTURE.md, "Contract
@@ -314,7 +314,7 @@ fn session_error(e: SessionError) -> wit::SessionError {
         E::Denied(m) => wit::SessionError::Denied(m),
         E::InvalidRequest(m) => wit::SessionError::InvalidRequest(m),
         E::ResourceLimit(m) => wit::SessionError::ResourceLimit(m),
-        E::Io(m) => wit::SessionError::Io(m),
+        E::Io(failure) => wit::SessionError::Io(failure.to_string()),
     }
 }
 
@@ -325,8 +325,8 @@ fn exit_status(s: process::ExitStatus) -> wit::ExitStatus {
         reason: match s.reason {
             process::EndReason::Exited => wit::EndReason::Exited,
             process::EndReason::TimedOut => wit::EndReason::TimedOut,
-            process::EndReason::Killed(by) => wit::EndReason::Killed(by),
-            process::EndReason::Failed(why) => wit::EndReason::Failed(why),
+            process::EndReason::Killed(by) => wit::EndReason::Killed(by.to_string()),
+            process::EndReason::Failed(why) => wit::EndReason::Failed(why.to_string()),
         },
     }
 }

@@ -391,7 +391,7 @@ fn host_log(plugin: &str, level: LogLevel, logger: &str, data: &str) {
 /// cut.
 fn cut(mut text: String, max: usize) -> String {
     if text.len() > max {
-        let at = toolhost_process::floor_char_boundary(text.as_bytes(), max);
+        let at = text.floor_char_boundary(max);
         text.truncate(at);
         text.push('…');
     }

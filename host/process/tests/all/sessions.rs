@@ -1,37 +1,15 @@
-//! Real-process tests of the session engine (`toolhost_process`).
+//! Real-process tests of the session engine ([`Sessions`]): starts and their hard
+//! rules, output and events, stdin, kills and timeouts, quotas, retention, and the
+//! host's shell.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use toolhost_process::*;
 
+use crate::support::{HOST, env, env_with, wait_end};
+
 const HANG: Duration = Duration::from_secs(20);
-
-struct Env {
-    ws: tempfile::TempDir,
-    _state: tempfile::TempDir,
-    sessions: Sessions,
-}
-
-fn env_with(tweak: impl FnOnce(&mut SessionsConfig)) -> Env {
-    let ws = tempfile::tempdir().expect("tempdir");
-    let state = tempfile::tempdir().expect("tempdir");
-    let mut config = SessionsConfig::new(ws.path(), state.path());
-    config.kill_grace = Duration::from_millis(500);
-    tweak(&mut config);
-    let sessions = Sessions::new(config).expect("Sessions::new");
-    Env {
-        ws,
-        _state: state,
-        sessions,
-    }
-}
-
-fn env() -> Env {
-    env_with(|_| {})
-}
-
-const HOST: Caller = Caller::Host;
 
 async fn start(s: &Sessions, req: StartRequest) -> SessionId {
     s.start(&HOST, req).await.expect("start")
@@ -56,20 +34,6 @@ async fn events_until_end(s: &Sessions, id: &SessionId) -> Vec<SessionEvent> {
     .await
     .expect("session did not end in time");
     events
-}
-
-/// Waits (event-driven) for a session to end, discarding its events.
-async fn wait_end(s: &Sessions, id: &SessionId) -> Snapshot {
-    let mut sub = s.subscribe(&HOST, id, 1).expect("subscribe");
-    tokio::time::timeout(HANG, async {
-        while !sub.finished() {
-            sub.ready().await;
-            sub.next(256);
-        }
-    })
-    .await
-    .expect("session did not end in time");
-    s.check(&HOST, id).expect("check")
 }
 
 async fn all_output(s: &Sessions, id: &SessionId) -> Vec<u8> {
@@ -334,7 +298,7 @@ async fn shell_command_and_timeout_validation() {
     ];
     for (shell, text) in shells {
         let mut req = StartRequest::new("true");
-        req.shell = Some(shell.clone());
+        req.shell = ShellRequest::Path(shell.clone());
         let msg = invalid(e.sessions.start(&HOST, req).await);
         assert!(msg.contains(text), "{shell}: {msg}");
     }
@@ -355,11 +319,61 @@ async fn shell_command_and_timeout_validation() {
     assert!(e.sessions.list(&HOST).is_empty());
 
     let mut req = StartRequest::new("echo \"$BASH_VERSION\" | cut -c1");
-    req.shell = Some("/bin/bash".into());
+    req.shell = ShellRequest::Path("/bin/bash".into());
     let id = start(&e.sessions, req).await;
     wait_end(&e.sessions, &id).await;
     let out = all_output(&e.sessions, &id).await;
     assert!(out[0].is_ascii_digit(), "{out:?}");
+}
+
+/// The host's shell is found once, when the engine starts: the first bash of
+/// `BASH_CANDIDATES`, else `/bin/sh`. A start that asks for it runs under it and says
+/// which kind it got; `/bin/sh` and named paths keep their per-start check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_shell_is_resolved_once_and_typed() {
+    let e = env();
+    let shell = e.sessions.shell().clone();
+    let bash = BASH_CANDIDATES.iter().find(|c| {
+        std::fs::metadata(c).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        })
+    });
+    match bash {
+        Some(bash) => {
+            assert_eq!(shell.path, std::path::Path::new(bash));
+            assert_eq!(shell.kind, ShellKind::Bash);
+        }
+        None => {
+            assert_eq!(shell.path, std::path::Path::new(DEFAULT_SHELL));
+            assert_eq!(shell.kind, ShellKind::Sh);
+        }
+    }
+    let policy = e.sessions.sandbox_policy().clone();
+    let resolve = |shell: ShellRequest| {
+        let req = StartRequest {
+            shell,
+            ..StartRequest::new("true")
+        };
+        e.sessions.resolve(req, &policy).expect("resolve")
+    };
+    let host = resolve(ShellRequest::Host);
+    assert_eq!((&host.shell, host.shell_kind), (&shell.path, shell.kind));
+    let default = resolve(ShellRequest::Default);
+    assert_eq!(default.shell, std::path::Path::new("/bin/sh"));
+    assert_eq!(default.shell_kind, ShellKind::Sh);
+    if let Some(bash) = bash {
+        let named = resolve(ShellRequest::Path((*bash).to_owned()));
+        assert_eq!(named.shell_kind, ShellKind::Bash);
+        // The command runs under it: bash sets BASH_VERSION.
+        let req = StartRequest {
+            shell: ShellRequest::Host,
+            ..StartRequest::new("echo \"${BASH_VERSION:+bash}\"")
+        };
+        let id = start(&e.sessions, req).await;
+        wait_end(&e.sessions, &id).await;
+        assert_eq!(all_output(&e.sessions, &id).await, b"bash\n");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -482,15 +496,19 @@ async fn kill_terminates_group_and_counts_processes() {
     .await;
     let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
     group_has(pid, 3).await;
-    let info = e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    let info = e
+        .sessions
+        .kill(&HOST, &id, None, KilledBy::Plugin)
+        .await
+        .unwrap();
     assert_eq!(info.signalled, 3);
     let snap = wait_end(&e.sessions, &id).await;
     assert_eq!(snap.status, SessionStatus::Killed);
     let exit = snap.exit.unwrap();
-    assert_eq!(exit.reason, EndReason::Killed("plugin".into()));
+    assert_eq!(exit.reason, EndReason::Killed(KilledBy::Plugin));
     assert_eq!(exit.code, None);
     assert!(group_gone(pid).await);
-    let again = e.sessions.kill(&HOST, &id, None, "plugin").await;
+    let again = e.sessions.kill(&HOST, &id, None, KilledBy::Plugin).await;
     assert!(
         matches!(again, Err(SessionError::SessionExited(_))),
         "{again:?}"
@@ -522,7 +540,10 @@ async fn kill_sends_sigterm_to_processes_in_other_groups_of_the_session() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let sid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
-    e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    e.sessions
+        .kill(&HOST, &id, None, KilledBy::Plugin)
+        .await
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(e.ws.path().join("got_term")).unwrap(),
         "term\n",
@@ -542,7 +563,7 @@ async fn kill_escalates_to_sigkill_when_term_is_ignored() {
     let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
     group_has(pid, 2).await;
     e.sessions
-        .kill(&HOST, &id, None, "control-client")
+        .kill(&HOST, &id, None, KilledBy::ControlClient)
         .await
         .unwrap();
     let snap = wait_end(&e.sessions, &id).await;
@@ -560,7 +581,7 @@ async fn sigkill_reports_the_signal_not_code_zero() {
     group_has(pid, 2).await;
     let info = e
         .sessions
-        .kill(&HOST, &id, Some(Signal::SIGKILL), "plugin")
+        .kill(&HOST, &id, Some(Signal::SIGKILL), KilledBy::Plugin)
         .await
         .unwrap();
     assert!(info.signalled >= 1);
@@ -568,7 +589,7 @@ async fn sigkill_reports_the_signal_not_code_zero() {
     let exit = snap.exit.unwrap();
     assert_eq!(exit.code, None);
     assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
-    assert_eq!(exit.reason, EndReason::Killed("plugin".into()));
+    assert_eq!(exit.reason, EndReason::Killed(KilledBy::Plugin));
     assert!(group_gone(pid).await);
 }
 
@@ -610,7 +631,10 @@ async fn stdin_bytes_and_open_pipe_round_trip() {
     let id = start(&e.sessions, StartRequest::new("sleep 1000")).await;
     let r = e.sessions.write_stdin(&HOST, &id, b"x").await;
     assert!(matches!(r, Err(SessionError::InvalidRequest(_))), "{r:?}");
-    e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+    e.sessions
+        .kill(&HOST, &id, None, KilledBy::Embedder)
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -643,41 +667,6 @@ async fn output_tail_is_bounded_and_cut_on_a_char_boundary() {
     assert!(snap.output_tail.chars().all(|c| c == '€'));
 }
 
-#[test]
-fn char_boundary_helpers_at_every_offset() {
-    let s = "a\u{e9}\u{20ac}\u{1f600}b"; // 1 + 2 + 3 + 4 + 1 bytes
-    let bytes = s.as_bytes();
-    let boundaries: Vec<usize> = (0..=s.len()).filter(|&i| s.is_char_boundary(i)).collect();
-    assert_eq!(boundaries, vec![0, 1, 3, 6, 10, 11]);
-    for i in 0..=s.len() + 2 {
-        let floor = boundaries
-            .iter()
-            .copied()
-            .filter(|&b| b <= i)
-            .max()
-            .unwrap();
-        let ceil = boundaries
-            .iter()
-            .copied()
-            .find(|&b| b >= i)
-            .unwrap_or(s.len());
-        assert_eq!(floor_char_boundary(bytes, i), floor, "floor at {i}");
-        assert_eq!(ceil_char_boundary(bytes, i), ceil, "ceil at {i}");
-        assert_eq!(truncate_str(s, i), &s[..floor], "truncate at {i}");
-        let tail = tail_str(s, i);
-        assert!(tail.len() <= i && s.ends_with(tail));
-        let start = s.len().saturating_sub(i);
-        let expected_start = boundaries.iter().copied().find(|&b| b >= start).unwrap();
-        assert_eq!(tail, &s[expected_start..], "tail at {i}");
-    }
-    // Invalid bytes never panic and stay within bounds.
-    let junk = [0x80u8, 0xbf, 0xe2, 0x82, 0xff, 0xf0];
-    for i in 0..=junk.len() {
-        assert!(floor_char_boundary(&junk, i) <= i);
-        assert!(ceil_char_boundary(&junk, i) >= i.min(junk.len()));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tombstones_unknown_ids_and_retention() {
     let e = env_with(|c| c.retention = Duration::from_millis(200));
@@ -704,7 +693,7 @@ async fn tombstones_unknown_ids_and_retention() {
             Err(SessionError::UnknownSession(bad.to_owned()))
         );
         assert!(matches!(
-            e.sessions.kill(&HOST, bad, None, "x").await,
+            e.sessions.kill(&HOST, bad, None, KilledBy::Embedder).await,
             Err(SessionError::UnknownSession(_))
         ));
         assert!(matches!(
@@ -888,10 +877,6 @@ async fn detach_keeps_the_process_running() {
     let snap = wait_end(&e.sessions, &id).await;
     assert_eq!(snap.exit.unwrap().code, Some(0));
     assert_eq!(all_output(&e.sessions, &id).await, b"first\nsecond\n");
-    assert_eq!(
-        detach_marker(&id, "user asked"),
-        format!("\n\n[Detached to background task {id}: user asked]")
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -908,7 +893,7 @@ async fn end_call_kills_only_undetached_runs() {
     let killed = wait_end(&e.sessions, &ids[1]).await;
     assert_eq!(
         killed.exit.unwrap().reason,
-        EndReason::Killed("tool-call-ended".into())
+        EndReason::Killed(KilledBy::ToolCallEnded)
     );
     assert_eq!(
         e.sessions.check(&HOST, &ids[0]).unwrap().status,
@@ -918,7 +903,7 @@ async fn end_call_kills_only_undetached_runs() {
     let snap = e.sessions.check(&HOST, &ids[0]).unwrap();
     assert_eq!(
         snap.exit.unwrap().reason,
-        EndReason::Killed("host-shutdown".into())
+        EndReason::Killed(KilledBy::HostShutdown)
     );
 }
 
@@ -1066,7 +1051,11 @@ async fn adopted_child_is_managed_like_any_session() {
     assert!(e.sessions.is_running("call-9"));
     let pid = e.sessions.check(&HOST, &id).unwrap().pid.unwrap();
     group_has(pid, 2).await;
-    let info = e.sessions.kill(&HOST, &id, None, "plugin").await.unwrap();
+    let info = e
+        .sessions
+        .kill(&HOST, &id, None, KilledBy::Plugin)
+        .await
+        .unwrap();
     assert_eq!(info.signalled, 2);
     let snap = wait_end(&e.sessions, &id).await;
     assert_eq!(snap.status, SessionStatus::Killed);
@@ -1078,8 +1067,19 @@ async fn max_sessions_is_enforced() {
     let e = env_with(|c| c.max_sessions = 1);
     let id = start(&e.sessions, StartRequest::new("sleep 1000")).await;
     let r = e.sessions.start(&HOST, StartRequest::new("true")).await;
-    assert!(matches!(r, Err(SessionError::ResourceLimit(_))), "{r:?}");
-    e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+    // The text names the limit and its default, as it always has.
+    match r {
+        Err(SessionError::ResourceLimit(m)) => assert_eq!(
+            m,
+            "1 sessions are running on this host, its limit (max_sessions = 1, default 64); \
+             wait for one to end or kill one"
+        ),
+        other => panic!("{other:?}"),
+    }
+    e.sessions
+        .kill(&HOST, &id, None, KilledBy::Embedder)
+        .await
+        .unwrap();
     let id = start(&e.sessions, StartRequest::new("true")).await;
     wait_end(&e.sessions, &id).await;
 }
@@ -1128,7 +1128,7 @@ fn ids_signals_and_errors() {
     let e = SessionError::SessionExited(ExitStatus {
         code: None,
         signal: Some("SIGKILL".into()),
-        reason: EndReason::Killed("plugin".into()),
+        reason: EndReason::Killed(KilledBy::Plugin),
     });
     assert_eq!(
         e.to_string(),
@@ -1189,7 +1189,10 @@ async fn a_foreground_runs_mount_namespace_is_held_until_it_has_ended() {
             "the command runs in a mount namespace of its own"
         );
         assert_eq!(fds_on(&ns), held, "{call:?} while running");
-        e.sessions.kill(&HOST, &id, None, "test").await.unwrap();
+        e.sessions
+            .kill(&HOST, &id, None, KilledBy::Embedder)
+            .await
+            .unwrap();
         let snap = wait_end(&e.sessions, &id).await;
         assert_eq!(snap.status, SessionStatus::Killed);
         // Let go right after the exit is reported (the session's bookkeeping).

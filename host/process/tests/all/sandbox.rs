@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use toolhost_process::sandbox::*;
+use toolhost_process::{
+    Confinement, EffectiveSandbox, SandboxError, SandboxMode, SandboxPaths, SandboxPolicy,
+    denial_hint, probe_kernel,
+};
 
 struct Fx {
     _dir: tempfile::TempDir,
@@ -359,7 +362,7 @@ fn denial_hint_table() {
 
 #[test]
 fn kernel_probe_and_effective_report() {
-    let k = probe();
+    let k = probe_kernel();
     eprintln!("kernel support: {k:?}");
     let fx = Fx::new();
     let conf = fx.prepare(&ww());
@@ -487,7 +490,7 @@ fn workspace_and_private_tmp_are_writable() {
 
 #[test]
 fn git_dir_is_read_only_unless_granted() {
-    if !probe().mount_namespace {
+    if !probe_kernel().mount_namespace {
         eprintln!("SKIP: no mount namespace on this kernel");
         return;
     }
@@ -534,7 +537,7 @@ fn git_dir_is_read_only_unless_granted() {
 
 #[test]
 fn read_only_binds_cannot_be_unmounted_from_inside() {
-    if !probe().mount_namespace {
+    if !probe_kernel().mount_namespace {
         eprintln!("SKIP: no mount namespace on this kernel");
         return;
     }
@@ -627,7 +630,7 @@ fn host_state_is_not_writable() {
 
 #[test]
 fn private_tmp_inside_protected_dir_inside_workspace_stays_writable() {
-    if !probe().mount_namespace {
+    if !probe_kernel().mount_namespace {
         eprintln!("SKIP: no mount namespace on this kernel");
         return;
     }
@@ -808,7 +811,7 @@ fn unix_sockets_work_with_their_grant_without_the_network_grant() {
         sock.display()
     );
     // Without the grant a connected socketpair still works, a socket of its own does not
-    // (tests/all/unix_sockets.rs has the rest).
+    // (the unix_sockets module has the rest).
     assert_refused(&fx.sh(&ww(), &script), "Operation not permitted");
     let granted = SandboxPolicy {
         unix_sockets: true,
@@ -827,7 +830,7 @@ fn unix_sockets_work_with_their_grant_without_the_network_grant() {
 
 #[test]
 fn cannot_signal_the_host() {
-    let k = probe();
+    let k = probe_kernel();
     if k.landlock_abi < Some(6) {
         eprintln!("SKIP: Landlock scoping needs ABI 6");
         return;
@@ -900,7 +903,7 @@ fn no_new_privs_is_set() {
 /// closure runs, so the mount step must go through a user namespace.
 #[test]
 fn unprivileged_child_uses_a_user_namespace() {
-    if !is_root() || !probe().user_namespaces {
+    if !is_root() || !probe_kernel().user_namespaces {
         eprintln!("SKIP: needs root (to drop to nobody) and user namespaces");
         return;
     }
