@@ -10,6 +10,7 @@
 
 mod architecture;
 mod bash;
+mod bash_compat;
 mod cli;
 mod conformance;
 mod contract;
