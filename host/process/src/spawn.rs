@@ -25,6 +25,20 @@
 //! The child's pidfd comes from `CLONE_PIDFD`; [`Spawned::pidfd`] is how the sessions
 //! engine waits for the exit (readiness on the pidfd, then `waitid(P_PIDFD)`).
 //!
+//! **Born in its cgroup.** A child that moves itself into a cgroup (writing to
+//! `cgroup.procs`) is a cgroup migration, which takes the kernel's global
+//! `cgroup_threadgroup_rwsem` for writing; after an idle spell that waits for a
+//! whole RCU grace period (`rcu_sync_enter`, 9-16 ms on the benchmark machine:
+//! the first tool call after an agent's pause, BENCHMARKS.md P16). So when the
+//! caller names a cgroup v2 directory ([`Cgroup`]), the child is created inside it
+//! by `clone3(CLONE_INTO_CGROUP)` (Linux 5.7), which takes that lock only for
+//! reading, through a small per-architecture trampoline ([`clone3_vfork`]: the
+//! child starts on its own stack, as glibc's `clone3.S` does). Where `clone3` is
+//! missing (an older kernel, a container seccomp profile answering `ENOSYS`) the
+//! first such spawn reports [`io::ErrorKind::Unsupported`] and every later one does
+//! at once ([`clone3_usable`]); the caller then has the child join by writing
+//! `cgroup.procs` itself, as before.
+//!
 //! **The descriptor table.** A child made without `CLONE_FILES` starts with a copy of
 //! the host's whole descriptor table, and `execve` then closes every copied
 //! close-on-exec descriptor again: work in proportion to what the host holds, which
@@ -182,7 +196,11 @@ pub(crate) fn spawn(
     stdio: &Stdio,
     setup: &(dyn Fn() -> io::Result<()> + Sync),
     setup_fds: &[RawFd],
+    cgroup: Option<Cgroup>,
 ) -> io::Result<Spawned> {
+    if cgroup.is_some() && !clone3_usable() {
+        return Err(clone3_unsupported());
+    }
     let (err_read, err_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
     let shared_table = SHARE_TABLES.load(std::sync::atomic::Ordering::Relaxed)
@@ -204,21 +222,50 @@ pub(crate) fn spawn(
     let (pid, pidfd) = {
         let _blocked = BlockedSignals::all()?;
         let mut pidfd: libc::c_int = -1;
-        // SAFETY: the stack is ours and outlives the child's use of it (CLONE_VFORK:
-        // we are suspended until it execs or exits); `args` lives on our stack for as
-        // long. `child_main` only makes system calls.
-        let pid = unsafe {
-            libc::clone(
-                child_main,
-                stack.top(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | files | libc::SIGCHLD,
-                (&args as *const ChildArgs<'_>).cast_mut().cast(),
-                &mut pidfd as *mut libc::c_int,
-            )
+        let arg: *mut libc::c_void = (&args as *const ChildArgs<'_>).cast_mut().cast();
+        let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | files;
+        let pid = match cgroup {
+            Some(Cgroup(dir)) => {
+                let clone_args = CloneArgs {
+                    flags: flags as u64 | CLONE_INTO_CGROUP,
+                    pidfd: &mut pidfd as *mut libc::c_int as u64,
+                    exit_signal: libc::SIGCHLD as u64,
+                    stack: stack.base as u64,
+                    stack_size: stack.len as u64,
+                    cgroup: dir as u64,
+                    ..CloneArgs::default()
+                };
+                // SAFETY: as for `clone` below; `clone_args` lives on our stack
+                // until the call returns in the parent.
+                match unsafe { clone3_vfork(&clone_args, child_main, arg) } {
+                    Ok(pid) => pid,
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::E2BIG)) => {
+                        CLONE3.store(CLONE3_UNUSABLE, std::sync::atomic::Ordering::Relaxed);
+                        return Err(clone3_unsupported());
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            None => {
+                // SAFETY: the stack is ours and outlives the child's use of it
+                // (CLONE_VFORK: we are suspended until it execs or exits); `args`
+                // lives on our stack for as long. `child_main` only makes system
+                // calls.
+                let pid = unsafe {
+                    libc::clone(
+                        child_main,
+                        stack.top(),
+                        flags | libc::SIGCHLD,
+                        arg,
+                        &mut pidfd as *mut libc::c_int,
+                    )
+                };
+                if pid < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                pid
+            }
         };
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
         (pid, pidfd)
     };
     drop(stack);
@@ -240,7 +287,7 @@ pub(crate) fn spawn(
         {
             // Not the command's fault: from now on children copy the table.
             SHARE_TABLES.store(false, std::sync::atomic::Ordering::Relaxed);
-            return spawn(program, stdio, setup, setup_fds);
+            return spawn(program, stdio, setup, setup_fds, cgroup);
         }
         return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
     }
@@ -254,6 +301,15 @@ pub(crate) fn spawn(
 /// `_exit`s; nothing is executed). For probing what a child may do (unshare, ...)
 /// without forking the host. `f` has the same contract as `spawn`'s `setup`.
 pub(crate) fn in_child(f: &(dyn Fn() -> io::Result<()> + Sync)) -> io::Result<()> {
+    in_child_born_in(f, None)
+}
+
+/// [`in_child`] with the child born in cgroup v2 directory `cgroup`, as [`spawn`]
+/// does it (errors as there: [`io::ErrorKind::Unsupported`] without `clone3`).
+pub(crate) fn in_child_born_in(
+    f: &(dyn Fn() -> io::Result<()> + Sync),
+    cgroup: Option<Cgroup>,
+) -> io::Result<()> {
     let program = Program::new(OsStr::new("/"), &[], &[])?;
     let stdio = Stdio {
         fds: [-1, -1, -1],
@@ -264,7 +320,7 @@ pub(crate) fn in_child(f: &(dyn Fn() -> io::Result<()> + Sync)) -> io::Result<()
         // Report success as "errno 0" and stop before exec.
         Err(io::Error::from_raw_os_error(0))
     };
-    match spawn(&program, &stdio, &run, &[]) {
+    match spawn(&program, &stdio, &run, &[], cgroup) {
         Err(e) if e.raw_os_error() == Some(0) => Ok(()),
         Err(e) => Err(e),
         Ok(spawned) => {
@@ -275,6 +331,173 @@ pub(crate) fn in_child(f: &(dyn Fn() -> io::Result<()> + Sync)) -> io::Result<()
             Err(io::Error::other("the probe child did not stop"))
         }
     }
+}
+
+/// A cgroup v2 directory (an open descriptor of it, `O_PATH` is enough) that
+/// [`spawn`] creates the child in (`CLONE_INTO_CGROUP`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cgroup(pub(crate) RawFd);
+
+/// `CLONE_INTO_CGROUP` (linux/sched.h, Linux 5.7).
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`, 88 bytes;
+/// linux/sched.h).
+#[repr(C, align(8))]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// [`CLONE3`]: not tried yet, worked, unusable here.
+const CLONE3_UNKNOWN: u8 = 0;
+const CLONE3_WORKS: u8 = 1;
+const CLONE3_UNUSABLE: u8 = 2;
+
+/// Whether `clone3` can be used here (one value for the process: the kernel and
+/// any seccomp profile are the same for every spawn).
+static CLONE3: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        CLONE3_UNKNOWN
+    } else {
+        CLONE3_UNUSABLE
+    },
+);
+
+/// False once a spawn found `clone3` missing (`ENOSYS`, or `E2BIG`: a kernel
+/// before 5.7 without `CLONE_INTO_CGROUP`), and on architectures without a
+/// trampoline ([`clone3_vfork`]); true before the first try.
+pub(crate) fn clone3_usable() -> bool {
+    CLONE3.load(std::sync::atomic::Ordering::Relaxed) != CLONE3_UNUSABLE
+}
+
+fn clone3_unsupported() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "clone3 with CLONE_INTO_CGROUP is not available (Linux 5.7 or a seccomp profile \
+         allowing clone3 needed): children join their cgroups themselves",
+    )
+}
+
+/// `clone3(args)`: in the parent, the child's pid; the child starts on the stack
+/// `args` names and runs `f(arg)`, then `exit`s with its result (it never returns
+/// here). The trampoline is glibc's `clone3.S` for the two architectures we build
+/// for: after the system call the child has no valid frame of ours, so it must
+/// not run any compiled code of this function.
+///
+/// # Safety
+///
+/// As for `clone(2)` with `CLONE_VM`: `args.stack` is a mapping the child may use
+/// for as long as it runs, `f` only makes system calls (it shares our memory), and
+/// everything `arg` points to outlives the child's use of it (`CLONE_VFORK`).
+#[cfg(target_arch = "x86_64")]
+unsafe fn clone3_vfork(
+    args: &CloneArgs,
+    f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> io::Result<libc::pid_t> {
+    let ret: i64;
+    // SAFETY: the caller's contract; `syscall` preserves every register but rax,
+    // rcx and r11, so the child finds `f` and `arg` in r9 and r8.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            // The child, on its own stack: no frame to return to.
+            "xor ebp, ebp",
+            "and rsp, -16",
+            "mov rdi, r8",
+            "call r9",
+            "mov edi, eax",
+            "mov eax, {exit}",
+            "syscall",
+            "ud2",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("rax") libc::SYS_clone3 => ret,
+            in("rdi") args as *const CloneArgs,
+            in("rsi") std::mem::size_of::<CloneArgs>(),
+            in("r8") arg,
+            in("r9") f,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    clone3_result(ret)
+}
+
+/// `clone3` on aarch64: see the x86_64 version.
+///
+/// # Safety
+///
+/// As for the x86_64 version.
+#[cfg(target_arch = "aarch64")]
+unsafe fn clone3_vfork(
+    args: &CloneArgs,
+    f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> io::Result<libc::pid_t> {
+    let ret: i64;
+    // SAFETY: the caller's contract; `svc` preserves every register but x0.
+    unsafe {
+        std::arch::asm!(
+            "svc 0",
+            "cbnz x0, 2f",
+            // The child, on its own stack: no frame to return to.
+            "mov x29, xzr",
+            "mov x30, xzr",
+            "mov x0, x3",
+            "blr x2",
+            "mov x8, {exit}",
+            "svc 0",
+            "brk #0",
+            "2:",
+            exit = const libc::SYS_exit,
+            inlateout("x0") args as *const CloneArgs as i64 => ret,
+            in("x1") std::mem::size_of::<CloneArgs>(),
+            in("x2") f,
+            in("x3") arg,
+            in("x8") libc::SYS_clone3,
+            options(nostack),
+        );
+    }
+    clone3_result(ret)
+}
+
+/// Elsewhere there is no trampoline: `clone3` counts as missing.
+///
+/// # Safety
+///
+/// Nothing to uphold: it never creates a child.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+unsafe fn clone3_vfork(
+    _args: &CloneArgs,
+    _f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    _arg: *mut libc::c_void,
+) -> io::Result<libc::pid_t> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// The parent's side of a raw `clone3` return: a pid, or `-errno`.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn clone3_result(ret: i64) -> io::Result<libc::pid_t> {
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret as i32));
+    }
+    CLONE3.store(CLONE3_WORKS, std::sync::atomic::Ordering::Relaxed);
+    Ok(ret as libc::pid_t)
 }
 
 /// The child's stack: its own mapping with a `PROT_NONE` guard page below it, so
@@ -513,7 +736,7 @@ mod tests {
             fds: [null.as_raw_fd(), w.as_raw_fd(), w.as_raw_fd()],
             extra: None,
         };
-        let spawned = spawn(&program, &stdio, &|| Ok(()), &[]).unwrap();
+        let spawned = spawn(&program, &stdio, &|| Ok(()), &[], None).unwrap();
         drop(w);
         let mut out = String::new();
         use std::io::Read;
@@ -536,11 +759,12 @@ mod tests {
             &stdio,
             &|| Err(io::Error::from_raw_os_error(libc::EPERM)),
             &[],
+            None,
         )
         .unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EPERM));
         let missing = Program::new(OsStr::new("/no/such"), &[OsStr::new("x")], &[]).unwrap();
-        let err = spawn(&missing, &stdio, &|| Ok(()), &[]).unwrap_err();
+        let err = spawn(&missing, &stdio, &|| Ok(()), &[], None).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
     }
 
@@ -564,7 +788,7 @@ mod tests {
             fds: [-1, out_w.as_raw_fd(), out_w.as_raw_fd()],
             extra: Some((extra.as_raw_fd(), 63)),
         };
-        let spawned = spawn(&program, &stdio, &|| Ok(()), &[]).unwrap();
+        let spawned = spawn(&program, &stdio, &|| Ok(()), &[], None).unwrap();
         drop(out_w);
         let mut out = String::new();
         std::fs::File::from(out_r).read_to_string(&mut out).unwrap();
@@ -631,7 +855,7 @@ mod tests {
                 fds: [null.as_raw_fd(), w.as_raw_fd(), w.as_raw_fd()],
                 extra: None,
             };
-            let spawned = spawn(&program, &stdio, &|| Ok(()), &[null.as_raw_fd()]).unwrap();
+            let spawned = spawn(&program, &stdio, &|| Ok(()), &[null.as_raw_fd()], None).unwrap();
             drop(w);
             let mut out = String::new();
             std::fs::File::from(r).read_to_string(&mut out).unwrap();

@@ -143,6 +143,12 @@ pub struct SessionsConfig {
     /// ([`ProcessTracking`]). Default: [`ProcessTracking::Auto`] (a cgroup per session
     /// where the host can create one, else `PR_SET_CHILD_SUBREAPER` and `/proc` scans).
     pub process_tracking: ProcessTracking,
+    /// Create each command inside its cgroup v2 (`clone3(CLONE_INTO_CGROUP)`, Linux
+    /// 5.7) instead of having it move itself there, which after an idle spell waits
+    /// for an RCU grace period (ARCHITECTURE.md, "Process tracking"; BENCHMARKS.md
+    /// P16). Where `clone3` is missing the engine finds out at the first start and
+    /// falls back by itself; `false` forces that fallback (tests). Default: `true`.
+    pub clone_into_cgroup: bool,
 }
 
 impl SessionsConfig {
@@ -161,7 +167,7 @@ impl SessionsConfig {
     ///   memory;
     /// - confinement: [`SandboxPolicy::default`] (`workspace-write`, network blocked,
     ///   `.git` read-only), [`ProcessTracking::Auto`], at most 512 processes per
-    ///   session.
+    ///   session, children created inside their cgroup where `clone3` allows.
     pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
         SessionsConfig {
             workspace: workspace.into(),
@@ -188,6 +194,7 @@ impl SessionsConfig {
             child_nofile: None,
             max_processes_per_session: DEFAULT_MAX_PROCESSES_PER_SESSION,
             process_tracking: ProcessTracking::Auto,
+            clone_into_cgroup: true,
         }
     }
 }
@@ -222,6 +229,7 @@ impl fmt::Debug for SessionsConfig {
             .field("child_nofile", &self.child_nofile)
             .field("max_processes_per_session", &self.max_processes_per_session)
             .field("process_tracking", &self.process_tracking)
+            .field("clone_into_cgroup", &self.clone_into_cgroup)
             .finish()
     }
 }

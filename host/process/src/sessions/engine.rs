@@ -646,8 +646,11 @@ impl Sessions {
                 &e,
             ))
         })?;
-        let tracker =
-            tree::Tracker::detect(config.process_tracking, config.max_processes_per_session);
+        let tracker = tree::Tracker::detect(
+            config.process_tracking,
+            config.max_processes_per_session,
+            config.clone_into_cgroup,
+        );
         let tracking = tracker.describe();
         let shell = Shell::find(&BASH_CANDIDATES);
         let log_budget = Arc::new(output::LogBudget::new(config.output_logs_max_bytes));

@@ -396,9 +396,9 @@ impl Drop for GroupGuard {
 }
 
 /// Runs in the child between `clone` and `exec`: async-signal-safe, no allocation.
-/// The child first joins its session's cgroups (`cgroups`: open `cgroup.procs`
-/// fds, `-1` for none; see `tree.rs`), so the command never runs outside them and
-/// a failed join fails the spawn. The kernel sandbox goes on last, so `fchdir` and
+/// The child first joins the session's cgroups it was not born in (`cgroups`: open
+/// `cgroup.procs` or `tasks` fds, `-1` for none; see `tree.rs`), so the command
+/// never runs outside them and a failed join fails the spawn. The kernel sandbox goes on last, so `fchdir` and
 /// `setsid` happen unconfined and nothing after it can loosen it (a no-op under
 /// full-access; if a layer it reports cannot be applied, the spawn fails: fail
 /// closed).
@@ -471,24 +471,39 @@ fn start(launch: Launch) -> io::Result<Started> {
         extra: launch.script.as_ref().map(|fd| (fd.as_raw_fd(), SCRIPT_FD)),
     };
     let parent = Pid::this();
-    let cgroups = launch.tree.as_ref().map_or([-1, -1], |t| t.join_fds());
-    let setup = || {
-        child_setup(
-            cgroups,
-            &launch.cwd,
-            parent,
-            launch.nofile,
-            &launch.confinement,
-        )
+    let spawn = || {
+        let born_in = launch.tree.as_ref().and_then(|t| t.born_in());
+        let cgroups = launch.tree.as_ref().map_or([-1, -1], |t| t.join_fds());
+        let setup = || {
+            child_setup(
+                cgroups,
+                &launch.cwd,
+                parent,
+                launch.nofile,
+                &launch.confinement,
+            )
+        };
+        let setup_fds: Vec<std::os::fd::RawFd> = cgroups
+            .into_iter()
+            .filter(|&fd| fd >= 0)
+            .chain([launch.cwd.as_raw_fd()])
+            .chain(launch.confinement.child_fds())
+            .collect();
+        crate::spawn::spawn(&launch.program, &stdio, &setup, &setup_fds, born_in)
     };
-    let setup_fds: Vec<std::os::fd::RawFd> = cgroups
-        .into_iter()
-        .filter(|&fd| fd >= 0)
-        .chain([launch.cwd.as_raw_fd()])
-        .chain(launch.confinement.child_fds())
-        .collect();
-    let spawned = crate::spawn::spawn(&launch.program, &stdio, &setup, &setup_fds);
-    // The child has joined its cgroups (or is gone): their descriptors are not needed
+    let spawned = match spawn() {
+        // No `clone3` here after all (found by this start): the child joins its v2
+        // cgroup by itself, as every later start's does (`tree.rs`).
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+            tracing::info!("{e}");
+            match &launch.tree {
+                Some(tree) => tree.join_v2_by_procs().and_then(|()| spawn()),
+                None => Err(e),
+            }
+        }
+        other => other,
+    };
+    // The child is in its cgroups (or is gone): their descriptors are not needed
     // for the rest of the session.
     if let Some(tree) = &launch.tree {
         tree.close_join_fds();

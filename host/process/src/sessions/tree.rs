@@ -19,12 +19,22 @@
 //!    and group, everything whose parent chain leads to a member, and every member
 //!    seen by an earlier scan (pid and start time). No process limit.
 //!
-//! The child joins its cgroups in `child_setup` before anything else, by writing
-//! `0` to `cgroup.procs` descriptors the host opened (async-signal-safe), so the
-//! command never runs outside them; a failed join fails the spawn. Detection
-//! probes exactly that with a throwaway child ([`crate::spawn::in_child`]), so a
-//! cgroup the host may create but not move processes into degrades to the next
-//! mechanism instead of failing every start.
+//! The command never runs outside its cgroups, and a failed join fails the spawn.
+//! The child is created inside its v2 cgroup (`clone3(CLONE_INTO_CGROUP)` with the
+//! directory's descriptor, [`crate::spawn`]) and joins its v1 `pids` cgroup in
+//! `child_setup` before anything else by writing `0` to that cgroup's `tasks`
+//! (async-signal-safe). Neither is a migration of a thread group: moving a whole
+//! process (`cgroup.procs`) takes the kernel's global `cgroup_threadgroup_rwsem`
+//! for writing, which after an idle spell waits for an RCU grace period (9-16 ms
+//! on the benchmark machine, the first call after an agent's pause: BENCHMARKS.md
+//! P16), while a single thread moving itself through `tasks` (our child has one
+//! thread: `CLONE_VM` without `CLONE_THREAD` is a thread group of its own) and a
+//! child born in its cgroup take it for reading only. Where `clone3` is missing,
+//! the child writes `0` to the v2 `cgroup.procs` instead, as before (and pays the
+//! wait). Detection probes the join with a throwaway child
+//! ([`crate::spawn::in_child`]), the same way, so a cgroup the host may create but
+//! not move processes into degrades to the next mechanism instead of failing
+//! every start.
 //!
 //! Cleanup: a session's cgroups are removed when its tree is gone, the
 //! `toolhost-<pid>` parents when the last engine of the process is dropped, and
@@ -102,19 +112,23 @@ pub(crate) struct Tracker {
     limit: u32,
     /// Why the mechanism is weaker than cgroup v2 with a limit, if it is.
     note: Option<String>,
+    /// Children are created inside their v2 cgroup when `clone3` allows
+    /// ([`SessionsConfig::clone_into_cgroup`](crate::SessionsConfig::clone_into_cgroup)).
+    clone3: bool,
 }
 
 impl Tracker {
     /// Picks the best mechanism `allowed` lets this host use (see the module docs)
     /// with a per-session limit of `limit` processes (0: none). Never fails: what
     /// cannot be set up degrades to the next mechanism, with the reason in
-    /// [`Tracker::describe`] and the log.
-    pub(crate) fn detect(allowed: ProcessTracking, limit: u32) -> Tracker {
+    /// [`Tracker::describe`] and the log. `clone3`: create children inside their v2
+    /// cgroup when the kernel allows (else they join it themselves).
+    pub(crate) fn detect(allowed: ProcessTracking, limit: u32, clone3: bool) -> Tracker {
         let mut notes = Vec::new();
         let (v2, v1) = if allowed == ProcessTracking::Auto {
             let mut parents = PARENTS.lock().unwrap_or_else(|e| e.into_inner());
-            let v2 = shared_parent(&mut parents.v2, true, &mut notes);
-            let v1 = shared_parent(&mut parents.v1, false, &mut notes);
+            let v2 = shared_parent(&mut parents.v2, true, clone3, &mut notes);
+            let v1 = shared_parent(&mut parents.v1, false, clone3, &mut notes);
             (v2, v1)
         } else {
             notes.push("cgroups not used by configuration".to_owned());
@@ -153,6 +167,7 @@ impl Tracker {
             v1,
             limit: if limited { limit } else { 0 },
             note: (!notes.is_empty()).then(|| notes.join("; ")),
+            clone3,
         };
         tracing::info!("process tracking: {}", tracker.describe());
         tracker
@@ -183,8 +198,9 @@ impl Tracker {
         }
     }
 
-    /// A tree for a new session named `name` (its cgroups created, their
-    /// `cgroup.procs` open for the child). Blocking (a few file operations).
+    /// A tree for a new session named `name` (its cgroups created, what the child
+    /// enters them through open: [`Tree::born_in`], [`Tree::join_fds`]). Blocking
+    /// (a few file operations).
     ///
     /// Errors: creating or configuring a cgroup failed (nothing is left behind).
     ///
@@ -209,14 +225,19 @@ impl Tracker {
             },
         };
         if let Some(parent) = &self.v2 {
-            let group = Group::create(parent, &leaf)?;
+            let entry = if self.clone3 && crate::spawn::clone3_usable() {
+                Entry::Dir
+            } else {
+                Entry::Procs
+            };
+            let group = Group::create(parent, &leaf, entry)?;
             if self.limit > 0 && self.v1.is_none() {
                 fs::write(group.dir.join("pids.max"), self.limit.to_string())?;
             }
             tree.v2 = Some(group);
         }
         if let Some(parent) = &self.v1 {
-            let group = Group::create(parent, &leaf)?;
+            let group = Group::create(parent, &leaf, Entry::Tasks)?;
             if self.limit > 0 {
                 fs::write(group.dir.join("pids.max"), self.limit.to_string())?;
             }
@@ -231,6 +252,7 @@ impl Tracker {
 fn shared_parent(
     slot: &mut Option<Weak<Parent>>,
     v2: bool,
+    clone3: bool,
     notes: &mut Vec<String>,
 ) -> Option<Arc<Parent>> {
     if let Some(parent) = slot.as_ref().and_then(Weak::upgrade) {
@@ -258,7 +280,7 @@ fn shared_parent(
             }
         }
         let parent = Parent { dir, v2 };
-        match probe_join(&parent) {
+        match probe_join(&parent, clone3) {
             Ok(()) => {
                 let parent = Arc::new(parent);
                 *slot = Some(Arc::downgrade(&parent));
@@ -279,9 +301,10 @@ fn shared_parent(
     None
 }
 
-/// Creates a probe cgroup under `parent`, moves a throwaway child into it the way
-/// `child_setup` will, and removes it again.
-fn probe_join(parent: &Parent) -> io::Result<()> {
+/// Creates a probe cgroup under `parent`, puts a throwaway child into it the way
+/// a start will (born in it, or joining through `tasks` or `cgroup.procs`: see
+/// the module docs), and removes it again.
+fn probe_join(parent: &Parent, clone3: bool) -> io::Result<()> {
     let probe = parent.dir.join("probe");
     match fs::create_dir(&probe) {
         Ok(()) => {}
@@ -289,8 +312,21 @@ fn probe_join(parent: &Parent) -> io::Result<()> {
         Err(e) => return Err(e),
     }
     let result = (|| {
-        let procs = open_procs(&probe)?;
-        let fd = procs.as_raw_fd();
+        if parent.v2 && clone3 && crate::spawn::clone3_usable() {
+            let dir = open_entry(&probe, Entry::Dir)?;
+            let born = crate::spawn::Cgroup(dir.as_raw_fd());
+            match crate::spawn::in_child_born_in(&|| Ok(()), Some(born)) {
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
+                other => return other,
+            }
+        }
+        let entry = if parent.v2 {
+            Entry::Procs
+        } else {
+            Entry::Tasks
+        };
+        let join = open_entry(&probe, entry)?;
+        let fd = join.as_raw_fd();
         crate::spawn::in_child(&|| join_cgroup(fd))
     })();
     // The child has exited and was reaped: the probe is empty.
@@ -475,15 +511,38 @@ fn read_pids(path: &Path) -> Vec<u32> {
         .collect()
 }
 
-fn open_procs(dir: &Path) -> io::Result<OwnedFd> {
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join("cgroup.procs"))?;
+/// How a child enters a session's cgroup (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// Born in it (cgroup v2, `clone3(CLONE_INTO_CGROUP)`): the directory.
+    Dir,
+    /// Writes `0` to its `cgroup.procs` (cgroup v2 without `clone3`).
+    Procs,
+    /// Writes `0` to its `tasks` (cgroup v1: moves the one thread the child has).
+    Tasks,
+}
+
+/// Opens what a child enters cgroup `dir` through: the directory itself
+/// (`O_PATH`) or the file it writes `0` to.
+fn open_entry(dir: &Path, entry: Entry) -> io::Result<OwnedFd> {
+    let file = match entry {
+        Entry::Dir => {
+            use std::os::unix::fs::OpenOptionsExt;
+            fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+                .open(dir)?
+        }
+        Entry::Procs => fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))?,
+        Entry::Tasks => fs::OpenOptions::new().write(true).open(dir.join("tasks"))?,
+    };
     Ok(OwnedFd::from(file))
 }
 
-/// In the child (async-signal-safe, no allocation): moves the calling process into
-/// the cgroup whose `cgroup.procs` is open at `fd`.
+/// In the child (async-signal-safe, no allocation): moves the calling process (its
+/// one thread) into the cgroup whose `cgroup.procs` or `tasks` is open at `fd`.
 pub(crate) fn join_cgroup(fd: RawFd) -> io::Result<()> {
     // SAFETY: a write of a static byte to an fd the parent keeps open.
     if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
@@ -492,27 +551,28 @@ pub(crate) fn join_cgroup(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// One session cgroup: its directory and its `cgroup.procs`, open for the child
-/// until it has been started ([`Tree::close_join_fds`]).
+/// One session cgroup: its directory and what the child enters it through, open
+/// until the child has been started ([`Tree::close_join_fds`]).
 struct Group {
     dir: PathBuf,
-    /// `None` once the child joined: a running session holds no descriptor for its
-    /// cgroups (members are read by path), which keeps the host's descriptors per
-    /// session low (ARCHITECTURE.md, "Sessions").
-    procs: Mutex<Option<OwnedFd>>,
+    /// How the child enters it and that descriptor; `None` once the child is in:
+    /// a running session holds no descriptor for its cgroups (members are read by
+    /// path), which keeps the host's descriptors per session low
+    /// (ARCHITECTURE.md, "Sessions").
+    entry: Mutex<Option<(Entry, OwnedFd)>>,
     /// Keeps `toolhost-<pid>` until this group is gone.
     _parent: Arc<Parent>,
     v2: bool,
 }
 
 impl Group {
-    fn create(parent: &Arc<Parent>, leaf: &str) -> io::Result<Group> {
+    fn create(parent: &Arc<Parent>, leaf: &str, entry: Entry) -> io::Result<Group> {
         let dir = parent.dir.join(leaf);
         fs::create_dir(&dir)?;
-        match open_procs(&dir) {
-            Ok(procs) => Ok(Group {
+        match open_entry(&dir, entry) {
+            Ok(fd) => Ok(Group {
                 dir,
-                procs: Mutex::new(Some(procs)),
+                entry: Mutex::new(Some((entry, fd))),
                 _parent: parent.clone(),
                 v2: parent.v2,
             }),
@@ -520,6 +580,15 @@ impl Group {
                 let _ = fs::remove_dir(&dir);
                 Err(e)
             }
+        }
+    }
+
+    /// The open descriptor of this group's entry if it is `entry` (`-1`: none).
+    fn fd_if(&self, entry: Entry) -> RawFd {
+        let open = self.entry.lock().unwrap_or_else(|e| e.into_inner());
+        match &*open {
+            Some((e, fd)) if *e == entry => fd.as_raw_fd(),
+            _ => -1,
         }
     }
 }
@@ -551,24 +620,43 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
-    /// The `cgroup.procs` descriptors the child writes `0` to (`-1`: none, or
-    /// already closed by [`Tree::close_join_fds`]). Valid until that call.
-    pub(crate) fn join_fds(&self) -> [RawFd; 2] {
-        let fd = |g: &Option<Group>| {
-            g.as_ref().map_or(-1, |g| {
-                let procs = g.procs.lock().unwrap_or_else(|e| e.into_inner());
-                procs.as_ref().map_or(-1, |fd| fd.as_raw_fd())
-            })
-        };
-        [fd(&self.v2), fd(&self.v1)]
+    /// The v2 cgroup the child is to be created in (`clone3(CLONE_INTO_CGROUP)`),
+    /// unless it joins by itself ([`Tree::join_fds`]). Valid until
+    /// [`Tree::close_join_fds`].
+    pub(crate) fn born_in(&self) -> Option<crate::spawn::Cgroup> {
+        let fd = self.v2.as_ref()?.fd_if(Entry::Dir);
+        (fd >= 0).then_some(crate::spawn::Cgroup(fd))
     }
 
-    /// Closes the `cgroup.procs` descriptors once the child has joined (or failed
-    /// to start): nothing else writes to them, so a running session keeps no
-    /// descriptor for its tree.
+    /// The descriptors the child writes `0` to (`cgroup.procs` or `tasks`; `-1`:
+    /// none, born in it, or already closed by [`Tree::close_join_fds`]). Valid
+    /// until that call.
+    pub(crate) fn join_fds(&self) -> [RawFd; 2] {
+        let fd = |g: &Option<Group>, entry| g.as_ref().map_or(-1, |g| g.fd_if(entry));
+        [fd(&self.v2, Entry::Procs), fd(&self.v1, Entry::Tasks)]
+    }
+
+    /// `clone3` turned out to be missing ([`crate::spawn::clone3_usable`]): the
+    /// child will join its v2 cgroup by writing its `cgroup.procs` instead of being
+    /// born in it. Blocking (one open).
+    ///
+    /// Errors: opening `cgroup.procs` failed.
+    pub(crate) fn join_v2_by_procs(&self) -> io::Result<()> {
+        if let Some(g) = &self.v2 {
+            let mut open = g.entry.lock().unwrap_or_else(|e| e.into_inner());
+            if matches!(&*open, Some((Entry::Dir, _))) {
+                *open = Some((Entry::Procs, open_entry(&g.dir, Entry::Procs)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the entry descriptors once the child is in (or failed to start):
+    /// nothing else uses them, so a running session keeps no descriptor for its
+    /// tree.
     pub(crate) fn close_join_fds(&self) {
         for g in [&self.v2, &self.v1].into_iter().flatten() {
-            g.procs.lock().unwrap_or_else(|e| e.into_inner()).take();
+            g.entry.lock().unwrap_or_else(|e| e.into_inner()).take();
         }
     }
 

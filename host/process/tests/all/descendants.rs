@@ -123,3 +123,45 @@ async fn the_subreaper_fallback_also_ends_a_setsid_grandchild() {
     let snap = e.sessions.check(&HOST, &id).unwrap();
     assert!(snap.tracking.starts_with("subreaper"), "{snap:?}");
 }
+
+/// The command runs inside its session's cgroups from its first instruction,
+/// whether it was created inside its cgroup v2 (`clone3(CLONE_INTO_CGROUP)`) or
+/// moved itself there (`clone_into_cgroup = false`, what a kernel without
+/// `clone3` gets), and joined the v1 `pids` cgroup of a hybrid host through
+/// `tasks`: `/proc/self/cgroup` names the session's group in every hierarchy
+/// the engine uses. Cost: two short commands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_starts_inside_its_cgroups_born_there_or_joining() {
+    for clone3 in [true, false] {
+        let e = env_with(|c| c.clone_into_cgroup = clone3);
+        let tracking = e.sessions.tracking().to_owned();
+        if !tracking.starts_with("cgroup") {
+            eprintln!("skipped: no cgroup tracking here ({tracking})");
+            return;
+        }
+        let id = e
+            .sessions
+            .start(&HOST, StartRequest::new("cat /proc/self/cgroup"))
+            .await
+            .expect("start");
+        let snap = wait_end(&e.sessions, &id).await;
+        assert_eq!(snap.exit.as_ref().and_then(|x| x.code), Some(0), "{snap:?}");
+        let own = format!("/toolhost-{}/{}-", std::process::id(), id.as_str());
+        let lines: Vec<&str> = snap
+            .output_tail
+            .lines()
+            .filter(|l| l.contains(&own))
+            .collect();
+        let v2 = lines.iter().any(|l| l.starts_with("0::"));
+        let v1 = lines.iter().any(|l| l.split(':').nth(1) == Some("pids"));
+        assert_eq!(
+            (v2, v1),
+            (
+                tracking.starts_with("cgroup v2"),
+                tracking.contains("cgroup v1 pids")
+            ),
+            "clone3 {clone3}, {tracking}: {}",
+            snap.output_tail
+        );
+    }
+}
