@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 /// for `wasm32-wasip2`, then writes `<stem>.wasm` and `<stem>.sha256` (lowercase
 /// hex) into `OUT_DIR`. Prints `cargo:rerun-if-changed` for `plugins/` (but
 /// not `plugins/examples` and `plugins/sdk`), `wit/`, `tests/plugins/`,
-/// `host/pattern`, `Cargo.toml` and `Cargo.lock` of the workspace at
+/// `host/pattern`, `host/text`, `Cargo.toml` and `Cargo.lock` of the workspace at
 /// `workspace_root`.
 ///
 /// Panics (the build script's way to fail) when cargo fails; when the
@@ -28,7 +28,13 @@ use sha2::{Digest, Sha256};
 pub fn build_plugins(workspace_root: &Path, plugins: &[(&str, &str)]) {
     let out_dir =
         PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR is set for build scripts"));
-    for dir in ["plugins", "wit", "tests/plugins", "host/pattern"] {
+    for dir in [
+        "plugins",
+        "wit",
+        "tests/plugins",
+        "host/pattern",
+        "host/text",
+    ] {
         rerun_for_tree(&workspace_root.join(dir));
     }
     for file in ["Cargo.lock", "Cargo.toml"] {

@@ -19,7 +19,7 @@ use wasi::clocks::monotonic_clock;
 use wasi::io::poll;
 
 use crate::report::{self, Ending, Outcome, Reason, SessionError, Status};
-use crate::text::{self, Capture, MAX_CHARS};
+use crate::text::{self, Capture, MAX_CHARS, Render};
 use crate::{args, tools};
 
 /// Bytes asked for per `read-output`/`read-new-output` call (the host's maximum).
