@@ -5,6 +5,10 @@
 #   tests/clients/node_modules/ Node 22 (the `node` npm package), the official MCP
 #                               conformance suite and the MCP Inspector CLI
 #                               (tests/all/conformance.rs), from package-lock.json
+#   tests/registry/node_modules/ sigstore-js, the signer of the registry tests
+#                               (host/registry/tests, tests/all/registry.rs);
+#                               oras-py, requests, bcrypt and pyca/cryptography
+#                               (push, htpasswd, keys) go into .venv
 #   target/examples/            the example plugins in Rust, Python and JavaScript
 #                               and the conformance plugin (plugins/examples/build.sh)
 set -euo pipefail
@@ -12,8 +16,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 python3 -m venv .venv
 .venv/bin/pip install -q mcp pytest
+.venv/bin/pip install -q oras==0.2.43 requests==2.34.2 bcrypt==5.0.0 cryptography==50.0.2
 # `npm install` with the committed lock (npm 11's `npm ci` refuses this lock over
 # an optional dependency of another platform); --loglevel=error hides the
 # engine warnings of the system Node, which these packages never run on.
 npm install --prefix tests/clients --no-audit --no-fund --loglevel=error
+npm install --prefix tests/registry --no-audit --no-fund --loglevel=error
 plugins/examples/build.sh

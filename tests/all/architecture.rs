@@ -70,11 +70,24 @@ fn crate_dependencies_point_one_way() {
         );
     }
     assert!(dependencies("host/pattern").is_empty());
+    // The registry client knows no toolhost crate and no wasm engine.
+    let registry = dependencies("host/registry");
+    assert!(
+        !registry
+            .iter()
+            .any(|d| d.starts_with("toolhost") || d.starts_with("wasmtime")),
+        "toolhost-registry depends on {registry:?}"
+    );
 }
 
 #[test]
 fn only_the_process_crate_calls_libc_or_unsafe_code() {
-    for krate in ["host/runtime/src", "host/toolhost/src", "host/pattern/src"] {
+    for krate in [
+        "host/runtime/src",
+        "host/toolhost/src",
+        "host/pattern/src",
+        "host/registry/src",
+    ] {
         let mut files = Vec::new();
         rust_files(&root().join(krate), &mut files);
         for file in files {
@@ -235,6 +248,7 @@ fn no_crate_has_an_import_circle_between_its_modules() {
         ("host/process", true),
         ("host/runtime", false),
         ("host/toolhost", true),
+        ("host/registry", true),
     ] {
         let src = root().join(krate).join("src");
         let mut files = Vec::new();

@@ -11,12 +11,15 @@
 //! - [`host_log`]: the host-session event log a run leaves in the state dir;
 //! - [`load`]: the burst of concurrent mixed tool calls that figure L1
 //!   (`host/bench/src/load.rs`) and `tests/all/load.rs` run at two sizes,
-//!   and the checks of what it leaves behind.
+//!   and the checks of what it leaves behind;
+//! - [`registry`]: a real OCI registry on loopback, and the tools no one here
+//!   wrote that push to it (oras-py) and sign for it (sigstore-js).
 //!
 //! Everything returns [`anyhow::Result`]: a test unwraps, the harness reports.
 
 pub mod host_log;
 pub mod load;
+pub mod registry;
 mod stdio;
 
 pub use stdio::{
