@@ -485,6 +485,7 @@ fn hiding_works_for_an_unprivileged_command_in_a_user_namespace() {
         private_tmp: tmp.clone(),
         protected: Vec::new(),
         hidden: vec![state.clone()],
+        ..Default::default()
     };
     let conf = SandboxPolicy::default().prepare(&paths).expect("prepare");
     assert!(

@@ -96,6 +96,7 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
         private_tmp: fixture.state.join("bench-prepare-tmp"),
         protected: Vec::new(),
         hidden: vec![fixture.state.clone()],
+        ..Default::default()
     };
     for _ in 0..calls {
         let t = Instant::now();

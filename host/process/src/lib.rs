@@ -53,8 +53,9 @@ pub use sessions::status::{EndReason, ExitStatus, KilledBy, SessionStatus, parse
 
 // The kernel sandbox.
 pub use sandbox::{
-    Confinement, DirReplaced, EffectiveSandbox, HeldDir, KernelSupport, SandboxError, SandboxMode,
-    SandboxPaths, SandboxPolicy, denial_hint, probe_kernel,
+    Confinement, DEFAULT_HOME_DENIED, DEFAULT_ORIGIN, DEFAULT_SYSTEM_DENIED, DeniedRead,
+    DirReplaced, EffectiveSandbox, GitTargets, HeldDir, KernelSupport, SandboxError, SandboxMode,
+    SandboxPaths, SandboxPolicy, default_read_denied, denial_hint, git_targets, probe_kernel,
 };
 
 // What the host leaves on disk: the retention sweep of a state dir.

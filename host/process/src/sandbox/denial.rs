@@ -42,6 +42,26 @@ fn names_a_sock_path(text: &str) -> bool {
             .is_some_and(|c| c.is_alphanumeric() || c == '_')
     })
 }
+/// Words that, next to "operation not permitted", point at a keyring call.
+const KEYRING_CONTEXT: &[&str] = &["keyctl", "add_key", "request_key", "keyring"];
+
+/// Whether an `Operation not permitted` line is `chmod`'s on a file the host user owns
+/// (`chmod: changing permissions of 'x': Operation not permitted`): the owner may change
+/// every mode bit but the set-id ones, which the confinement program refuses.
+fn setid_refused(output: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    output.lines().any(|line| {
+        let lower = line.to_ascii_lowercase();
+        let Some(at) = lower.find("operation not permitted") else {
+            return false;
+        };
+        lower.contains("changing permissions of")
+            && named_path(line, at, "operation not permitted".len())
+                .and_then(|p| std::fs::metadata(p).ok())
+                .is_some_and(|m| m.uid() == crate::peer::current_uid())
+    })
+}
+
 /// `strerror` texts of the errnos the filesystem layers produce.
 const FS_MARKERS: &[&str] = &[
     "permission denied",       // EACCES (Landlock)
@@ -118,6 +138,15 @@ pub fn denial_hint(
                 .to_owned()
         });
     }
+    // The confinement program's refusals (`seccomp.rs`): a set-id mode on a file the
+    // host user owns (so the owner check was not what refused it), or a keyring call.
+    if effective.setid_refused && refused && (setid_refused(output) || has(KEYRING_CONTEXT)) {
+        return Some(
+            "sandbox denial (likely): setuid/setgid modes, io_uring and the kernel keyrings \
+             are refused in every confined mode; only --sandbox full-access allows them"
+                .to_owned(),
+        );
+    }
     if !has(FS_MARKERS) {
         return None;
     }
@@ -177,6 +206,12 @@ pub fn denial_hint(
         }
     };
     match (cause, effective.mode) {
+        (Cause::ReadDenied(d), _) => Some(format!(
+            "sandbox denial (likely): reads of {} are denied by deny_read ({}): no confined \
+             command may read it",
+            d.path.display(),
+            d.origin
+        )),
         (Cause::Protected(p), _) => Some(format!(
             "sandbox denial (likely): {} is host state, kept read-only for commands in every \
              confined mode",
@@ -217,6 +252,8 @@ enum Cause {
     /// The sandbox would have let the command write it, or the host user could not write it
     /// either: the same failure under full-access.
     NotSandbox,
+    /// Beneath a denied read (`deny_read`), with its rule.
+    ReadDenied(super::DeniedRead),
     /// A protected host path (the state dir).
     Protected(PathBuf),
     /// The workspace's read-only `.git`.
@@ -229,10 +266,11 @@ impl Cause {
     /// Which hint wins when lines disagree (lower first).
     fn rank(&self) -> u8 {
         match self {
-            Cause::Protected(_) => 0,
-            Cause::Git => 1,
-            Cause::Outside => 2,
-            Cause::NotSandbox => 3,
+            Cause::ReadDenied(_) => 0,
+            Cause::Protected(_) => 1,
+            Cause::Git => 2,
+            Cause::Outside => 3,
+            Cause::NotSandbox => 4,
         }
     }
 }
@@ -242,14 +280,14 @@ struct Causes<'a> {
     effective: &'a EffectiveSandbox,
     /// The workspace (workspace-write only): the base for relative paths.
     workspace: Option<&'a Path>,
-    /// What `.git` protection covers ([`super::git_paths`]), when `.git` is read-only.
+    /// What `.git` protection covers (`workspace_read::git_targets`), when `.git` is read-only.
     git: Vec<PathBuf>,
 }
 
 impl<'a> Causes<'a> {
     fn new(effective: &'a EffectiveSandbox, workspace: Option<&'a Path>) -> Self {
         let git = match workspace {
-            Some(ws) if effective.git_read_only => super::git_paths(ws),
+            Some(ws) if effective.git_read_only => super::workspace_read::git_targets(ws).paths,
             _ => Vec::new(),
         };
         Causes {
@@ -272,6 +310,14 @@ impl<'a> Causes<'a> {
             joined
         };
         let real = real_path(&super::lexically_normal(&path), 0);
+        if let Some(d) = self
+            .effective
+            .read_denied
+            .iter()
+            .find(|d| real.starts_with(&d.path))
+        {
+            return Some(Cause::ReadDenied(d.clone()));
+        }
         let binds: Vec<&PathBuf> = self.effective.protected.iter().chain(&self.git).collect();
         let writable = self.effective.writable.iter().any(|root| {
             real.starts_with(root)

@@ -24,24 +24,31 @@
 //!
 //! In this order, by the closure [`Confinement::install`] registers:
 //!
-//! 1. **Mount namespace** (`mounts.rs`), whenever the kernel allows one: a fresh `tmpfs` on
-//!    `/dev/shm` and a new `devpts` instance on `/dev/pts`, private to the command (POSIX
-//!    semaphores, `multiprocessing`, `openpty`/`script` work; the host's and other sessions'
-//!    shm and terminals are out of reach), and read-only binds for what must stay read-only
-//!    under a writable root (`.git`, [`SandboxPaths::protected`]), and an empty read-only
-//!    `tmpfs` over each [`SandboxPaths::hidden`] directory (the host's state dir: Landlock
-//!    cannot take *read* access away beneath `/`), with the session's own temp dir bound
-//!    back in. Landlock is an allow-list and
-//!    hierarchical: granting write on the workspace also grants it on everything beneath it,
-//!    and it cannot subtract. So the child enters a private mount namespace
+//! 1. **Mount namespace** (`mounts.rs`), whenever the kernel allows one
 //!    (`unshare(CLONE_NEWNS)`; as non-root `CLONE_NEWUSER|CLONE_NEWNS` with an identity
-//!    uid/gid map, like `unshare -r`), makes `/` `MS_REC|MS_PRIVATE` (nothing propagates back
-//!    to the host), bind-mounts each such path onto itself and makes the bind read-only and
-//!    recursive with `mount_setattr(MOUNT_ATTR_RDONLY, AT_RECURSIVE)` (falling back to a
-//!    `MS_REMOUNT|MS_BIND|MS_RDONLY` remount on kernels without it). The mounts exist only in
-//!    the child's namespace and vanish with it. A Landlock-restricted process can no longer
-//!    mount, unmount or remount anything (Landlock denies those hooks once it handles any
-//!    filesystem access), so even a command running as root cannot peel the bind off.
+//!    uid/gid map, like `unshare -r`), `/` made `MS_REC|MS_PRIVATE` (nothing propagates back
+//!    to the host), then:
+//!    - **a read-only root**: `mount_setattr("/", AT_RECURSIVE, RDONLY|NOSUID)`, with each
+//!      writable root (and the mounts beneath it that were writable in the host,
+//!      `mountinfo.rs`) bound back writable. Landlock has no right for metadata, so this
+//!      is what keeps mode bits, times and extended attributes outside the writable roots
+//!      (`EROFS`); a write there now fails with `EROFS` before Landlock's `EACCES`;
+//!    - the host's state dir ([`SandboxPaths::hidden`]) covered by an empty read-only
+//!      `tmpfs`, with the session's own temp dir bound back in (Landlock cannot take *read*
+//!      access away beneath `/`);
+//!    - read-only binds for what must stay read-only under a writable root (`.git` and
+//!      what git's config points at, [`SandboxPaths::protected`]), at every other mount of
+//!      the same path too (`mountinfo::aliases`);
+//!    - **denied reads** ([`SandboxPaths::read_denied`], `read_deny.rs`): a mode-`0000`
+//!      `tmpfs` over each denied directory, the mode-`0000` mask file over each denied file;
+//!    - a fresh `tmpfs` on `/dev/shm` and a new `devpts` instance on `/dev/pts`, private to
+//!      the command.
+//!
+//!    Binds are made read-only recursively with `mount_setattr(MOUNT_ATTR_RDONLY,
+//!    AT_RECURSIVE)` (falling back to a `MS_REMOUNT|MS_BIND|MS_RDONLY` remount on kernels
+//!    without it). The mounts exist only in the child's namespace and vanish with it. A
+//!    Landlock-restricted process can no longer mount, unmount or remount anything, so even
+//!    a command running as root cannot peel a bind or a mask off.
 //! 2. **Capability drop** (`caps.rs`): the command keeps no capabilities, even when the host
 //!    runs as root (bounding, ambient and inheritable sets emptied).
 //! 3. **`no_new_privs`** (`prctl(PR_SET_NO_NEW_PRIVS)`), always when confined: setuid binaries
@@ -55,14 +62,19 @@
 //!    it cannot open a write path. With ABI ≥ 6 the domain is also *scoped*: it can neither
 //!    signal processes outside the sandbox (the host, other sessions) nor connect to abstract
 //!    UNIX sockets created outside it.
-//! 5. **Socket block** (`seccomp.rs`): a seccomp filter makes `socket(2)`/`socketpair(2)` for
-//!    every family but `AF_UNIX` fail with `EPERM` (unless [`SandboxPolicy::network`]), and
+//! 5. **seccomp** (`seccomp.rs`), in every confined mode: the *confinement* program (no
+//!    setuid/setgid modes by any call, no `openat2`, no io_uring, no kernel keyrings), and
+//!    the *socket* program for each block asked for: `socket(2)`/`socketpair(2)` for every
+//!    family but `AF_UNIX` fail with `EPERM` (unless [`SandboxPolicy::network`]), and
 //!    `socket(AF_UNIX, ..)` and datagram `socketpair(AF_UNIX, ..)` too (unless
 //!    [`SandboxPolicy::unix_sockets`]): Landlock (ABI ≤ 7) does not mediate `connect(2)` on
 //!    pathname UNIX sockets, so without this a command could reach the user's ssh-agent, a
-//!    Docker daemon or D-Bus. Connected stream `socketpair`s stay allowed. `io_uring_setup(2)`
-//!    fails too (io_uring's `IORING_OP_SOCKET` would bypass the filter). See that module for
-//!    why seccomp rather than a fresh network namespace, and what the UNIX block breaks.
+//!    Docker daemon or D-Bus. Connected stream `socketpair`s stay allowed. See that module
+//!    for why seccomp rather than a fresh network namespace, and what the UNIX block breaks.
+//!
+//! What the sandbox reads in the workspace (`.git` and git's config) is read through
+//! `workspace_read.rs`: non-blocking, never a FIFO or a symlink, bounded, and by the session
+//! engine on the blocking pool with a deadline ([`SandboxPaths::git_targets`]).
 //!
 //! Everything that allocates or opens files happens in [`SandboxPolicy::prepare`], in the
 //! parent; the child only issues syscalls on pre-built data (async-signal-safe).
@@ -84,17 +96,21 @@
 //! `EPERM` from seccomp); [`denial_hint`] maps a failed command's output to the rule that most
 //! likely refused it, so an agent can ask for escalation instead of retrying blindly (after
 //! Codex CLI's `is_likely_sandbox_denied`). It names a rule only where the sandbox is the
-//! cause: the sandbox refuses writes and sockets, never reads, exec or lookups, so exit
-//! 126/127 and a refused path that the sandbox lets the command write, or that the host user
-//! could not write either, get no hint.
+//! cause: the sandbox refuses writes, sockets, set-id modes, keyrings and the reads of
+//! denied paths, never other reads, exec or lookups, so exit 126/127 and a refused path that
+//! the sandbox lets the command write, or that the host user could not write either, get no
+//! hint.
 
 mod caps;
 mod denial;
 mod held_dir;
 mod landlock;
+mod mountinfo;
 mod mounts;
 mod probe;
+mod read_deny;
 mod seccomp;
+pub(crate) mod workspace_read;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -104,6 +120,10 @@ use std::sync::Arc;
 pub use denial::denial_hint;
 pub use held_dir::{DirReplaced, HeldDir};
 pub use probe::{KernelSupport, probe_kernel};
+pub use read_deny::{
+    DEFAULT_HOME_DENIED, DEFAULT_ORIGIN, DEFAULT_SYSTEM_DENIED, DeniedRead, default_read_denied,
+};
+pub use workspace_read::{GitTargets, git_targets};
 
 /// How much a spawned command may touch. Ordered from strictest to loosest
 /// (`ReadOnly < WorkspaceWrite < FullAccess`), which [`SandboxPolicy::stricter`] relies on.
@@ -283,7 +303,12 @@ impl SandboxPolicy {
         // Whatever `.git`'s shape: only existing targets, and only those a writable root
         // contains, need a bind (elsewhere Landlock already refuses writes).
         let git_targets = if wants_git_ro {
-            git_paths(&workspace)
+            let found = match &paths.git_targets {
+                Some(given) => given.clone(),
+                None => workspace_read::git_targets(&workspace),
+            };
+            warnings.extend(found.notes);
+            found.paths
         } else {
             Vec::new()
         };
@@ -412,6 +437,113 @@ impl SandboxPolicy {
         read_only_binds.retain(|b| !in_hidden(b));
         git_binds.retain(|b| !in_hidden(b));
 
+        // Every other mount of a protected path (e.g. a bind of a parent elsewhere) gets
+        // what the path gets: a hidden dir is covered whole there too, and a read-only
+        // bind beneath a writable root is made there too (outside the writable roots the
+        // read-only root below already keeps an alias read-only).
+        let mount_table = mountinfo::current();
+        let mut masks: Vec<(PathBuf, Vec<PathBuf>, u32)> = Vec::new();
+        let holes_in = |dir: &Path| -> Vec<PathBuf> {
+            let mut holes: Vec<PathBuf> = [&private_tmp, &workspace]
+                .into_iter()
+                .filter(|p| p.starts_with(dir))
+                .cloned()
+                .collect();
+            let all = holes.clone();
+            holes.retain(|p| !all.iter().any(|o| o != p && p.starts_with(o)));
+            holes
+        };
+        for (h, _) in &hidden {
+            for alias in mountinfo::aliases(&mount_table, h) {
+                if holes_in(&alias).is_empty() && !masks.iter().any(|m| m.0 == alias) {
+                    masks.push((alias, Vec::new(), 0));
+                }
+            }
+        }
+        for bind in read_only_binds.clone() {
+            for alias in mountinfo::aliases(&mount_table, &bind) {
+                if writable_roots.iter().any(|r| alias.starts_with(r))
+                    && !read_only_binds.contains(&alias)
+                    && !in_hidden(&alias)
+                {
+                    read_only_binds.push(alias.clone());
+                    git_binds.push(alias);
+                }
+            }
+        }
+
+        // Denied reads (`read_deny.rs`): a directory gets an empty tmpfs of mode 0000 on
+        // top (0111 with the workspace or the temp dir bound back in), anything else the
+        // mask file; at each alias too. What lies in a hidden dir is hidden already.
+        let mask_file = paths.mask_file.as_ref().filter(|f| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::symlink_metadata(f)
+                .is_ok_and(|m| m.is_file() && m.len() == 0 && m.mode() & 0o7777 == 0)
+        });
+        let mut file_masks: Vec<PathBuf> = Vec::new();
+        let mut read_denied: Vec<DeniedRead> = Vec::new();
+        for r in read_deny::resolve(&paths.read_denied, &writable_roots, &mut warnings) {
+            if in_hidden(&r.path) {
+                continue;
+            }
+            if !r.dir && mask_file.is_none() {
+                warnings.push(format!(
+                    "deny_read {} ({}) stays READABLE: no mask file to cover a file with",
+                    r.path.display(),
+                    r.origin
+                ));
+                continue;
+            }
+            let mut at = vec![r.path.clone()];
+            at.extend(mountinfo::aliases(&mount_table, &r.path));
+            let mut masked = false;
+            for target in at {
+                if !r.dir {
+                    file_masks.push(target);
+                    masked = true;
+                    continue;
+                }
+                let holes = holes_in(&target);
+                if holes.contains(&target) {
+                    warnings.push(format!(
+                        "deny_read {} ({}) is the workspace or the temp dir itself: it stays \
+                         READABLE",
+                        target.display(),
+                        r.origin
+                    ));
+                    continue;
+                }
+                let mode = if holes.is_empty() { 0 } else { 0o111 };
+                masks.push((target, holes, mode));
+                masked = true;
+            }
+            if masked {
+                read_denied.push(DeniedRead {
+                    path: r.path,
+                    origin: r.origin,
+                });
+            }
+        }
+
+        // Metadata outside the writable roots (mode bits, times, extended attributes;
+        // Landlock has no right for them) is kept by a read-only `/`, with each writable
+        // root and the writable mounts beneath it bound back writable.
+        let read_only_root: Option<Vec<(PathBuf, Vec<PathBuf>)>> =
+            support.read_only_root.then(|| {
+                writable_roots
+                    .iter()
+                    .map(|r| (r.clone(), mountinfo::writable_beneath(&mount_table, r)))
+                    .collect()
+            });
+        if support.mount_namespace && !support.read_only_root {
+            warnings.push(
+                "the kernel cannot make / read-only in the command's mount namespace \
+                 (mount_setattr, Linux 5.12): metadata (mode bits, times, extended \
+                 attributes) outside the writable roots can be changed"
+                    .to_owned(),
+            );
+        }
+
         // Writable roots that sit beneath a read-only bind get re-bound writable on top.
         let rw_rebinds: Vec<PathBuf> = writable_roots
             .iter()
@@ -432,6 +564,10 @@ impl SandboxPolicy {
         );
         if support.mount_namespace {
             mount_plan = Some(mounts::MountPlan::new(mounts::MountSpec {
+                read_only_root: read_only_root.as_deref(),
+                masks: &masks,
+                file_masks: &file_masks,
+                mask_file,
                 pins: &pins,
                 hidden: &hidden,
                 read_only: &read_only_binds,
@@ -472,6 +608,30 @@ impl SandboxPolicy {
                 join_paths(&hidden.iter().map(|(h, _)| h.clone()).collect::<Vec<_>>())
             ));
         }
+        if !read_denied.is_empty() && mount_plan.is_none() {
+            warnings.push(format!(
+                "cannot create a private mount namespace ({}); deny_read is NOT enforced: {} \
+                 stay(s) READABLE",
+                support
+                    .mount_namespace_error
+                    .as_deref()
+                    .unwrap_or("unknown"),
+                join_paths(
+                    &read_denied
+                        .iter()
+                        .map(|d| d.path.clone())
+                        .collect::<Vec<_>>()
+                )
+            ));
+            read_denied.clear();
+        }
+        if !read_denied.is_empty() && support.landlock_abi.is_none() {
+            warnings.push(
+                "without Landlock, a command can read denied paths through another \
+                 process's /proc/<pid>/root"
+                    .to_owned(),
+            );
+        }
         if !read_only_binds.is_empty() && mount_plan.is_none() {
             warnings.push(format!(
                 "cannot create a private mount namespace ({}); {} stay(s) WRITABLE",
@@ -510,24 +670,25 @@ impl SandboxPolicy {
             ));
         }
 
+        // The confinement program goes on in every confined mode; the socket program
+        // joins it for each block asked for (`seccomp.rs`).
         let mut seccomp_filters = Arc::new(Vec::new());
         let (mut network_blocked, mut unix_sockets_blocked) = (false, false);
-        if !self.network || !self.unix_sockets {
-            if support.seccomp {
-                seccomp_filters =
-                    seccomp::socket_filters_shared(!self.network, !self.unix_sockets)?;
-                network_blocked = !self.network;
-                unix_sockets_blocked = !self.unix_sockets;
-            } else {
-                let what = match (self.network, self.unix_sockets) {
-                    (false, false) => "network and UNIX sockets are",
-                    (false, true) => "network is",
-                    _ => "UNIX sockets are",
-                };
-                warnings.push(format!(
-                    "seccomp is not available on this kernel: {what} NOT blocked"
-                ));
-            }
+        if support.seccomp {
+            seccomp_filters = seccomp::filters_shared(!self.network, !self.unix_sockets)?;
+            network_blocked = !self.network;
+            unix_sockets_blocked = !self.unix_sockets;
+        } else {
+            let what = match (self.network, self.unix_sockets) {
+                (false, false) => "; network and UNIX sockets are NOT blocked",
+                (false, true) => "; network is NOT blocked",
+                (true, false) => "; UNIX sockets are NOT blocked",
+                (true, true) => "",
+            };
+            warnings.push(format!(
+                "seccomp is not available on this kernel: setuid/setgid modes, io_uring and \
+                 the kernel keyrings are NOT refused{what}"
+            ));
         }
 
         for w in &warnings {
@@ -541,6 +702,9 @@ impl SandboxPolicy {
             git_read_only,
             writable,
             protected,
+            read_denied,
+            metadata_read_only: mount_plan.is_some() && read_only_root.is_some(),
+            setid_refused: support.seccomp,
             warnings,
         };
         tracing::debug!("sandbox prepared: {effective}");
@@ -584,6 +748,21 @@ pub struct SandboxPaths {
     /// otherwise); not applied under full-access. A hidden dir that is the workspace or
     /// the temp dir itself cannot be hidden (a warning).
     pub hidden: Vec<PathBuf>,
+    /// Paths no confined command may read (`deny_read`: the host's own secrets, the
+    /// built-in defaults, the operator's and a manifest's rules), each masked in the
+    /// command's mount namespace (`read_deny.rs`): `EACCES` by every spelling. Entries
+    /// that do not exist when the command starts are skipped. Needs the mount namespace
+    /// (a warning otherwise); not applied under full-access.
+    pub read_denied: Vec<DeniedRead>,
+    /// An empty regular file of mode `0000` that no command can write (the engine keeps
+    /// `<state_dir>/sandbox/mask`), bound read-only over each denied *file*. `None`, or
+    /// not such a file: denied files stay readable (a warning); denied directories are
+    /// masked either way (a fresh `tmpfs`).
+    pub mask_file: Option<PathBuf>,
+    /// The workspace's `.git` targets, when the caller inspected them already off the
+    /// spawner thread (`workspace_read::git_targets`, bounded); `None`: `prepare`
+    /// inspects them itself (non-blocking reads of at most 4 KiB).
+    pub git_targets: Option<GitTargets>,
 }
 
 /// The sandbox actually in force, as reported in every session snapshot and event.
@@ -613,6 +792,19 @@ pub struct EffectiveSandbox {
     /// Existing [`SandboxPaths::protected`] paths (canonical) kept read-only, then the
     /// existing [`SandboxPaths::hidden`] ones (canonical), which are also unreadable.
     pub protected: Vec<PathBuf>,
+    /// The denied reads in force: each existing [`SandboxPaths::read_denied`] entry that
+    /// is masked, by its canonical path, with its origin (`read_deny.rs`).
+    #[serde(default)]
+    pub read_denied: Vec<DeniedRead>,
+    /// `true` when everything outside the writable roots is mounted read-only in the
+    /// command's namespace, so its metadata (mode bits, times, extended attributes) cannot
+    /// change either (`EROFS`).
+    #[serde(default)]
+    pub metadata_read_only: bool,
+    /// `true` when the confinement seccomp program is installed: no setuid/setgid modes,
+    /// no io_uring, no kernel keyrings (`seccomp.rs`).
+    #[serde(default)]
+    pub setid_refused: bool,
     /// Every way in which the sandbox is weaker than the mode asks for. Empty when the mode
     /// is fully enforced.
     pub warnings: Vec<String>,
@@ -628,6 +820,9 @@ impl EffectiveSandbox {
             git_read_only: false,
             writable: vec![PathBuf::from("/")],
             protected: Vec::new(),
+            read_denied: Vec::new(),
+            metadata_read_only: false,
+            setid_refused: false,
             warnings: Vec::new(),
         }
     }
@@ -665,6 +860,11 @@ impl fmt::Display for EffectiveSandbox {
         } else {
             ", unix sockets allowed"
         })?;
+        match self.read_denied.len() {
+            0 => {}
+            1 => f.write_str(", 1 read denied")?,
+            n => write!(f, ", {n} reads denied")?,
+        }
         if !self.warnings.is_empty() {
             write!(f, ", {} warning(s)", self.warnings.len())?;
         }
@@ -828,6 +1028,14 @@ pub enum SandboxError {
     /// Compiling the seccomp filter failed.
     #[error("compiling the seccomp filter: {0}")]
     Seccomp(#[from] seccompiler::BackendError),
+    /// A `deny_read` entry that is not an absolute path or one starting `~/`.
+    #[error("deny_read entry {entry:?} is {why}")]
+    DenyRead {
+        /// The entry as written.
+        entry: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 fn join_paths(paths: &[PathBuf]) -> String {
@@ -840,60 +1048,6 @@ fn join_paths(paths: &[PathBuf]) -> String {
 
 fn absolute_lexical(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-/// What keeping the workspace's `.git` read-only protects, as existing canonical paths,
-/// whatever shape `.git` has (never an error: a shape it cannot follow protects nothing):
-///
-/// - a directory: itself;
-/// - a symlink: what it resolves to (a directory or a `.git` file, handled as such); a
-///   dangling symlink or a loop: nothing (there is nothing to protect);
-/// - a `.git` file (worktrees, submodules: `gitdir: <dir>`): the file itself, the git dir
-///   it names and, for a worktree, that dir's `commondir` (the main repository's git dir).
-///
-/// Paths beneath another one listed are left out (the outer bind covers them).
-pub(crate) fn git_paths(workspace: &Path) -> Vec<PathBuf> {
-    let Ok(real) = workspace.join(".git").canonicalize() else {
-        return Vec::new();
-    };
-    let mut found = vec![real.clone()];
-    if real.is_file()
-        && let Some(gitdir) = linked_dir(&real, "gitdir:")
-    {
-        if let Some(common) = linked_dir(&gitdir.join("commondir"), "") {
-            found.push(common);
-        }
-        found.push(gitdir);
-    }
-    let mut out: Vec<PathBuf> = Vec::new();
-    for p in &found {
-        if !found.iter().any(|o| o != p && p.starts_with(o)) && !out.contains(p) {
-            out.push(p.clone());
-        }
-    }
-    out
-}
-
-/// The directory a one-line git link file names (`gitdir: ../x`, or a bare path for
-/// `commondir`), relative to the file's own directory, if it exists. Reads at most 4 KiB and
-/// only regular files (a FIFO planted as `.git` cannot block the host).
-fn linked_dir(file: &Path, prefix: &str) -> Option<PathBuf> {
-    use std::io::Read;
-    if !file.symlink_metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    std::fs::File::open(file)
-        .ok()?
-        .take(4096)
-        .read_to_string(&mut text)
-        .ok()?;
-    let named = text.lines().next()?.strip_prefix(prefix)?.trim();
-    if named.is_empty() {
-        return None;
-    }
-    let dir = file.parent()?.join(named).canonicalize().ok()?;
-    dir.is_dir().then_some(dir)
 }
 
 /// Lexical normalisation (`.` dropped, `..` pops), without touching the filesystem:

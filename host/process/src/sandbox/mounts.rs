@@ -1,17 +1,26 @@
-//! Read-only carve-outs inside writable roots, the host's state dir hidden, and a private
-//! `/dev/shm` and `/dev/pts`, via a private mount namespace.
+//! A read-only root with the writable roots bound back, read-only carve-outs inside them,
+//! the host's state dir hidden, denied reads masked, and a private `/dev/shm` and
+//! `/dev/pts`, via a private mount namespace.
 //!
 //! Landlock cannot subtract: write on the workspace implies write on `.git` and on any
 //! protected host dir beneath it, and read on `/` implies read on the host's state dir
-//! (other sessions' logs). And commands need a writable `/dev/shm` and ptys, which
-//! must not be the host's shared ones. So, whenever the kernel allows it, the child:
+//! (other sessions' logs) and on every denied path. It has no right for metadata either
+//! (mode bits, times, extended attributes). And commands need a writable `/dev/shm` and
+//! ptys, which must not be the host's shared ones. So, whenever the kernel allows it, the
+//! child:
 //!
 //! 1. enters a new mount namespace: `unshare(CLONE_NEWNS)` when it has `CAP_SYS_ADMIN`
 //!    (root), otherwise `unshare(CLONE_NEWUSER | CLONE_NEWNS)` and writes
 //!    `/proc/self/setgroups` = `deny`, `/proc/self/uid_map` and `gid_map` = `<id> <id> 1`
 //!    (its own ids, like `unshare -r` but without becoming root: files keep their owners and
 //!    exec drops the namespace capabilities because the uid is not 0);
-//! 2. makes `/` `MS_REC | MS_PRIVATE`, so nothing it mounts propagates to the host;
+//! 2. makes `/` `MS_REC | MS_PRIVATE`, so nothing it mounts propagates to the host, and
+//!    opens the mask file (`O_PATH`) while the state dir it lies in is still visible;
+//!    then makes `/` read-only and `nosuid` recursively (`mount_setattr`, `AT_RECURSIVE`),
+//!    binds each writable root onto itself and clears `RDONLY` on that bind and on each
+//!    submount beneath it that was writable in the host's `mountinfo` (never one that was
+//!    read-only), and `chdir`s to its cwd again by path (the cwd it `fchdir`ed to lies on
+//!    the original, now read-only mount; the same device and inode are checked);
 //! 3. *pins* each ancestor of a hidden directory that lies beneath a writable root: binds
 //!    it onto itself (`MS_BIND | MS_REC`, still writable). A mount point cannot be renamed
 //!    or removed in the namespace it is mounted in (`EBUSY`), so no command can move the
@@ -29,10 +38,13 @@
 //!    `mount(MS_REMOUNT | MS_BIND | MS_RDONLY | <current flags from statvfs>)` (not recursive);
 //! 6. re-binds writable, on top, any writable root that lies beneath a read-only path (e.g. a
 //!    private temp dir inside a protected state dir that is itself inside the workspace);
-//! 7. mounts a fresh `tmpfs` on `/dev/shm` (`MS_NOSUID | MS_NODEV`, mode 1777, at most 256 MiB), so POSIX shared
+//! 7. masks each denied directory like step 4 (a `tmpfs` of mode `0000`, or `0111` with
+//!    the workspace or temp dir beneath it bound back), and binds the mask file over each
+//!    denied file, read-only (`read_deny.rs`);
+//! 8. mounts a fresh `tmpfs` on `/dev/shm` (`MS_NOSUID | MS_NODEV`, mode 1777, at most 256 MiB), so POSIX shared
 //!    memory and semaphores work without reaching the host's shared `/dev/shm` or another
 //!    session's: it is private to this namespace and freed with it;
-//! 8. mounts a new `devpts` instance on `/dev/pts` (`newinstance,ptmxmode=0666,mode=0620`),
+//! 9. mounts a new `devpts` instance on `/dev/pts` (`newinstance,ptmxmode=0666,mode=0620`),
 //!    so `/dev/ptmx` (which opens the `devpts` at `/dev/pts` next to it) hands out ptys of
 //!    this instance only: the host's and other sessions' terminals are not reachable by path.
 //!
@@ -66,6 +78,9 @@ pub(crate) const MAX_HOLES: usize = 2;
 #[derive(Debug)]
 struct Hide {
     dir: CString,
+    /// The cover's `tmpfs` options (its mode: `0755` for the state dir, `0000` for a
+    /// denied directory, `0111` for a denied one with holes).
+    data: CString,
     /// Each hole: its path, and the directories to create inside the tmpfs down to it
     /// (outermost first, the hole itself last).
     holes: Vec<(CString, Vec<CString>)>,
@@ -74,9 +89,19 @@ struct Hide {
 /// Pre-built mount operations for the child.
 #[derive(Debug)]
 pub struct MountPlan {
+    /// `/` made read-only (and `nosuid`) recursively first, then these writable roots
+    /// bound back writable, each with the submounts beneath it that were writable in the
+    /// host (`None`: the kernel has no `mount_setattr`, nothing is made read-only).
+    read_only_root: Option<Vec<(CString, Vec<CString>)>>,
     /// Directories bound onto themselves (writable), so no command can rename them.
     pins: Vec<CString>,
     hides: Vec<Hide>,
+    /// Denied directories: covered like `hides`, after everything else.
+    masks: Vec<Hide>,
+    /// Denied files, each covered by a read-only bind of `mask_file`.
+    file_masks: Vec<CString>,
+    /// The empty mode-`0000` file bound over each of `file_masks`.
+    mask_file: Option<CString>,
     /// Read-only binds, each with whether it is optional (`.git`: skipped if it vanished).
     read_only: Vec<(CString, bool)>,
     writable: Vec<CString>,
@@ -86,6 +111,16 @@ pub struct MountPlan {
 
 /// What [`MountPlan::new`] builds, by path (all canonical).
 pub(crate) struct MountSpec<'a> {
+    /// Make `/` read-only and bind these writable roots back writable, each with the
+    /// submounts beneath it that were writable (`None`: leave `/` as it is).
+    pub read_only_root: Option<&'a [(PathBuf, Vec<PathBuf>)]>,
+    /// Denied directories with the directories beneath them to bind back (as `hidden`),
+    /// each with the mode of its cover.
+    pub masks: &'a [(PathBuf, Vec<PathBuf>, u32)],
+    /// Denied files (anything but a directory), covered by `mask_file`.
+    pub file_masks: &'a [PathBuf],
+    /// An empty file of mode `0000` that no command can write.
+    pub mask_file: Option<&'a PathBuf>,
     /// Directories bound onto themselves, writable: mount points cannot be renamed or
     /// removed, so an ancestor of a hidden directory inside a writable root stays put.
     pub pins: &'a [PathBuf],
@@ -115,8 +150,7 @@ impl MountPlan {
         let c = |p: &PathBuf| {
             CString::new(p.as_os_str().as_bytes()).map_err(|_| SandboxError::NulInPath(p.clone()))
         };
-        let mut hides = Vec::new();
-        for (dir, holes) in spec.hidden {
+        let build = |dir: &PathBuf, holes: &[PathBuf], mode: u32| -> Result<Hide, SandboxError> {
             let bad = |what| SandboxError::Io {
                 what,
                 path: dir.clone(),
@@ -138,14 +172,41 @@ impl MountPlan {
                 }
                 built.push((c(hole)?, chain));
             }
-            hides.push(Hide {
+            let data = format!("mode={mode:04o},size=64k,nr_inodes=1024");
+            Ok(Hide {
                 dir: c(dir)?,
+                data: CString::new(data).unwrap_or_default(),
                 holes: built,
-            });
-        }
+            })
+        };
+        let hides = spec
+            .hidden
+            .iter()
+            .map(|(dir, holes)| build(dir, holes, 0o755))
+            .collect::<Result<Vec<_>, _>>()?;
+        let masks = spec
+            .masks
+            .iter()
+            .map(|(dir, holes, mode)| build(dir, holes, *mode))
+            .collect::<Result<Vec<_>, _>>()?;
+        let read_only_root = match spec.read_only_root {
+            None => None,
+            Some(roots) => Some(
+                roots
+                    .iter()
+                    .map(|(root, subs)| {
+                        Ok((c(root)?, subs.iter().map(c).collect::<Result<_, _>>()?))
+                    })
+                    .collect::<Result<Vec<_>, SandboxError>>()?,
+            ),
+        };
         Ok(MountPlan {
+            read_only_root,
             pins: spec.pins.iter().map(c).collect::<Result<_, _>>()?,
             hides,
+            masks,
+            file_masks: spec.file_masks.iter().map(c).collect::<Result<_, _>>()?,
+            mask_file: spec.mask_file.map(c).transpose()?,
             read_only: spec
                 .read_only
                 .iter()
@@ -161,6 +222,37 @@ impl MountPlan {
     pub(crate) fn apply_in_child(&self) -> io::Result<()> {
         enter_namespace()?;
         make_root_private()?;
+        // The mask file is in the state dir, which is covered below: held from here.
+        let mask_fd = match &self.mask_file {
+            // SAFETY: a valid NUL-terminated path.
+            Some(p) => unsafe { libc::open(p.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) },
+            None => -1,
+        };
+        if self.mask_file.is_some() && mask_fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let result = self.apply_with(mask_fd);
+        if mask_fd >= 0 {
+            // SAFETY: the fd this function opened.
+            unsafe { libc::close(mask_fd) };
+        }
+        result
+    }
+
+    fn apply_with(&self, mask_fd: libc::c_int) -> io::Result<()> {
+        if let Some(roots) = &self.read_only_root {
+            set_attrs(c"/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, true)?;
+            for (root, subs) in roots {
+                bind_self(root)?;
+                set_attrs(root, 0, MOUNT_ATTR_RDONLY, false)?;
+                for sub in subs {
+                    set_attrs(sub, 0, MOUNT_ATTR_RDONLY, false)?;
+                }
+            }
+            // The child `fchdir`ed before this namespace existed: its cwd is on the
+            // original (now read-only) mount, beneath the writable bind.
+            reenter_cwd()?;
+        }
         for p in &self.pins {
             bind_self(p)?;
         }
@@ -183,6 +275,27 @@ impl MountPlan {
             bind_self(p)?;
             set_read_only(p, false)?;
         }
+        for m in &self.masks {
+            hide(m)?;
+        }
+        if mask_fd >= 0 {
+            let mut buf = [0u8; 32];
+            let source = format_fd_path(&mut buf, mask_fd);
+            for p in &self.file_masks {
+                // SAFETY: NUL-terminated source (stack buffer) and target.
+                let rc = unsafe {
+                    libc::mount(
+                        source.as_ptr(),
+                        p.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND,
+                        std::ptr::null(),
+                    )
+                };
+                check(rc.into())?;
+                set_read_only(p, true)?;
+            }
+        }
         if self.shm {
             mount_private_shm()?;
         }
@@ -191,6 +304,29 @@ impl MountPlan {
         }
         Ok(())
     }
+}
+
+/// Moves the cwd onto the mounts now visible at its path: `getcwd` into a stack buffer,
+/// `chdir` to it, and the same directory (device and inode) before and after, else
+/// `ESTALE` (a path that now leads elsewhere is never taken). A cwd whose path is too
+/// long for the buffer stays where it is. Async-signal-safe.
+fn reenter_cwd() -> io::Result<()> {
+    let mut buf = [0u8; 4096];
+    // SAFETY: stat structs on the stack; getcwd writes at most `buf.len()` bytes.
+    unsafe {
+        let mut before: libc::stat = std::mem::zeroed();
+        check(libc::stat(c".".as_ptr(), &mut before).into())?;
+        if libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null() {
+            return Ok(());
+        }
+        check(libc::chdir(buf.as_ptr().cast()).into())?;
+        let mut after: libc::stat = std::mem::zeroed();
+        check(libc::stat(c".".as_ptr(), &mut after).into())?;
+        if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino) {
+            return Err(io::Error::from_raw_os_error(libc::ESTALE));
+        }
+    }
+    Ok(())
 }
 
 /// Covers `h.dir` with an empty `tmpfs` (read-only once the holes' mount points are
@@ -230,7 +366,7 @@ fn hide_with(h: &Hide, fds: &mut [libc::c_int; MAX_HOLES]) -> io::Result<()> {
             h.dir.as_ptr(),
             c"tmpfs".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            c"mode=0755,size=64k,nr_inodes=1024".as_ptr().cast(),
+            h.data.as_ptr().cast(),
         )
     };
     check(rc.into())?;
@@ -406,13 +542,21 @@ struct MountAttr {
     userns_fd: u64,
 }
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
 
-fn set_read_only(p: &CString, read_only: bool) -> io::Result<()> {
+/// `mount_setattr(2)` on `p`: sets `set`, clears `clear`, on the whole tree beneath it
+/// when `recursive`. Errors as the syscall (`ENOSYS` before Linux 5.12).
+fn set_attrs(p: &std::ffi::CStr, set: u64, clear: u64, recursive: bool) -> io::Result<()> {
     let attr = MountAttr {
-        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
-        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        attr_set: set,
+        attr_clr: clear,
         propagation: 0,
         userns_fd: 0,
+    };
+    let flags = if recursive {
+        libc::AT_RECURSIVE as libc::c_uint
+    } else {
+        0
     };
     // SAFETY: valid path and attr pointer with its exact size.
     let rc = unsafe {
@@ -420,19 +564,30 @@ fn set_read_only(p: &CString, read_only: bool) -> io::Result<()> {
             libc::SYS_mount_setattr,
             libc::AT_FDCWD,
             p.as_ptr(),
-            libc::AT_RECURSIVE as libc::c_uint,
+            flags,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
     };
-    if rc == 0 {
-        return Ok(());
+    check(rc)
+}
+
+/// Whether the kernel can make `/` read-only the way [`MountPlan`] does (for the probe:
+/// run in a throwaway child inside a private namespace).
+pub(crate) fn read_only_root_works() -> io::Result<()> {
+    set_attrs(c"/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, true)
+}
+
+fn set_read_only(p: &CString, read_only: bool) -> io::Result<()> {
+    let (set, clear) = if read_only {
+        (MOUNT_ATTR_RDONLY, 0)
+    } else {
+        (0, MOUNT_ATTR_RDONLY)
+    };
+    match set_attrs(p, set, clear, true) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => remount_fallback(p, read_only),
+        r => r,
     }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() != Some(libc::ENOSYS) {
-        return Err(err);
-    }
-    remount_fallback(p, read_only)
 }
 
 /// Pre-5.12 kernels: classic bind remount, keeping the flags the mount already has (a user

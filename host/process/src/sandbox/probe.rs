@@ -24,9 +24,13 @@ pub struct KernelSupport {
     /// In such a namespace a new `devpts` instance can be mounted on `/dev/pts` (and
     /// `/dev/ptmx` exists), so commands can get private ptys.
     pub private_pts: bool,
+    /// In such a namespace `/` can be made read-only recursively with `mount_setattr(2)`
+    /// (Linux 5.12), so metadata outside the writable roots is read-only too.
+    #[serde(default)]
+    pub read_only_root: bool,
 }
 
-/// Probes the kernel once (the first call starts up to four short-lived children at once,
+/// Probes the kernel once (the first call starts up to five short-lived children at once,
 /// each sharing the host's memory until it exits, that only issue
 /// `unshare`/`mount` syscalls and `_exit`); later calls return the cached answer.
 /// Mounts made by a probe child exist only in its own private mount namespace.
@@ -34,7 +38,7 @@ pub fn probe_kernel() -> KernelSupport {
     static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
     SUPPORT
         .get_or_init(|| {
-            // The four children run at once, each from a thread of its own (a
+            // The five children run at once, each from a thread of its own (a
             // child only blocks the thread that started it): a start waits for
             // the slowest, not the sum (BENCHMARKS.md, P6 and P9).
             let in_namespace = |mount: fn() -> io::Result<()>| {
@@ -48,7 +52,7 @@ pub fn probe_kernel() -> KernelSupport {
             let shm_exists = std::path::Path::new(super::mounts::DEV_SHM).is_dir();
             let pts_exist = std::path::Path::new(super::mounts::DEV_PTS).is_dir()
                 && std::path::Path::new(super::mounts::DEV_PTMX).exists();
-            let (mount, userns, shm, pts) = std::thread::scope(|scope| {
+            let (mount, userns, shm, pts, ro_root) = std::thread::scope(|scope| {
                 let userns = scope.spawn(|| {
                     crate::spawn::in_child(&|| {
                         // SAFETY: plain syscall in the throwaway child.
@@ -62,6 +66,7 @@ pub fn probe_kernel() -> KernelSupport {
                     .then(|| scope.spawn(|| in_namespace(super::mounts::mount_private_shm)));
                 let pts = pts_exist
                     .then(|| scope.spawn(|| in_namespace(super::mounts::mount_private_pts)));
+                let ro_root = scope.spawn(|| in_namespace(super::mounts::read_only_root_works));
                 let mount = crate::spawn::in_child(&|| {
                     super::mounts::enter_namespace()?;
                     super::mounts::make_root_private()
@@ -72,7 +77,13 @@ pub fn probe_kernel() -> KernelSupport {
                 let userns = userns
                     .join()
                     .unwrap_or_else(|_| Err(io::Error::other("the probe thread panicked")));
-                (mount, userns, joined(shm), joined(pts))
+                (
+                    mount,
+                    userns,
+                    joined(shm),
+                    joined(pts),
+                    joined(Some(ro_root)),
+                )
             });
             let mount_ok = mount.is_ok();
             let private_shm = mount_ok && shm;
@@ -87,6 +98,7 @@ pub fn probe_kernel() -> KernelSupport {
                 mount_namespace_error: mount.err().map(|e| e.to_string()),
                 private_shm,
                 private_pts,
+                read_only_root: mount_ok && ro_root,
             };
             tracing::debug!(?support, "sandbox kernel probe");
             support

@@ -1,7 +1,36 @@
-//! Socket block: a seccomp filter that refuses every socket family but `AF_UNIX` (the network
-//! block) and/or new `AF_UNIX` sockets (the UNIX-socket block), each unless granted.
+//! Seccomp filters: the *confinement* program, installed in every confined mode, and the
+//! *socket* program, which refuses every socket family but `AF_UNIX` (the network block)
+//! and/or new `AF_UNIX` sockets (the UNIX-socket block), each unless granted.
 //!
-//! # Why seccomp rather than a fresh network namespace
+//! # The confinement program (every confined mode, whatever the grants)
+//!
+//! Landlock (up to ABI 7) has no right for mode bits, and `no_new_privs` only stops a
+//! setuid file from raising *this* command's privileges: a setuid or setgid file left in
+//! the workspace runs with the host user's identity when another user starts it. So no
+//! confined command may create one, anywhere, by any of the calls that set mode bits:
+//!
+//! - `chmod`, `fchmod`, `fchmodat`, `fchmodat2` with `mode & (S_ISUID|S_ISGID)`: `EPERM`;
+//! - `open`, `openat` with `O_CREAT` or `__O_TMPFILE` in the flags and such a mode, `creat`
+//!   with such a mode: `EPERM`;
+//! - `mknod`, `mknodat` with such a mode: `EPERM`;
+//! - `openat2(2)`: `ENOSYS`, always. Its mode sits in a struct behind a pointer, which a
+//!   seccomp filter cannot read; glibc's `open`/`openat` never use it, and callers that do
+//!   (systemd's tools, some runtimes) fall back to `openat` on `ENOSYS`;
+//! - `io_uring_setup(2)`: `EPERM`, always (io_uring's `OPENAT` and `SOCKET` operations do
+//!   not go through the syscall filter);
+//! - `add_key`, `request_key`, `keyctl`: `EPERM`, always, so the host user's kernel
+//!   keyrings (session, user, persistent) can be neither read nor changed. Docker's
+//!   default profile refuses the same three. This breaks `keyctl` itself and Kerberos
+//!   `KEYRING:` credential caches (docs/sandbox.md, "Metadata, setuid and keyrings").
+//!
+//! File capabilities (`security.capability`) need `CAP_SETFCAP`, which confined commands
+//! never hold (`caps.rs`). Metadata of files outside the writable roots (mode, owner,
+//! timestamps, extended attributes) is kept by the read-only mounts (`mounts.rs`), not
+//! here. On x86_64 the x32-ABI filter below is installed with it in every confined mode.
+//!
+//! # The socket program
+//!
+//! ## Why seccomp rather than a fresh network namespace
 //!
 //! - **Works without privileges or namespaces.** It needs only `no_new_privs`, so the network
 //!   block does not depend on user namespaces (disabled or AppArmor-restricted on several
@@ -18,7 +47,7 @@
 //!
 //! Same approach as Codex CLI's Linux sandbox (`socket` allowed only for `AF_UNIX`).
 //!
-//! # Why UNIX sockets are blocked at `socket(2)`
+//! ## Why UNIX sockets are blocked at `socket(2)`
 //!
 //! A pathname UNIX socket is a door to whatever listens on it, often with more authority than
 //! the command: the user's ssh-agent (`$SSH_AUTH_SOCK`), `/var/run/docker.sock` (root on the
@@ -43,7 +72,7 @@
 //! (test suites included). glibc degrades silently: `getpwnam` and friends skip `nscd` and
 //! `nss-systemd`'s varlink and read `/etc/passwd`, `syslog(3)` drops its messages.
 //!
-//! # Rules
+//! ## Rules
 //!
 //! Without the network grant:
 //! - `socket(domain, ..)`, `socketpair(domain, ..)`: `EPERM` unless `domain == AF_UNIX`
@@ -54,12 +83,9 @@
 //! - `socketpair(AF_UNIX, type, ..)` with `type & SOCK_TYPE_MASK` `SOCK_DGRAM` or `SOCK_RAW`:
 //!   `EPERM`.
 //!
-//! Whenever either holds:
-//! - `io_uring_setup(2)`: `EPERM` (io_uring's `IORING_OP_SOCKET` does not go through the
-//!   syscall filter);
-//! - everything else: allowed.
+//! Everything else: allowed (`io_uring_setup(2)` is the confinement program's).
 //!
-//! On x86_64 a second, hand-written filter refuses x32-ABI syscall numbers (bit 30 set), which
+//! On x86_64 a hand-written filter refuses x32-ABI syscall numbers (bit 30 set), which
 //! the first filter's per-number rules would not match; seccompiler's own architecture check
 //! kills the process on a foreign `AUDIT_ARCH` (i386 `int 0x80`, and with it `socketcall(2)`),
 //! so 32-bit binaries cannot run confined. Sockets inherited from the host are not affected:
@@ -120,25 +146,103 @@ pub(crate) fn socket_filters(
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(libc::SYS_socket, socket);
     rules.insert(libc::SYS_socketpair, socketpair);
-    rules.insert(libc::SYS_io_uring_setup, vec![]);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
     )?;
-    let mut progs = vec![BpfProgram::try_from(filter)?];
+    Ok(vec![BpfProgram::try_from(filter)?])
+}
+
+/// The confinement programs (module docs), compiled in the parent: the `EPERM` program
+/// (setuid/setgid modes, io_uring, keyrings), the `ENOSYS` one (`openat2`) and, on
+/// x86_64, the x32 filter.
+pub(crate) fn confinement_filters() -> Result<Vec<BpfProgram>, SandboxError> {
+    let arch: TargetArch = std::env::consts::ARCH.try_into()?;
+    const SETID: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+    // `(arg & bit) == bit`.
+    let has = |arg: u8, bit: u64| {
+        SeccompCondition::new(
+            arg,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(bit),
+            bit,
+        )
+    };
+    // A mode argument with a set-id bit: one alternative per bit.
+    let setid_mode = |arg: u8| -> Result<Vec<SeccompRule>, SandboxError> {
+        SETID
+            .iter()
+            .map(|&bit| Ok(SeccompRule::new(vec![has(arg, bit)?])?))
+            .collect()
+    };
+    // `open`-like calls: the mode counts only when the flags create a file.
+    let creating = |flags: u8, mode: u8| -> Result<Vec<SeccompRule>, SandboxError> {
+        let mut out = Vec::new();
+        for create in [libc::O_CREAT as u64, TMPFILE_BIT] {
+            for &bit in &SETID {
+                out.push(SeccompRule::new(vec![
+                    has(flags, create)?,
+                    has(mode, bit)?,
+                ])?);
+            }
+        }
+        Ok(out)
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(libc::SYS_fchmod, setid_mode(1)?);
+    rules.insert(libc::SYS_fchmodat, setid_mode(2)?);
+    rules.insert(SYS_FCHMODAT2, setid_mode(2)?);
+    rules.insert(libc::SYS_openat, creating(2, 3)?);
+    rules.insert(libc::SYS_mknodat, setid_mode(2)?);
+    #[cfg(target_arch = "x86_64")]
+    {
+        rules.insert(libc::SYS_chmod, setid_mode(1)?);
+        rules.insert(libc::SYS_open, creating(1, 2)?);
+        rules.insert(libc::SYS_creat, setid_mode(1)?);
+        rules.insert(libc::SYS_mknod, setid_mode(1)?);
+    }
+    for always in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_keyctl,
+    ] {
+        rules.insert(always, vec![]);
+    }
+    let eperm = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    let enosys = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_openat2, vec![])]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?;
+    let mut progs = vec![BpfProgram::try_from(eperm)?, BpfProgram::try_from(enosys)?];
     if let Some(x32) = x32_filter() {
         progs.push(x32);
     }
     Ok(progs)
 }
 
-/// [`socket_filters`], compiled once per process for each of its four argument
-/// combinations (the programs depend on nothing else) and shared by every command
-/// prepared afterwards (ARCHITECTURE.md, "Sandbox": built once, applied in each child).
-/// Errors: as [`socket_filters`] (a failed compilation is not cached).
-pub(crate) fn socket_filters_shared(
+/// `fchmodat2(2)` (Linux 6.6): the same number on every architecture.
+const SYS_FCHMODAT2: i64 = 452;
+
+/// `__O_TMPFILE` without `O_DIRECTORY` (`O_TMPFILE` is both): the bit that makes `open`
+/// create an unnamed file with the given mode.
+const TMPFILE_BIT: u64 = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64;
+
+/// Every program a confined command gets: [`confinement_filters`], then
+/// [`socket_filters`] for the blocks asked for. Compiled once per process for each of
+/// the four combinations (the programs depend on nothing else) and shared by every
+/// command prepared afterwards (ARCHITECTURE.md, "Sandbox": built once, applied in each
+/// child). Errors: as those two (a failed compilation is not cached).
+pub(crate) fn filters_shared(
     block_network: bool,
     block_unix: bool,
 ) -> Result<std::sync::Arc<Vec<BpfProgram>>, SandboxError> {
@@ -148,7 +252,9 @@ pub(crate) fn socket_filters_shared(
     if let Some(progs) = slot.get() {
         return Ok(progs.clone());
     }
-    let progs = Arc::new(socket_filters(block_network, block_unix)?);
+    let mut progs = confinement_filters()?;
+    progs.extend(socket_filters(block_network, block_unix)?);
+    let progs = Arc::new(progs);
     Ok(slot.get_or_init(|| progs).clone())
 }
 

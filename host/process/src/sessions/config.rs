@@ -7,7 +7,7 @@ use std::time::Duration;
 
 #[cfg(doc)]
 use crate::sandbox::SandboxPaths;
-use crate::sandbox::SandboxPolicy;
+use crate::sandbox::{DeniedRead, SandboxPolicy};
 use crate::{OutputCapPolicy, ProcessTracking, SessionObserver};
 #[cfg(doc)]
 use crate::{OutputOmission, SessionError, SessionUsage, Sessions, Snapshot};
@@ -127,6 +127,13 @@ pub struct SessionsConfig {
     /// ([`SandboxPaths::hidden`]); its own temp dir is bound back in. Under
     /// `full-access` nothing is hidden.
     pub sandbox: SandboxPolicy,
+    /// Paths no confined command may read, whatever the per-call policy
+    /// ([`SandboxPaths::read_denied`]: the host's own secrets, the built-in defaults of
+    /// [`default_read_denied`](crate::default_read_denied), the operator's rules). Each
+    /// existing one is masked in every confined command's mount namespace (`EACCES`);
+    /// the engine keeps the empty mode-`0000` file the masks of files are bound from at
+    /// `<state_dir>/sandbox/mask`. Default: none.
+    pub read_denied: Vec<DeniedRead>,
     /// The soft `RLIMIT_NOFILE` every command starts with, e.g. the limit the host
     /// was started with before [`raise_fd_limit`](crate::raise_fd_limit) raised its
     /// own (some programs loop up to their soft limit). `None`: the host's current
@@ -166,8 +173,9 @@ impl SessionsConfig {
     /// - finished sessions: 256 on the host and 64 per plugin, 64 MiB and 16 MiB of
     ///   memory;
     /// - confinement: [`SandboxPolicy::default`] (`workspace-write`, network blocked,
-    ///   `.git` read-only), [`ProcessTracking::Auto`], at most 512 processes per
-    ///   session, children created inside their cgroup where `clone3` allows.
+    ///   `.git` read-only), no `read_denied`, [`ProcessTracking::Auto`], at most 512
+    ///   processes per session, children created inside their cgroup where `clone3`
+    ///   allows.
     pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
         SessionsConfig {
             workspace: workspace.into(),
@@ -191,6 +199,7 @@ impl SessionsConfig {
             output_cap_policy: OutputCapPolicy::Keep,
             observer: None,
             sandbox: SandboxPolicy::default(),
+            read_denied: Vec::new(),
             child_nofile: None,
             max_processes_per_session: DEFAULT_MAX_PROCESSES_PER_SESSION,
             process_tracking: ProcessTracking::Auto,
@@ -226,6 +235,7 @@ impl fmt::Debug for SessionsConfig {
             .field("output_cap_policy", &self.output_cap_policy)
             .field("observer", &self.observer.is_some())
             .field("sandbox", &self.sandbox)
+            .field("read_denied", &self.read_denied)
             .field("child_nofile", &self.child_nofile)
             .field("max_processes_per_session", &self.max_processes_per_session)
             .field("process_tracking", &self.process_tracking)

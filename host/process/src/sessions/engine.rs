@@ -68,6 +68,9 @@ pub(super) struct Inner {
     pub(super) state_dir: PathBuf,
     /// The operator's sandbox as prepared when the engine started.
     pub(super) sandbox: EffectiveSandbox,
+    /// `<state_dir>/sandbox/mask`, the file denied files are masked with (`None` when
+    /// it could not be made).
+    pub(super) mask_file: Option<PathBuf>,
     /// Sandbox warnings already logged (each distinct one is logged once).
     pub(super) warned: Mutex<std::collections::HashSet<String>>,
     pub(super) spawner: process::Spawner,
@@ -350,12 +353,55 @@ impl Inner {
     /// The paths a session's sandbox is built around: the workspace, its private temp
     /// dir and the hidden state dir (ARCHITECTURE.md, "Sandbox": no confined command
     /// reads or writes it; its own temp dir is bound back in).
-    fn sandbox_paths(&self, private_tmp: PathBuf) -> SandboxPaths {
+    fn sandbox_paths(
+        &self,
+        private_tmp: PathBuf,
+        git_targets: Option<crate::sandbox::GitTargets>,
+    ) -> SandboxPaths {
         SandboxPaths {
             workspace: self.workspace.clone(),
             private_tmp,
             protected: Vec::new(),
             hidden: vec![self.state_dir.clone()],
+            read_denied: self.config.read_denied.clone(),
+            mask_file: self.mask_file.clone(),
+            git_targets,
+        }
+    }
+
+    /// The workspace's `.git` targets for a start under `sandbox`, inspected on the
+    /// blocking pool within [`GIT_INSPECT_DEADLINE`] (`sandbox::workspace_read`); `None`
+    /// when the sandbox keeps no `.git` read-only.
+    ///
+    /// Errors: [`SessionError::Io`] when the inspection does not finish in time (a
+    /// workspace on a filesystem that hangs): the start fails closed rather than run
+    /// with `.git` unprotected.
+    pub(super) async fn git_targets(
+        &self,
+        sandbox: &SandboxPolicy,
+    ) -> Result<Option<crate::sandbox::GitTargets>, SessionError> {
+        if sandbox.mode != crate::sandbox::SandboxMode::WorkspaceWrite || sandbox.git_writable {
+            return Ok(None);
+        }
+        let workspace = self.workspace.clone();
+        let task = self
+            .handle
+            .spawn_blocking(move || crate::sandbox::workspace_read::git_targets(&workspace));
+        let failed = |cause: String| {
+            SessionError::Io(HostIoError::other(
+                IoOperation::PrepareSandbox,
+                Some(&self.workspace),
+                cause,
+            ))
+        };
+        match tokio::time::timeout(GIT_INSPECT_DEADLINE, task).await {
+            Ok(Ok(found)) => Ok(Some(found)),
+            Ok(Err(e)) => Err(failed(format!("inspecting the workspace's .git: {e}"))),
+            Err(_) => Err(failed(format!(
+                "the workspace's .git could not be inspected within {} s; the command was \
+                 not started",
+                GIT_INSPECT_DEADLINE.as_secs()
+            ))),
         }
     }
 
@@ -381,6 +427,7 @@ impl Inner {
         request_env: &[(String, String)],
         cwd_fd: std::os::fd::OwnedFd,
         sandbox: SandboxPolicy,
+        git_targets: Option<crate::sandbox::GitTargets>,
         stdin: process::StdinSetup,
         merge_stderr: bool,
         foreground: bool,
@@ -393,7 +440,7 @@ impl Inner {
             e
         };
         let confinement = sandbox
-            .prepare(&self.sandbox_paths(private_tmp.clone()))
+            .prepare(&self.sandbox_paths(private_tmp.clone(), git_targets))
             .map_err(|e| {
                 fail(SessionError::Io(HostIoError::other(
                     IoOperation::PrepareSandbox,
@@ -554,6 +601,44 @@ pub(super) fn is_foreground_run(session: &Session, tool_call_id: &str) -> bool {
     st.exit.is_none() && !st.detached
 }
 
+/// `<state_dir>/sandbox/mask`: an empty regular file of mode `0000` (made so if it is
+/// not), what denied files are masked with (`SandboxPaths::mask_file`). `None`, with
+/// the reason at `warn`, when it cannot be made.
+fn mask_file(state_dir: &std::path::Path) -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let dir = state_dir.join("sandbox");
+    let path = dir.join("mask");
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .and_then(|()| {
+            let meta = std::fs::symlink_metadata(&path);
+            if meta.as_ref().is_ok_and(|m| !m.is_file() || m.len() != 0) {
+                std::fs::remove_file(&path)?;
+            }
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0)
+                .open(&path)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0))
+        });
+    match made {
+        Ok(()) => Some(path),
+        Err(e) => {
+            tracing::warn!("{}: {e}; denied files cannot be masked", path.display());
+            None
+        }
+    }
+}
+
+/// How long a start waits for the workspace's `.git` to be inspected
+/// ([`Inner::git_targets`]): 2 s.
+pub(super) const GIT_INSPECT_DEADLINE: Duration = Duration::from_secs(2);
+
 /// A failure of the spawner thread (`operation`: starting it, or handing it a start).
 pub(super) fn spawner_error(operation: IoOperation, e: std::io::Error) -> SessionError {
     SessionError::Io(HostIoError::os(operation, None, &e))
@@ -609,6 +694,7 @@ impl Sessions {
         })?;
         // Prepared once up front (with the sessions dir standing in for the per-session
         // temp dirs) to fail early, to report, and to log the warnings once.
+        let mask_file = mask_file(&state_dir);
         let sandbox = config
             .sandbox
             .prepare(&SandboxPaths {
@@ -616,6 +702,9 @@ impl Sessions {
                 private_tmp: sessions_dir.clone(),
                 protected: Vec::new(),
                 hidden: vec![state_dir.clone()],
+                read_denied: config.read_denied.clone(),
+                mask_file: mask_file.clone(),
+                git_targets: None,
             })
             .map_err(|e| {
                 SessionError::Io(HostIoError::other(IoOperation::PrepareSandbox, None, e))
@@ -661,6 +750,7 @@ impl Sessions {
             sessions_dir,
             state_dir,
             sandbox,
+            mask_file,
             warned: Mutex::default(),
             spawner,
             exits,

@@ -200,6 +200,10 @@ impl Sessions {
         let request_env = std::mem::take(&mut req.env);
         let merge_stderr = req.streams == OutputStreams::Merged;
         let foreground = req.tool_call_id.is_some();
+        // What the sandbox reads in the workspace (the `.git` shape and config) is read
+        // here, on the blocking pool with a deadline, never on the spawner thread that
+        // starts every command (`sandbox::workspace_read`).
+        let git_targets = inner.git_targets(&sandbox).await?;
         // Files, the sandbox and the command's memfd: blocking work, off the
         // workers, on the spawner thread that then starts the child.
         let prep = inner.clone();
@@ -212,6 +216,7 @@ impl Sessions {
                     &request_env,
                     cwd_fd,
                     sandbox,
+                    git_targets,
                     stdin_setup,
                     merge_stderr,
                     foreground,

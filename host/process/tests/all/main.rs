@@ -8,9 +8,13 @@
 //! - `descendants`: whole process trees (setsid grandchildren, leftovers, the
 //!   subreaper fallback).
 //! - `sandbox`: the kernel sandbox applied to plain commands.
+//! - `confinement`: metadata, setuid files, keyrings, io_uring and git's hooks path.
+//! - `read_deny`: denied reads (masks) and their limits.
 //! - `unix_sockets`: the UNIX-socket grant of the sandbox.
 
+mod confinement;
 mod descendants;
+mod read_deny;
 mod sandbox;
 mod sessions;
 mod support;
