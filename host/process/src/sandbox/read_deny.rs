@@ -268,7 +268,7 @@ mod tests {
         let mut warnings = Vec::new();
         let r = resolve(
             &[e("a/b/f"), e("link"), e("missing"), e("g"), e("a")],
-            &[root.clone()],
+            std::slice::from_ref(&root),
             &mut warnings,
         );
         let paths: Vec<_> = r.iter().map(|r| r.path.clone()).collect();

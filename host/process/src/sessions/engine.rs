@@ -622,9 +622,9 @@ fn mask_file(state_dir: &std::path::Path) -> Option<PathBuf> {
                 .create(true)
                 .truncate(true)
                 .custom_flags(libc::O_NOFOLLOW)
-                .mode(0)
+                .mode(0o000)
                 .open(&path)?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0))
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000))
         });
     match made {
         Ok(()) => Some(path),

@@ -36,7 +36,8 @@ impl Home {
         std::os::unix::fs::symlink(home.join(".sshx/k"), ws.join("link")).unwrap();
         let mask = root.join("mask");
         std::fs::write(&mask, "").unwrap();
-        std::fs::set_permissions(&mask, std::os::unix::fs::PermissionsExt::from_mode(0)).unwrap();
+        std::fs::set_permissions(&mask, std::os::unix::fs::PermissionsExt::from_mode(0o000))
+            .unwrap();
         Home {
             _dir: dir,
             root,
