@@ -58,7 +58,7 @@ fn setid_refused(output: &str) -> bool {
         lower.contains("changing permissions of")
             && named_path(line, at, "operation not permitted".len())
                 .and_then(|p| std::fs::metadata(p).ok())
-                .is_some_and(|m| m.uid() == crate::peer::current_uid())
+                .is_some_and(|m| m.uid() == nix::unistd::getuid().as_raw())
     })
 }
 
