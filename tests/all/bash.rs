@@ -233,7 +233,7 @@ async fn backgrounded_grandchild_does_not_hold_the_call() {
         .call("bash", json!({"command": "sleep 30 & echo started"}))
         .await;
     // The leftover `sleep` is ended after the drain grace, and the result says so
-    // (README, "Process tracking").
+    // (docs/processes.md#process-tracking).
     assert!(r.text().starts_with("started\n"), "{}", r.text());
     assert!(
         r.text()

@@ -2,7 +2,8 @@
 //! byte (`tests/fixtures/compat/v0.1.0/{bash,policy}.wasm`): they keep
 //! loading on this host, and the built-in bash answers every tool call with
 //! the same text and structured result as that binary (ARCHITECTURE.md,
-//! "Contract versions"), so a change of the built-in's contract changes
+//! invariant "A released contract never changes; every supported version stays
+//! linked"), so a change of the built-in's contract changes
 //! nothing a model reads.
 
 use std::path::{Path, PathBuf};

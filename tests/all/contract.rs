@@ -1,4 +1,5 @@
-//! The contract is frozen and versioned (ARCHITECTURE.md, "Contract versions"):
+//! The contract is frozen and versioned (ARCHITECTURE.md, invariant "A released
+//! contract never changes; every supported version stays linked"):
 //! a released `wit/vX.Y.Z/` never changes by a byte, the host links every
 //! version it supports, `toolhost plugin wit` writes each exactly, and a
 //! plugin binary built for v0.1.0 (`tests/fixtures/compat/v0.1.0/`) keeps
@@ -201,7 +202,7 @@ fn released_contracts_never_change_by_a_byte() {
             tree(&dir),
             frozen(version),
             "wit/v{version} changed: a released contract is frozen; put a change in a new \
-             wit/vX.Y.Z (ARCHITECTURE.md, \"Contract versions\")"
+             wit/vX.Y.Z (plugins/README.md explains contract versions)"
         );
     }
 }

@@ -342,7 +342,8 @@ fn attach_cli_prints_history_and_reattach_catches_up() {
     assert!(serve.wait().unwrap().success());
 }
 
-/// Step 4 of the permission pipeline (ARCHITECTURE.md, "The path of one tool call") end to end: the real policy plugin asks, the attached
+/// The attached client as an approver (docs/permissions.md#approvers) end to end:
+/// the real policy plugin asks, the attached
 /// client answers, and only then does the command run; both the request and
 /// its resolution are in the event log.
 #[tokio::test(flavor = "multi_thread")]

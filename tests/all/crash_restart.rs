@@ -1,4 +1,4 @@
-//! Crash and restart (issue 17, item 5), with the real binary and a real `kill -9`:
+//! Crash and restart, with the real binary and a real `kill -9`:
 //! `toolhost serve` dies while a foreground, a detached and a background command
 //! run; `serve --host-session ID` then replays a whole log (a torn last line is cut
 //! and noted), reports the open call and sessions interrupted, leaves no process of

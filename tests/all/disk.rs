@@ -1,4 +1,4 @@
-//! Disk is bounded (issue 17, item 4): a session's `output.log` past its cap keeps
+//! Disk is bounded: a session's `output.log` past its cap keeps
 //! exactly its head and its tail at their offsets, the omitted middle is recorded
 //! (host-session event and snapshot) and reads never return it; the cap's policy
 //! keeps the process running or stops it; `toolhost gc` removes finished sessions by

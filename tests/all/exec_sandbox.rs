@@ -1,4 +1,4 @@
-//! The exec sandbox end to end (ARCHITECTURE.md, "Sandbox"): real commands through the
+//! The exec sandbox end to end (docs/sandbox.md): real commands through the
 //! `toolhost` binary and the embedded bash plugin, under the default
 //! `workspace-write` sandbox, `read-only`, `full-access` and `--allow-network`.
 //!
@@ -447,7 +447,7 @@ fn read_only_mode_refuses_workspace_writes() {
         ),
         "{text}"
     );
-    // The private temp dir stays writable (issue 13 item 4; see
+    // The private temp dir stays writable (see
     // `every_mode_has_a_writable_private_tmpdir`).
 }
 
@@ -585,7 +585,7 @@ async fn a_per_call_policy_only_tightens() {
     assert!(!ws.path().join("made").exists());
 }
 
-// ------------------------------------------------ issue 13: ordinary programs, `.git`, hints
+// ------------------------------------------------ ordinary programs, `.git`, hints
 
 /// Python's `multiprocessing` locks are POSIX semaphores in `/dev/shm`.
 #[test]

@@ -1,4 +1,4 @@
-//! A grant means exactly what it says (issue 18, items 1 and 5), checked with
+//! A grant means exactly what it says, checked with
 //! the hostile plugin's `exec` tool (`tests/plugins/hostile`):
 //!
 //! - a pattern grant (`exec = ["sleep *"]`) judges the whole request: the

@@ -1,4 +1,4 @@
-//! Hostile plugins at load time (issue 18 items 4, 8, 10, 11, 12): what a
+//! Hostile plugins at load time: what a
 //! plugin's `describe` may do and return, and how plugin text reaches a
 //! terminal. The hostile plugin (`tests/plugins/hostile`) shapes its
 //! `describe` by the `HOSTILE_DESCRIBE` variable its manifest grants.

@@ -1,4 +1,4 @@
-//! Issue 18, items 6-9: no plugin can starve the host or the others. Two
+//! No plugin can starve the host or the others. Two
 //! copies of the hostile plugin (`a` and `b`, `tests/plugins/hostile`) next to
 //! the built-in bash: per-plugin quotas of sessions and calls with headroom
 //! for bash, bounded memory for finished sessions, stdin and the host-session

@@ -1,5 +1,6 @@
-//! Issue 18, items 2 and 3: what a sandboxed command and a plugin's preopens can
-//! reach of the host's own files (ARCHITECTURE.md, "Sandbox").
+//! What a sandboxed command and a plugin's preopens can reach of the host's own
+//! files (docs/sandbox.md#host-state-is-hidden;
+//! `SandboxPaths::hidden`, `HeldDir`).
 //!
 //! - The state dir (other sessions' `output.log`s and temp dirs, the host-session
 //!   event log, the control socket, the compiled cache) is hidden from every

@@ -478,7 +478,8 @@ impl ClientHandler for Elicitor {
     }
 }
 
-/// Step 4 of the permission pipeline (ARCHITECTURE.md, "The path of one tool call"): with no control client attached, the policy's `ask`
+/// MCP elicitation as an approver (docs/permissions.md#approvers): with no control
+/// client attached, the policy's `ask`
 /// goes to the MCP client through elicitation, and its answer decides.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_answers_a_policy_ask_through_elicitation() {
@@ -522,7 +523,7 @@ async fn tool(
     (text_of(&r), structured, r.is_error)
 }
 
-/// Issue 13, item 8: a write never waits for the program to read. Bytes the pipe
+/// A write never waits for the program to read. Bytes the pipe
 /// cannot take yet wait in the host's per-session queue (at most 8 MiB) and reach
 /// the program in order; `close_stdin` closes after them; past the bound a write
 /// is refused whole, saying how much is queued.
@@ -631,7 +632,7 @@ async fn write_stdin_to_a_program_not_reading_returns_at_once_and_delivers_in_or
     client.cancel().await.unwrap();
 }
 
-/// Issue 13, item 9: a read that omits the middle of a flood moves the cursor
+/// A read that omits the middle of a flood moves the cursor
 /// past it, so later reads repeat neither the tail nor the status line; a read
 /// that stops at its budget leaves the rest, unread, for the next one.
 #[tokio::test(flavor = "multi_thread")]
@@ -709,7 +710,7 @@ async fn bash_output_never_serves_the_same_output_or_status_twice() {
     client.cancel().await.unwrap();
 }
 
-/// Issue 13, item 10: `list_shells` lists the running sessions and the 20 most
+/// `list_shells` lists the running sessions and the 20 most
 /// recent finished ones, says how many it leaves out, and stays within the cap.
 #[tokio::test(flavor = "multi_thread")]
 async fn list_shells_is_bounded_and_says_what_it_leaves_out() {

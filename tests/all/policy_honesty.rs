@@ -1,4 +1,4 @@
-//! Issue 17 item 7 through the real binary: `toolhost tools --policy FILE`
+//! Policy honesty through the real binary: `toolhost tools --policy FILE`
 //! refuses a bad file naming its line; a comment-only file is the built-in
 //! policy, as an empty one is; under `default = "allow"` a program run by path
 //! inside the workspace runs without an approver, while a deny rule still

@@ -1,6 +1,6 @@
 //! UNIX sockets need both grants: the operator's (`--allow-unix-sockets`) and the
 //! plugin manifest's (`unix_sockets = true`), through the real binary and the
-//! runtime's manifests (ARCHITECTURE.md, "Sandbox"). What the sandbox does with the
+//! runtime's manifests (docs/sandbox.md#unix-sockets). What the sandbox does with the
 //! grant is tested with the process crate (`host/process/tests/all/unix_sockets.rs`).
 
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! P12: the example plugins (`plugins/examples/{rust,python,js}`, built by
-//! `plugins/examples/build.sh` into `target/examples/`), issue 14's figures.
+//! `plugins/examples/build.sh` into `target/examples/`), against `CALL_GOAL`.
 //!
 //! 1. Per-call latency of each example's pure tool `greet`, Python and JS against
 //!    Rust in the same run, interleaved: through `toolhost serve` over stdio (an MCP
@@ -44,7 +44,7 @@ use crate::stats::{Summary, duration, median};
 /// The example languages; Rust is the baseline.
 pub const LANGS: [&str; 3] = ["rust", "python", "js"];
 
-/// The goal for a Python or JS call once loaded (issue 14).
+/// The goal for a Python or JS call once loaded (P12's goal in BENCHMARKS.md).
 const CALL_GOAL: Duration = Duration::from_millis(2);
 
 /// The arguments every `greet` gets, and the text it must answer.

@@ -92,7 +92,7 @@ pub fn log_with(fixture: &Fixture, n: usize) -> Result<HostSessionLog> {
     Ok(log)
 }
 
-/// The goal (issue 16): at least 3M events/s replayed from the file.
+/// P7's goal: at least 3M events/s replayed from the file.
 const GOAL: f64 = 3e6;
 
 /// Runs P7 over `n` events, `reps` replays of each kind, interleaved.

@@ -1,7 +1,7 @@
 //! The one command-pattern language of toolhost, shared by manifest `exec`
 //! grants (host, `toolhost-runtime`) and policy rules (the policy plugin, built
 //! for `wasm32-wasip2`): the same text means the same commands in both places.
-//! Pure: no I/O, no dependencies. See ARCHITECTURE.md, "Pattern language".
+//! Pure: no I/O, no dependencies. The language: docs/policy.md#patterns.
 //!
 //! A pattern is whitespace-separated words matched against a simple command's
 //! words (program first):

@@ -1,5 +1,6 @@
 //! File-status flags of a descriptor the host did not open (its stdin and
-//! stdout under `toolhost serve`, ARCHITECTURE.md, "Threading model").
+//! stdout under `toolhost serve`, which its MCP stdio transport reads on the
+//! reactor).
 
 use std::os::fd::AsFd;
 

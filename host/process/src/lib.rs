@@ -1,7 +1,7 @@
 //! OS processes for toolhost: spawning without `fork`, the kernel sandbox, and
 //! process sessions (a command the host runs for a plugin, with output capture,
 //! an event backlog, subscriptions, timeouts and kills of the whole process
-//! group). See ARCHITECTURE.md, "Crates" and "Where each invariant is enforced".
+//! group). ARCHITECTURE.md maps the crate and names the invariants it keeps.
 //!
 //! This crate has no wasmtime in it, and all of the host's `unsafe` and libc
 //! calls live here. Everything it needs is passed in through

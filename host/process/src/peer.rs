@@ -1,5 +1,6 @@
 //! Who is on the other end of a local socket: the host's own commands must not
-//! act as its clients (ARCHITECTURE.md, "Where each invariant is enforced").
+//! act as its clients (ARCHITECTURE.md, invariant "The host's own commands are
+//! refused on the control socket").
 
 use crate::{Caller, SessionStatus, Sessions};
 

@@ -29,7 +29,7 @@
 //! `cgroup.procs`) is a cgroup migration, which takes the kernel's global
 //! `cgroup_threadgroup_rwsem` for writing; after an idle spell that waits for a
 //! whole RCU grace period (`rcu_sync_enter`, 9-16 ms on the benchmark machine:
-//! the first tool call after an agent's pause, BENCHMARKS.md P16). So when the
+//! the first tool call after an agent's pause). So when the
 //! caller names a cgroup v2 directory ([`Cgroup`]), the child is created inside it
 //! by `clone3(CLONE_INTO_CGROUP)` (Linux 5.7), which takes that lock only for
 //! reading, through a small per-architecture trampoline ([`clone3_vfork`]: the

@@ -1,6 +1,6 @@
 //! `toolhost attach`: follow a host session's events through the control
 //! socket, answer permission prompts, cancel or detach calls, detach and
-//! re-attach (ARCHITECTURE.md, "Host sessions").
+//! re-attach (docs/attach.md; the events: docs/event-log.md).
 //!
 //! The client rules live in [`Follower`], a pure state machine:
 //! - events at or before the cursor are duplicates and are not applied again;
@@ -751,7 +751,7 @@ mod tests {
         assert!(f.host_stopped());
         assert!(f.next_prompt().is_none());
     }
-    /// Issue 18 item 11 (issue 17 item 8): a command or prompt holding escape
+    /// A command or prompt holding escape
     /// sequences, newlines or bidi overrides is shown escaped, on one line.
     #[test]
     fn event_lines_escape_plugin_text() {

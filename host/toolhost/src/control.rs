@@ -1,5 +1,5 @@
 //! The control API: a Unix socket for humans and tools attached to a running
-//! host session (ARCHITECTURE.md, "Host sessions" and "Front doors").
+//! host session (docs/attach.md#the-control-socket).
 //!
 //! Where: `<state-dir>/hosts/<host-session-id>/control.sock`, mode 0600 inside
 //! a 0700 directory; a connection from another uid is closed at once (checked

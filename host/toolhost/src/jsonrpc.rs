@@ -1,7 +1,7 @@
 //! JSON-RPC 2.0 as both front doors speak it: one message per line (MCP's
 //! stdio transport and the control API), the standard error codes, and a
 //! bounded, cancel-safe line reader. Shared by [`crate::mcp`] and
-//! [`crate::control`] (ARCHITECTURE.md, "Front doors").
+//! [`crate::control`].
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};

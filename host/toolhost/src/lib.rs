@@ -2,7 +2,6 @@
 //! (server and client) with `toolhost attach`, and the TTY approver. The
 //! `toolhost` binary (`main.rs`) is the CLI over them; the work itself is done
 //! by `toolhost-runtime` ([`toolhost_runtime::Host`]) and `toolhost-process`.
-//! See ARCHITECTURE.md, "Front doors".
 
 pub mod attach;
 pub mod content;

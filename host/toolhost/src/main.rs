@@ -305,8 +305,8 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                 Ok(h) => h,
                 Err(code) => return code,
             };
-            // A person at the terminal answers the policy's asks (ARCHITECTURE.md,
-            // "The path of one tool call").
+            // A person at the terminal answers the policy's asks (`tty::TtyApprover`,
+            // the last approver `Permissions::check_start` asks).
             if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
                 host.permissions().add_approver(Arc::new(tty));
             }
@@ -562,7 +562,7 @@ async fn serve(
         ));
     }
     // An unknown --host-session id is an error, not a new host session. Resuming
-    // closes what a crashed run left open (ARCHITECTURE.md, "Host sessions").
+    // closes what a crashed run left open (`HostSessionLog::resume`).
     let opened = match host_session.as_deref() {
         Some(id) => HostSessionLog::resume(&state_dir, id),
         None => HostSessionLog::open(&state_dir, None),
@@ -582,7 +582,7 @@ async fn serve(
             recovery.killed.len()
         );
     }
-    // Disk retention: sweep on start and periodically (README, "Disk: caps and retention").
+    // Disk retention: sweep on start and periodically (docs/disk.md#retention-and-gc).
     let sweep_dir = state_dir.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(toolhost_process::SWEEP_INTERVAL);

@@ -10,7 +10,8 @@
 //! - `new NAME --lang rust|python|js`: a starter project ([`toolhost::scaffold`]).
 //! - `wit --out DIR`: the contract, exactly as released.
 //!
-//! See ARCHITECTURE.md, "Plugins" and "Contract versions".
+//! The commands: docs/cli.md#commands; what a plugin is checked for:
+//! docs/manifests.md#inspect-and-add.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! What `toolhost plugin wit` and `toolhost plugin new` write: the released
 //! contracts (the bytes of `wit/vX.Y.Z/**`) and one starter project per
 //! language, all embedded in the binary, so a plugin author never needs this
-//! repository (ARCHITECTURE.md, "Contract versions" and "Plugins").
+//! repository (`SUPPORTED` and `STARTER` name the versions).
 //!
 //! The starter projects are the example plugins of `plugins/examples/`
 //! (a pure `greet` tool and a `now` tool that runs `date -u` through
@@ -330,7 +330,7 @@ fn rust_artifact(name: &str) -> String {
 
 /// Appended to every generated manifest: each other field, commented out,
 /// with its form and default, so an author outside this repository need not
-/// look them up (the full rules: README.md, "Plugins and manifests").
+/// look them up (the full rules: docs/manifests.md#fields).
 const MANIFEST_REFERENCE: &str = r#"
 # Every other field, with its default. Uncomment what the plugin needs; the
 # operator reads this file to see what the plugin may do.

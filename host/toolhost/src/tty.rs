@@ -1,5 +1,6 @@
 //! The TTY approver of `toolhost call`: asks the person at the terminal to
-//! answer a policy `ask` (step 4 of the permission pipeline, ARCHITECTURE.md, "The path of one tool call").
+//! answer a policy `ask` (the approvers of `Permissions::check_start`;
+//! docs/permissions.md#approvers).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;

@@ -2,7 +2,7 @@
 //! components and copies them into the calling build script's `OUT_DIR`,
 //! with their sha256 beside them. Used by `host/runtime/build.rs` (the
 //! built-in plugins it embeds) and `tests/fixtures/build.rs` (test-only
-//! plugins); see ARCHITECTURE.md, "Builds".
+//! plugins).
 //!
 //! Like wasmtime's own test-programs crate, [`build_plugins`] runs a nested
 //! `cargo build` with its own target directory (reusing the outer one would

@@ -166,7 +166,7 @@ pub fn decide(rules: &str, request: &Request) -> Decision {
 /// pure function of the text, so [`decide_cached`] answers exactly what
 /// [`decide`] answers for the same arguments; the cache only skips the work.
 /// One entry: a policy instance decides under the one rules text its host
-/// was given (`toolhost_runtime`'s `PolicyPlugin`, ARCHITECTURE.md "Plugins"),
+/// was given (`toolhost_runtime`'s `PolicyPlugin`),
 /// and a different text replaces it.
 #[derive(Debug, Default)]
 pub struct RulesCache {

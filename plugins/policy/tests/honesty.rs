@@ -1,4 +1,4 @@
-//! Issue 17 item 7, policy honesty: programs that run other programs cannot
+//! Policy honesty: programs that run other programs cannot
 //! carry a denied command past a deny list under `default = "allow"`, the
 //! built-in allow list does not cover writes behind flags, an empty and a
 //! comment-only policy file mean the same, and a program run by path gets

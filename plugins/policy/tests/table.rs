@@ -280,7 +280,7 @@ fn command_table() {
         (T, "f=$(mktemp)", "ask"),
         (T, "cat x > out", "ask"),
         (T_ALLOW, "echo 'abc", "ask"),
-        // A program run by path gets the default like any other (issue 17):
+        // A program run by path gets the default like any other:
         // allowed here unless a deny or ask rule matches its basename.
         (T_ALLOW, "/usr/bin/env mkdir x", "allow"),
         (T_ALLOW, "./build.sh", "allow"),

@@ -1,5 +1,6 @@
 //! Directories granted by handle, not by path: a plugin's WASI preopens
-//! (ARCHITECTURE.md, "Sandbox", "Where each invariant is enforced").
+//! (ARCHITECTURE.md, invariant "A preopen is the directory granted at load, never
+//! what its path names later").
 //!
 //! A path names whatever sits there *now*. A preopen re-opened by path on every call
 //! would follow a directory that a plugin, or a command it started in the workspace,

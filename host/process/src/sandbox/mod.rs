@@ -1,4 +1,5 @@
-//! Kernel confinement of the OS processes toolhost spawns for plugins (ARCHITECTURE.md, "Sandbox").
+//! Kernel confinement of the OS processes toolhost spawns for plugins (the modes:
+//! docs/sandbox.md#modes; the order of the layers: `ChildPlan::apply`).
 //!
 //! Plugins themselves are sandboxed by wasmtime; the shell commands the host starts on their
 //! behalf are confined by the kernel. This module decides *what a started command can touch*;

@@ -15,7 +15,7 @@
 //! the way down can be walked, nothing listed or read) and the two are bound back in.
 //!
 //! What the kernel mechanism cannot do, reported rather than hidden
-//! (docs/sandbox.md, "Denied reads"): a hard link made earlier elsewhere stays readable
+//! (docs/sandbox.md#denied-reads): a hard link made earlier elsewhere stays readable
 //! (a warning for each denied file with more than one link); a mount that shows the same
 //! data at another path, or a copy of it, is not covered; without a mount namespace nothing
 //! is masked (a warning); without Landlock an unconfined process's `/proc/<pid>/root` shows
@@ -88,7 +88,7 @@ impl DeniedRead {
 pub const DEFAULT_ORIGIN: &str = "built-in default";
 
 /// Entries beneath the host user's home that hold credentials or keys, denied by default
-/// (docs/sandbox.md, "Denied reads", lists them). After the lists of Claude Code's and
+/// (docs/sandbox.md#denied-reads lists them). After the lists of Claude Code's and
 /// Codex's sandboxes and the usual credential files of the tools agents run.
 pub const DEFAULT_HOME_DENIED: &[&str] = &[
     ".ssh",

@@ -21,7 +21,7 @@
 //! - `add_key`, `request_key`, `keyctl`: `EPERM`, always, so the host user's kernel
 //!   keyrings (session, user, persistent) can be neither read nor changed. Docker's
 //!   default profile refuses the same three. This breaks `keyctl` itself and Kerberos
-//!   `KEYRING:` credential caches (docs/sandbox.md, "Metadata, setuid and keyrings").
+//!   `KEYRING:` credential caches (docs/sandbox.md#metadata-setuid-and-keyrings).
 //!
 //! File capabilities (`security.capability`) need `CAP_SETFCAP`, which confined commands
 //! never hold (`caps.rs`). Metadata of files outside the writable roots (mode, owner,
@@ -240,8 +240,8 @@ const TMPFILE_BIT: u64 = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64;
 /// Every program a confined command gets: [`confinement_filters`], then
 /// [`socket_filters`] for the blocks asked for. Compiled once per process for each of
 /// the four combinations (the programs depend on nothing else) and shared by every
-/// command prepared afterwards (ARCHITECTURE.md, "Sandbox": built once, applied in each
-/// child). Errors: as those two (a failed compilation is not cached).
+/// command prepared afterwards (built once in the host, applied in each child by
+/// `ChildPlan::apply`). Errors: as those two (a failed compilation is not cached).
 pub(crate) fn filters_shared(
     block_network: bool,
     block_unix: bool,

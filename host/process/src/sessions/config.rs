@@ -113,7 +113,7 @@ pub struct SessionsConfig {
     pub output_cap_policy: OutputCapPolicy,
     /// Receives every event of every session (see [`SessionObserver`]). Default: none.
     pub observer: Option<Arc<dyn SessionObserver>>,
-    /// The operator's kernel sandbox for every started command (ARCHITECTURE.md, "Sandbox"; the
+    /// The operator's kernel sandbox for every started command (docs/sandbox.md#modes; the
     /// `--sandbox` / `--allow-network` flags). Default: [`SandboxPolicy::default`], i.e.
     /// `workspace-write`, network blocked, `.git` read-only. `full-access` (no
     /// confinement) is only ever used when set here explicitly. A per-call policy
@@ -141,7 +141,7 @@ pub struct SessionsConfig {
     pub child_nofile: Option<u64>,
     /// Most processes (tasks) one session's tree may hold at once: the `pids.max` of
     /// its cgroup, so a fork bomb fails its forks instead of exhausting the host
-    /// (README, "Process tracking"). Holds for root too; needs a `pids` controller the
+    /// (docs/processes.md#process-tracking). Holds for root too; needs a `pids` controller the
     /// host can use (cgroup v2, or v1 on hybrid systems); without one there is no
     /// limit, and [`Sessions::tracking`] says so. 0: no limit. Default: 512.
     pub max_processes_per_session: u32,
@@ -152,8 +152,8 @@ pub struct SessionsConfig {
     pub process_tracking: ProcessTracking,
     /// Create each command inside its cgroup v2 (`clone3(CLONE_INTO_CGROUP)`, Linux
     /// 5.7) instead of having it move itself there, which after an idle spell waits
-    /// for an RCU grace period (ARCHITECTURE.md, "Process tracking"; BENCHMARKS.md
-    /// P16). Where `clone3` is missing the engine finds out at the first start and
+    /// for an RCU grace period (`crate::spawn`'s module docs). Where `clone3` is
+    /// missing the engine finds out at the first start and
     /// falls back by itself; `false` forces that fallback (tests). Default: `true`.
     pub clone_into_cgroup: bool,
 }

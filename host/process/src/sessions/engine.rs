@@ -351,8 +351,9 @@ impl Inner {
     }
 
     /// The paths a session's sandbox is built around: the workspace, its private temp
-    /// dir and the hidden state dir (ARCHITECTURE.md, "Sandbox": no confined command
-    /// reads or writes it; its own temp dir is bound back in).
+    /// dir and the hidden state dir (ARCHITECTURE.md, invariant "Confined commands can
+    /// neither read nor write the state dir (other sessions' logs and temp dirs, event
+    /// logs, the control socket, the compiled cache); their own `TMPDIR` works").
     fn sandbox_paths(
         &self,
         private_tmp: PathBuf,
@@ -779,8 +780,8 @@ impl Sessions {
     /// How every started session's whole process tree is tracked and bounded, one
     /// line (as [`Snapshot::tracking`] shows it): the mechanism (`cgroup v2`, `cgroup
     /// v1 pids`, or `subreaper and /proc scan` where the host cannot create
-    /// cgroups), the process limit, and why it is weaker when it is (README, "Process
-    /// tracking").
+    /// cgroups), the process limit, and why it is weaker when it is
+    /// (docs/processes.md#process-tracking).
     pub fn tracking(&self) -> &str {
         &self.inner.tracking
     }

@@ -9,8 +9,8 @@
 //! pid and process group id stay reserved until then and no signal the session
 //! sends can reach a process that reused them. The ring and the eventfd it signals are the
 //! only descriptors, whatever the number of children, so 10,000 background
-//! sessions fit the open-file limits of ordinary machines (ARCHITECTURE.md,
-//! "Threading model"). Foreground runs keep their pidfd: a tool call waits for
+//! sessions fit the open-file limits of ordinary machines (benchmark P5).
+//! Foreground runs keep their pidfd: a tool call waits for
 //! their exit, and the pidfd wakes the session with one hand-off less.
 //!
 //! Where the kernel has no `IORING_OP_WAITID` (older than 6.7, io_uring disabled by

@@ -1,6 +1,6 @@
 //! Process sessions: real OS processes the host runs on behalf of plugins
-//! (ARCHITECTURE.md, "Crates"); [`Sessions`](crate::Sessions) is the engine. One file
-//! per concern:
+//! (this crate knows nothing of wasm); [`Sessions`](crate::Sessions) is the engine.
+//! One file per concern:
 //!
 //! - what callers name and ask: `id.rs` (session ids), `caller.rs` (host or plugin),
 //!   `request.rs` (start requests, their size limits, the resolved start), `shell.rs`

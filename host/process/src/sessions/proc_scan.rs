@@ -1,8 +1,7 @@
 //! Snapshots of `/proc`: which live processes belong to which session and
 //! process group, and who is whose child. Used by the kill path in
-//! `process.rs` and by descendant tracking in `tree.rs` (ARCHITECTURE.md,
-//! "Where each invariant is enforced"). One scan reads every process's `stat`;
-//! concurrent callers share the newest scan that is recent enough.
+//! `process.rs` and by descendant tracking in `tree.rs`. One scan reads every
+//! process's `stat`; concurrent callers share the newest scan that is recent enough.
 
 use std::collections::HashMap;
 use std::sync::Arc;

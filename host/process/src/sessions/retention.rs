@@ -1,4 +1,4 @@
-//! Disk retention (README, "Disk: caps and retention"): what the state dir keeps of
+//! Disk retention (docs/disk.md#retention-and-gc): what the state dir keeps of
 //! finished process sessions (`<state>/sessions/<id>/`: `output.log` and the private
 //! `tmp/`) and of host-session logs (`<state>/hosts/<hs_id>/`), and the sweep that
 //! removes the rest (`toolhost gc`, and `toolhost serve` on start and every

@@ -450,8 +450,9 @@ pub(crate) async fn run(
             () = sleep_until_opt(drain_deadline) => {
                 drain_deadline = None;
                 // The shell exited a drain grace ago: what still runs in its tree
-                // is ended, as a terminal's session is on hang-up (README, "Process
-                // tracking"), and the session is not reported as a plain exit.
+                // is ended, as a terminal's session is on hang-up
+                // (docs/processes.md#process-tracking), and the session is not
+                // reported as a plain exit.
                 let Some(reason) = leftovers(&session).await else {
                     break;
                 };

@@ -27,8 +27,8 @@ impl Sessions {
     /// Starts `SHELL -c COMMAND` under the operator's sandbox
     /// ([`SessionsConfig::sandbox`]) and returns its id once the process runs:
     /// [`Sessions::resolve`] then [`Sessions::spawn`], with no permission check in
-    /// between (embedders that need one use the two steps; see ARCHITECTURE.md,
-    /// "The path of one tool call").
+    /// between (embedders that need one use the two steps, as the runtime's
+    /// `sessions.start` does with `Permissions::check_start` between them).
     ///
     /// Errors: as [`Sessions::resolve`] and [`Sessions::spawn`]. Nothing is created on error.
     pub async fn start(
@@ -316,7 +316,7 @@ impl Sessions {
         let weak = Arc::downgrade(inner);
         inner.unretired.send_modify(|n| *n += 1);
         let retire = Box::new(move |session: &Arc<Session>| {
-            // The private temp dir goes with the session (retention, README "Disk");
+            // The private temp dir goes with the session (`retention::session_ended`);
             // the session counts as retired once it has gone.
             let tidied = weak.clone();
             retention::session_ended(&session.output_path, move || {
@@ -349,7 +349,7 @@ impl Sessions {
         ));
     }
 
-    /// Takes over a process the embedder spawned (ARCHITECTURE.md, "Crates") and manages it like any
+    /// Takes over a process the embedder spawned and manages it like any
     /// session: piped stdout/stderr are captured, a piped stdin becomes an open stdin
     /// ([`Sessions::write_stdin`]), no timeout. A child that leads its own process
     /// group/session is signalled as a group; otherwise only the child itself. The host

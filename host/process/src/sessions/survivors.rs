@@ -1,4 +1,4 @@
-//! What a crashed host left running (ARCHITECTURE.md, "Host sessions"): when
+//! What a crashed host left running (docs/event-log.md#crash-and-restart): when
 //! `toolhost serve --host-session ID` resumes a log whose previous host process died
 //! (`kill -9`, OOM, power), every process session that log left open is ended here.
 //! `PR_SET_PDEATHSIG` reaches only the shells; their children (`cmd &`, daemons,

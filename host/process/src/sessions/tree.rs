@@ -1,6 +1,7 @@
 //! A session's whole process tree: every descendant of its shell, including those
 //! that leave its process group (`setsid`, double forks), is tracked, counted,
-//! bounded and killed (ARCHITECTURE.md, "Where each invariant is enforced").
+//! bounded and killed (ARCHITECTURE.md, invariant "A kill, a timeout and the host's
+//! exit reach every descendant, `setsid` ones included").
 //!
 //! The mechanism is chosen once per process, at [`Tracker::detect`], best first:
 //!
@@ -557,8 +558,7 @@ struct Group {
     dir: PathBuf,
     /// How the child enters it and that descriptor; `None` once the child is in:
     /// a running session holds no descriptor for its cgroups (members are read by
-    /// path), which keeps the host's descriptors per session low
-    /// (ARCHITECTURE.md, "Sessions").
+    /// path), which keeps the host's descriptors per session low (benchmark P5).
     entry: Mutex<Option<(Entry, OwnedFd)>>,
     /// Keeps `toolhost-<pid>` until this group is gone.
     _parent: Arc<Parent>,
