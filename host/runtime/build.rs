@@ -1,6 +1,6 @@
 //! Builds the built-in plugins (`plugins/bash`, `plugins/policy`) as
 //! `wasm32-wasip2` components into `OUT_DIR`, where `src/builtin.rs` embeds
-//! them with `include_bytes!` (see ARCHITECTURE.md, "Builds"). Test-only
+//! them with `include_bytes!`. Test-only
 //! plugins are built by `tests/fixtures`, never here.
 
 fn main() {

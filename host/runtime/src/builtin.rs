@@ -1,5 +1,5 @@
 //! The built-in plugins, compiled from `plugins/` by `build.rs` and embedded
-//! in the binary so `toolhost` works with no setup (ARCHITECTURE.md, "Builds").
+//! in the binary so `toolhost` works with no setup.
 
 /// The `bash` tool plugin component (`plugins/bash`).
 pub static BASH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/toolhost_bash.wasm"));

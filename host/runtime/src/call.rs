@@ -1,7 +1,7 @@
 //! What one plugin call is and what it may reach: the identity of a tool call
 //! ([`CallInfo`]) and the host services its imports reach ([`Services`]).
 //! Below both the plugin store and the contract bindings, so neither depends on
-//! the other (see ARCHITECTURE.md, "Crates").
+//! the other.
 
 use std::sync::Arc;
 

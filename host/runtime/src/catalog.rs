@@ -1,7 +1,7 @@
 //! The resources, resource templates and prompts the loaded plugins offer,
 //! merged across plugins, and the requests on them (MCP `resources/read`,
 //! `prompts/get`, `completion/complete`) routed to the plugin that owns each
-//! (ARCHITECTURE.md, "Resources and prompts").
+//! (`Catalog::build` merges them; `Host::read_resource` routes).
 //!
 //! Merging, in plugin load order (the built-in bash first; it offers none):
 //! a resource URI, a template's text or a prompt name another plugin already

@@ -3,7 +3,8 @@
 //! version from it). `bindgen!` needs literal paths and world names, so the
 //! per-version binding modules repeat the string there and only there.
 //!
-//! The rules (ARCHITECTURE.md, "Contract versions"): a released `wit/vX.Y.Z/`
+//! The rules (ARCHITECTURE.md, invariant "A released contract never changes; every
+//! supported version stays linked"): a released `wit/vX.Y.Z/`
 //! is frozen, its bytes checked by `tests/all/contract.rs`; a change is a new
 //! version in a new directory with its own binding module under `contract/`;
 //! a version, once in [`SUPPORTED`], is released and frozen and stays there,

@@ -1,6 +1,7 @@
 //! `toolhost plugin inspect FILE` and the check behind `toolhost plugin add`:
 //! what a component imports and exports, its tools, its manifest and what that
-//! grants, and whether the host can load it (ARCHITECTURE.md, "Plugins").
+//! grants, and whether the host can load it (ARCHITECTURE.md, invariant "`plugin
+//! inspect` exits non-zero exactly when the host could not load the plugin").
 //!
 //! The cheap checks come first, from the bytes alone: the manifest, the
 //! `sha256` pin, and the component's import and export names against the
@@ -580,7 +581,7 @@ impl Inspection {
                 );
                 // What its commands get under the default operator flags
                 // (`--sandbox workspace-write`, no `--allow-network`): the
-                // stricter of the two (ARCHITECTURE.md, "Sandbox").
+                // stricter of the two (`SandboxPolicy::stricter`).
                 let effective = m
                     .sandbox_policy()
                     .stricter(&toolhost_process::SandboxPolicy::default());

@@ -1,5 +1,5 @@
-//! The permission pipeline every process start passes (ARCHITECTURE.md,
-//! "The path of one tool call").
+//! The permission pipeline every process start passes (docs/permissions.md;
+//! ARCHITECTURE.md, invariant "Exec grant before policy; no grant, no exec").
 //!
 //! Order, fixed by the `sessions.start` host implementation and impossible for
 //! a plugin to skip:
@@ -180,7 +180,7 @@ pub trait Approver: Send + Sync {
 
 /// Told about every approval request and its resolution (the host-session
 /// event log hooks in here: every request and resolution is an event, see
-/// ARCHITECTURE.md, "Host sessions"). Called synchronously; must return quickly.
+/// `LogObserver`). Called synchronously; must return quickly.
 pub trait PermissionObserver: Send + Sync {
     /// The pipeline is about to ask the approvers (or to apply a remembered
     /// answer) for `request`.

@@ -187,7 +187,7 @@ pub fn stdin_note(accepted: usize, close: bool) -> String {
     )
 }
 
-/// The trailer of a foreground run that was detached (ARCHITECTURE.md, "The path of one tool call").
+/// The trailer of a foreground run that was detached (its `yield_ms` elapsed).
 pub fn detached_trailer(task_id: &str, reason: &str) -> String {
     format!("[Detached to background task {task_id}: {reason}]")
 }

@@ -12,7 +12,9 @@
 //! `toolhost_policy::RulesCache`).
 //!
 //! Why this is sound when "a fresh instance per call" is the rule for tools
-//! (ARCHITECTURE.md, "Plugins"):
+//! (ARCHITECTURE.md, invariant "A fresh instance per tool call (made ahead of it or on
+//! the call path, never reused); policy instances reused only after a clean decision,
+//! at most `MAX_DECISIONS_PER_INSTANCE`"):
 //!
 //! - The fresh instance protects a *call's* state and authority: a tool call
 //!   holds sessions, a client, a tool-call id, and a later call must not see

@@ -1,6 +1,6 @@
 //! The MCP client behind a request, as a contract 0.2.0 plugin reaches it
-//! through `toolhost:plugin/client@0.2.0` (ARCHITECTURE.md, "The client
-//! channel"): [`McpClient`] implements the runtime's [`CallClient`] over the
+//! through `toolhost:plugin/client@0.2.0`: [`McpClient`] implements the
+//! runtime's [`CallClient`] over the
 //! rmcp [`Peer`] of the connection (stdio) or HTTP session that made the
 //! request. The runtime has already applied the manifest grants and the
 //! per-call limits; this module maps each request onto MCP 2025-11-25:

@@ -18,7 +18,7 @@
 //! a pipe or a socket ([`ProcessStdio::take`]), it is put in non-blocking mode
 //! and driven by the reactor (tokio's `pipe` or `UnixStream`), and each message is written with
 //! one `write` from the task that sends it, queued for a drain task only when
-//! the pipe is full (ARCHITECTURE.md, "Threading model"). Terminals, regular
+//! the pipe is full. Terminals, regular
 //! files and anything else keep tokio's path.
 
 use std::fs::File;

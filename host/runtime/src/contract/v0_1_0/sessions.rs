@@ -3,7 +3,7 @@
 //! against the host's hard rules first, then passes the permission pipeline
 //! ([`Permissions::check_start`](crate::permissions::Permissions::check_start)),
 //! and only then is spawned; every other call is scoped to the calling plugin's
-//! own sessions. See ARCHITECTURE.md, "The path of one tool call".
+//! own sessions (ARCHITECTURE.md, invariant "No plugin spawns without the pipeline").
 //!
 //! A `start-request.tool-call-id` is bound to the call the host gave the
 //! plugin: it must be that call's own id ([`CallInfo::tool_call_id`]), or
@@ -300,8 +300,8 @@ fn start_request(r: wit::StartRequest) -> Result<process::StartRequest, wit::Ses
         shell: r.shell.into(),
         tool_call_id: r.tool_call_id,
         // v0.1.0 cannot ask for separate streams: its plugins get the terminal's
-        // order, every chunk reported as `stdout` (ARCHITECTURE.md, "Contract
-        // versions").
+        // order, every chunk reported as `stdout`; asking for separate streams waits
+        // for a later `sessions` version.
         streams: process::OutputStreams::Merged,
     })
 }
@@ -353,7 +353,7 @@ fn snapshot(s: process::Snapshot) -> wit::Snapshot {
         tool_call_id: s.tool_call_id,
         output_path: s.output_path.display().to_string(),
         // v0.1.0 has no field for the engine's sandbox-denial hint; it follows the
-        // one-line summary on a second line (ARCHITECTURE.md, "Contract versions").
+        // one-line summary on a second line (the bash plugin's `session_result` splits it off).
         sandbox: match s.sandbox_denial {
             Some(hint) => format!("{}\n{hint}", s.sandbox),
             None => s.sandbox,

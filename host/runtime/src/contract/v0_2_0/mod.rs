@@ -7,7 +7,7 @@
 //! would demand all three.
 //!
 //! This is the newest contract module, so it holds the types the rest of the
-//! runtime works with (ARCHITECTURE.md, "Contract versions", rule 3): tool
+//! runtime works with (older versions adapt onto them, `v0_1_0::adapt`): tool
 //! specs, outputs and errors, MCP content blocks, resources and prompts are
 //! the types generated here, re-exported below; [`super::v0_1_0`] adapts its
 //! own onto them (`v0_1_0::adapt`). `bindgen!` needs literal paths and world
