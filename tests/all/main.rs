@@ -3,7 +3,9 @@
 //! `cli`, `exec_sandbox` (the kernel sandbox end to end) and `mcp` drive the
 //! built `toolhost` binary on real commands; the others use the library API
 //! with real processes and the real embedded plugins; `architecture` checks
-//! the layout ARCHITECTURE.md describes. `support` holds what they share;
+//! the layout ARCHITECTURE.md describes and `docs` that the documents and the
+//! code's citations resolve, both over `repo` (the repository's own files).
+//! `support` holds what they share;
 //! `process_support` is the process crate's test support
 //! (`host/process/tests/all/support.rs`), for what these tests need of it too.
 //! Tests that need only `toolhost-process` live with it, in `host/process/tests`.
@@ -19,6 +21,7 @@ mod control;
 mod crash_restart;
 mod descendants;
 mod disk;
+mod docs;
 mod examples;
 mod exec_sandbox;
 mod hostile;
@@ -34,6 +37,7 @@ mod plugin_cli;
 mod policy_honesty;
 #[path = "../../host/process/tests/all/support.rs"]
 mod process_support;
+mod repo;
 mod support;
 mod terminal;
 mod unix_sockets;
