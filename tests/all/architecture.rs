@@ -10,7 +10,6 @@ use std::path::Path;
 
 use crate::repo::{root, rust_files};
 
-
 /// The `[dependencies]` names of a crate's Cargo.toml.
 fn dependencies(krate: &str) -> BTreeSet<String> {
     let text = std::fs::read_to_string(root().join(krate).join("Cargo.toml")).unwrap();

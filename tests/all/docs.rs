@@ -17,8 +17,7 @@ use crate::repo::{files_with, rel, root};
 const README_MAX_BYTES: usize = 12_000;
 
 /// README's first command: build and run one real command.
-const RUN_COMMAND: &str =
-    r#"rustup target add wasm32-wasip2 && cargo run -q -- call bash '{"command":"uname -s && ls"}'"#;
+const RUN_COMMAND: &str = r#"rustup target add wasm32-wasip2 && cargo run -q -- call bash '{"command":"uname -s && ls"}'"#;
 
 /// README's second command, the one `.ci/run` runs too: every test.
 const TEST_COMMAND: &str = "tests/setup.sh && cargo test --workspace";
@@ -245,7 +244,7 @@ fn comment_start(line: &str, marker: &str) -> Option<usize> {
         return Some(line.len() - line.trim_start().len());
     }
     line.match_indices(marker).map(|(i, _)| i).find(|&i| {
-        line[..i].ends_with([' ', '\t']) && line[..i].matches('"').count() % 2 == 0
+        line[..i].ends_with([' ', '\t']) && line[..i].matches('"').count().is_multiple_of(2)
     })
 }
 
@@ -471,21 +470,28 @@ fn code_cites_only_invariant_rows_and_docs_pages_that_exist() {
             })
             .collect()
     });
-    assert!(found.is_empty(), "citations that do not resolve:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "citations that do not resolve:\n{}",
+        found.join("\n")
+    );
 }
 
 /// The checkers find what they look for, so a passing check means something.
 #[test]
 fn the_docs_checkers_find_what_they_look_for() {
-    assert_eq!(slug("The path of one `tools/call`"), "the-path-of-one-toolscall");
-    assert_eq!(slug("Metadata, setuid and keyrings"), "metadata-setuid-and-keyrings");
+    assert_eq!(
+        slug("The path of one `tools/call`"),
+        "the-path-of-one-toolscall"
+    );
+    assert_eq!(
+        slug("Metadata, setuid and keyrings"),
+        "metadata-setuid-and-keyrings"
+    );
     assert_eq!(slug("A_b -c"), "a_b--c");
     let md = "# A\n## A\n```\n# not a heading\n[x](nope.md)\n```\n## `A`\n\
               See [b](b.md#c \"t\") and `[d](e.md)`.\n[ref]: f.md\n";
-    assert_eq!(
-        anchors(md),
-        ["a", "a-1", "a-2"].map(String::from).into()
-    );
+    assert_eq!(anchors(md), ["a", "a-1", "a-2"].map(String::from).into());
     assert_eq!(
         links(md),
         [(8, "b.md#c".to_string()), (9, "f.md".to_string())]
@@ -508,7 +514,10 @@ fn the_docs_checkers_find_what_they_look_for() {
         [(1, "yes".to_string())]
     );
     let spelled = |s: &str| s.replace('_', "");
-    assert_eq!(tickets(&spelled("see i_ssue 16, I_ssues #3 and (#_12)")).len(), 3);
+    assert_eq!(
+        tickets(&spelled("see i_ssue 16, I_ssues #3 and (#_12)")).len(),
+        3
+    );
     assert_eq!(tickets(&spelled("the t_icket")).len(), 1);
     assert!(tickets("an issue with it; tissue 3").is_empty());
     assert_eq!(
@@ -525,7 +534,9 @@ fn the_docs_checkers_find_what_they_look_for() {
         ]
     );
     assert_eq!(
-        citations("ARCHITECTURE.md, invariant \"Row one\"; docs/sandbox.md#modes, BENCHMARKS.md P5"),
+        citations(
+            "ARCHITECTURE.md, invariant \"Row one\"; docs/sandbox.md#modes, BENCHMARKS.md P5"
+        ),
         [
             Citation::Invariant {
                 row: "Row one".into()
