@@ -234,6 +234,49 @@ fn every_relative_link_in_the_docs_resolves() {
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
+/// The repository paths `md` names in code spans (`host/…`, `plugins/…`, `tests/…`,
+/// `wit/…`, `docs/…`, `.ci/…`), each with its line number: a path with a
+/// placeholder (`<id>`, `{a,b}`, `*`, `vX.Y.Z`) or one that set-up installs
+/// (`node_modules`) is left out, and a `::item` after a file is cut off.
+fn named_paths(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in prose_lines(md) {
+        for span in line.split('`').skip(1).step_by(2) {
+            for word in span.split([' ', '(', ')', ',', ';']) {
+                let path = word.split("::").next().unwrap_or("");
+                let path = path.trim_end_matches(['.', ':']);
+                if ["host/", "plugins/", "tests/", "wit/", "docs/", ".ci/"]
+                    .iter()
+                    .any(|p| path.starts_with(p))
+                    && !path.contains(['<', '{', '*'])
+                    && !path.contains("X.Y.Z")
+                    && !path.contains("node_modules")
+                {
+                    out.push((n, path.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_map_and_the_front_page_name_only_paths_that_exist() {
+    let mut missing = Vec::new();
+    for doc in ["ARCHITECTURE.md", "README.md"] {
+        for (line, path) in named_paths(&read(&root().join(doc))) {
+            if !root().join(&path).exists() {
+                missing.push(format!("{doc}:{line}: `{path}`"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "paths named in code spans that are not in the repository:\n{}",
+        missing.join("\n")
+    );
+}
+
 // ---- code comments ----------------------------------------------------------------
 
 /// Where `line`'s comment starts, if it has one: at a `marker` (`//`, `#`) that
@@ -559,6 +602,12 @@ fn the_docs_checkers_find_what_they_look_for() {
         ]
     );
     assert!(citations("README's test command; the docs/ folder").is_empty());
+    assert_eq!(
+        named_paths(
+            "See `host/a.rs::f`, `tests/x/` and `cargo -p x`.\n`wit/vX.Y.Z/` `host/<id>`\n"
+        ),
+        [(1, "host/a.rs".to_string()), (1, "tests/x/".to_string())]
+    );
     let readme = root().join("README.md");
     assert!(unresolved(&readme, "docs/sandbox.md#modes").is_none());
     assert!(unresolved(&readme, "docs/sandbox.md#no-such").is_some());
