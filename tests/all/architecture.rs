@@ -53,6 +53,8 @@ fn crate_dependencies_point_one_way() {
         );
     }
     assert!(dependencies("host/pattern").is_empty());
+    // Output as text is pure (it builds for the guests too): no dependency at all.
+    assert!(dependencies("host/text").is_empty());
     // The registry client knows no toolhost crate and no wasm engine.
     let registry = dependencies("host/registry");
     assert!(

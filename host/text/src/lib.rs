@@ -33,4 +33,5 @@ pub use clean::clean;
 pub use plan::{CapturePlan, LogRange, OutputSource, Summary, SummaryRequest, summarize};
 pub use utf8::{
     ceil_char_boundary, floor_char_boundary, incomplete_suffix_len, leading_continuation_len,
+    tail_str,
 };

@@ -82,6 +82,16 @@ pub fn ceil_char_boundary(bytes: &[u8], index: usize) -> usize {
     }
 }
 
+/// The longest suffix of `s` that is at most `max_bytes` bytes long, starting on a
+/// char boundary (so it may be up to 3 bytes shorter than `max_bytes`). Never panics.
+pub fn tail_str(s: &str, max_bytes: usize) -> &str {
+    if s.len() <= max_bytes {
+        return s;
+    }
+    let start = ceil_char_boundary(s.as_bytes(), s.len() - max_bytes);
+    s.get(start..).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +140,13 @@ mod tests {
                 .unwrap_or(s.len());
             assert_eq!(floor_char_boundary(bytes, i), floor, "floor at {i}");
             assert_eq!(ceil_char_boundary(bytes, i), ceil, "ceil at {i}");
+            // What std cuts valid UTF-8 with agrees.
+            assert_eq!(s.floor_char_boundary(i), floor, "std floor at {i}");
+            let tail = tail_str(s, i);
+            assert!(tail.len() <= i && s.ends_with(tail));
+            let start = s.len().saturating_sub(i);
+            let expected_start = boundaries.iter().copied().find(|&b| b >= start).unwrap();
+            assert_eq!(tail, &s[expected_start..], "tail at {i}");
         }
         let junk = [0x80u8, 0xbf, 0xe2, 0x82, 0xff, 0xf0];
         for i in 0..=junk.len() {

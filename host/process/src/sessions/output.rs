@@ -1,6 +1,7 @@
 //! Output capture: a bounded head + tail of the raw bytes, per-stream stateful UTF-8
-//! decoding of the text shown to humans, the bounded per-session event log, and the
-//! char-boundary helpers used to cut text without splitting a code point.
+//! decoding of the text shown to humans, and the bounded per-session event log. Text
+//! is cut on character boundaries with `toolhost_text`'s helpers, the ones the bash
+//! plugin cuts with.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -12,6 +13,7 @@ use bytes::{Buf, Bytes};
 use serde::{Deserialize, Serialize};
 
 use encoding_rs::{Decoder, UTF_8};
+use toolhost_text::{ceil_char_boundary, tail_str};
 
 use crate::{OmittedRange, OutputStream, SessionEvent, SessionEventKind};
 
@@ -22,65 +24,6 @@ pub const OUTPUT_TAIL_MAX_BYTES: usize = 16 * 1024;
 /// Most events a session keeps in memory; older output events are folded into
 /// [`SessionEventKind::Omitted`] ranges beyond this (their bytes stay in the log).
 pub(crate) const MAX_EVENTS_IN_MEMORY: usize = 8192;
-
-fn is_continuation(b: u8) -> bool {
-    b & 0xC0 == 0x80
-}
-
-fn sequence_len(lead: u8) -> usize {
-    match lead {
-        0x00..=0x7F => 1,
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF7 => 4,
-        _ => 1,
-    }
-}
-
-/// The largest index `<= index` that does not fall inside a UTF-8 sequence of `bytes`.
-///
-/// For valid UTF-8 this is the start of the character containing `index` (or `index`
-/// itself when it is already a boundary). Invalid bytes count as one-byte characters.
-/// `index` past the end returns `bytes.len()`. Never panics.
-pub(crate) fn floor_char_boundary(bytes: &[u8], index: usize) -> usize {
-    if index >= bytes.len() {
-        return bytes.len();
-    }
-    let mut i = index;
-    let lower = index.saturating_sub(3);
-    while i > lower && is_continuation(bytes[i]) {
-        i -= 1;
-    }
-    if i < index && !is_continuation(bytes[i]) && sequence_len(bytes[i]) > index - i {
-        i
-    } else {
-        index
-    }
-}
-
-/// The smallest index `>= index` that does not fall inside a UTF-8 sequence of `bytes`
-/// (the end of the character containing `index`, capped at `bytes.len()`). Never panics.
-pub(crate) fn ceil_char_boundary(bytes: &[u8], index: usize) -> usize {
-    if index >= bytes.len() {
-        return bytes.len();
-    }
-    let floor = floor_char_boundary(bytes, index);
-    if floor == index {
-        index
-    } else {
-        (floor + sequence_len(bytes[floor])).min(bytes.len())
-    }
-}
-
-/// The longest suffix of `s` that is at most `max_bytes` bytes long, starting on a
-/// char boundary (so it may be up to 3 bytes shorter than `max_bytes`).
-pub(crate) fn tail_str(s: &str, max_bytes: usize) -> &str {
-    if s.len() <= max_bytes {
-        return s;
-    }
-    let start = ceil_char_boundary(s.as_bytes(), s.len() - max_bytes);
-    s.get(start..).unwrap_or_default()
-}
 
 /// Raw bytes of a session kept in memory (head + tail) and the decoded text tail.
 pub(crate) struct OutputBuffer {
@@ -790,42 +733,6 @@ impl EventBacklog {
 mod tests {
     use super::*;
     use crate::OutputChunk;
-
-    #[test]
-    fn char_boundary_helpers_at_every_offset() {
-        let s = "a\u{e9}\u{20ac}\u{1f600}b"; // 1 + 2 + 3 + 4 + 1 bytes
-        let bytes = s.as_bytes();
-        let boundaries: Vec<usize> = (0..=s.len()).filter(|&i| s.is_char_boundary(i)).collect();
-        assert_eq!(boundaries, vec![0, 1, 3, 6, 10, 11]);
-        for i in 0..=s.len() + 2 {
-            let floor = boundaries
-                .iter()
-                .copied()
-                .filter(|&b| b <= i)
-                .max()
-                .unwrap();
-            let ceil = boundaries
-                .iter()
-                .copied()
-                .find(|&b| b >= i)
-                .unwrap_or(s.len());
-            assert_eq!(floor_char_boundary(bytes, i), floor, "floor at {i}");
-            assert_eq!(ceil_char_boundary(bytes, i), ceil, "ceil at {i}");
-            // What the runtime cuts text with (std) agrees on valid UTF-8.
-            assert_eq!(s.floor_char_boundary(i), floor, "std floor at {i}");
-            let tail = tail_str(s, i);
-            assert!(tail.len() <= i && s.ends_with(tail));
-            let start = s.len().saturating_sub(i);
-            let expected_start = boundaries.iter().copied().find(|&b| b >= start).unwrap();
-            assert_eq!(tail, &s[expected_start..], "tail at {i}");
-        }
-        // Invalid bytes never panic and stay within bounds.
-        let junk = [0x80u8, 0xbf, 0xe2, 0x82, 0xff, 0xf0];
-        for i in 0..=junk.len() {
-            assert!(floor_char_boundary(&junk, i) <= i);
-            assert!(ceil_char_boundary(&junk, i) >= i.min(junk.len()));
-        }
-    }
 
     #[test]
     fn a_capped_log_omits_the_middle_and_shrinks_its_tail_under_host_pressure() {
