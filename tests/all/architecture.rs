@@ -52,6 +52,26 @@ fn crate_dependencies_point_one_way() {
             "toolhost-runtime depends on {banned}"
         );
     }
+    assert!(runtime.contains("toolhost-manifest"));
+    // A manifest is read and judged without the engine or anything above it.
+    let manifest = dependencies("host/manifest");
+    for banned in [
+        "wasmtime",
+        "wasmtime-wasi",
+        "toolhost-runtime",
+        "toolhost",
+        "rmcp",
+    ] {
+        assert!(
+            !manifest.contains(banned),
+            "toolhost-manifest depends on {banned}"
+        );
+    }
+    assert!(
+        !process.contains("toolhost-manifest"),
+        "toolhost-process depends on toolhost-manifest (the manifest uses process types, not \
+         the other way round)"
+    );
     assert!(dependencies("host/pattern").is_empty());
     // Output as text is pure (it builds for the guests too): no dependency at all.
     assert!(dependencies("host/text").is_empty());
@@ -71,6 +91,7 @@ fn only_the_process_crate_calls_libc_or_unsafe_code() {
         "host/runtime/src",
         "host/toolhost/src",
         "host/pattern/src",
+        "host/manifest/src",
         "host/registry/src",
         "host/installed/src",
     ] {
@@ -233,6 +254,7 @@ fn no_crate_has_an_import_circle_between_its_modules() {
     for (krate, through_root) in [
         ("host/process", true),
         ("host/runtime", false),
+        ("host/manifest", true),
         ("host/toolhost", true),
         ("host/registry", true),
     ] {

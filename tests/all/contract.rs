@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use toolhost_runtime::ContractVersion;
 use toolhost_runtime::engine::sha256_hex;
 
 use crate::support::{describe, dirs, stdout, toolhost};
@@ -186,11 +187,11 @@ fn frozen(version: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The released contracts: every supported version (a version is released
-/// and frozen when it is added to `SUPPORTED`; `STARTER` is only the one new
-/// projects start from).
-fn released() -> &'static [&'static str] {
-    toolhost_runtime::contract::SUPPORTED
+/// The released contracts: every supported version as written (a version is
+/// released and frozen when it is added to `ContractVersion::ALL`; `STARTER` is
+/// only the one new projects start from).
+fn released() -> Vec<&'static str> {
+    ContractVersion::ALL.iter().map(|v| v.as_str()).collect()
 }
 
 #[test]
@@ -209,10 +210,11 @@ fn released_contracts_never_change_by_a_byte() {
 
 #[test]
 fn the_host_links_every_version_it_supports() {
-    let supported = toolhost_runtime::contract::SUPPORTED;
+    let supported = released();
     assert_eq!(supported.first(), Some(&"0.1.0"), "0.1.0 is never dropped");
-    assert!(supported.contains(&toolhost_runtime::contract::STARTER));
-    for version in supported {
+    assert_eq!(ContractVersion::MIN, ContractVersion::V0_1_0);
+    assert!(ContractVersion::ALL.contains(&ContractVersion::STARTER));
+    for version in &supported {
         if released().contains(version) {
             assert!(
                 !frozen(version).is_empty(),

@@ -21,7 +21,8 @@ use toolhost_runtime::contract::v0_2_0::{
 };
 use toolhost_runtime::plugin::{CallError, Completions, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES};
 use toolhost_runtime::{
-    CallRequest, CompletionRef, Host, HostConfig, HostError, RequestError, ToolResult,
+    CallRequest, CompletionRef, ContractVersion, Host, HostConfig, HostError, RequestError,
+    ToolResult,
 };
 use toolhost_test_fixtures::SERVER;
 
@@ -201,11 +202,11 @@ async fn a_tool_returns_every_kind_of_content_block_exactly() {
         .into_iter()
         .find(|p| p.id() == "server")
         .unwrap();
-    assert_eq!(plugin.contract(), "0.2.0");
+    assert_eq!(plugin.contract(), ContractVersion::V0_2_0);
     let bash = env.host.plugins().into_iter().next().unwrap();
     assert_eq!(
         bash.contract(),
-        "0.1.0",
+        ContractVersion::V0_1_0,
         "the built-in bash is a 0.1.0 plugin"
     );
 
@@ -765,7 +766,7 @@ async fn inspect_shows_the_contract_offers_and_grants() {
     .unwrap();
     let report = toolhost_runtime::inspect::inspect(&wasm).await.unwrap();
     assert_eq!(report.load_error(), None);
-    assert_eq!(report.contract, Some("0.2.0"));
+    assert_eq!(report.contract, Some(ContractVersion::V0_2_0));
     let text = report.to_text();
     for expected in [
         "contract   0.2.0",

@@ -110,7 +110,7 @@ pub struct Inspection {
     pub refused_tools: Vec<RefusedTool>,
     /// The contract version the component targets, from the `tool@X.Y.Z`
     /// interface it exports (`None` when it exports none the host supports).
-    pub contract: Option<&'static str>,
+    pub contract: Option<crate::ContractVersion>,
     /// Its resources from `list-resources` that the host would offer
     /// (contract 0.2.0 `server-plugin` only; empty otherwise).
     pub resources: Vec<Resource>,
@@ -355,7 +355,7 @@ impl Inspection {
             .iter()
             .map(|r| serde_json::json!({"name": r.name, "reason": r.reason}))
             .collect();
-        v["contract"] = self.contract.into();
+        v["contract"] = self.contract.map(|c| c.as_str()).into();
         v["resources"] = self
             .resources
             .iter()
@@ -420,8 +420,10 @@ impl Inspection {
         let _ = writeln!(
             s,
             "contract   {}",
-            self.contract
-                .unwrap_or("none (it exports no tool interface this host supports)")
+            self.contract.map_or(
+                "none (it exports no tool interface this host supports)",
+                |c| c.as_str()
+            )
         );
         let _ = writeln!(s, "\nimports:");
         for i in &self.imports {

@@ -29,7 +29,6 @@ mod call;
 pub mod catalog;
 pub mod content;
 pub mod contract;
-mod contract_version;
 pub mod display;
 pub mod engine;
 mod host;
@@ -50,6 +49,7 @@ pub use host::{
     manifest_for,
 };
 pub use limits::{LimitExceeded, Limits};
+pub use toolhost_manifest::{ContractVersion, UnsupportedContract};
 
 /// Most threads the tokio blocking pool of [`tokio_runtime`] may start: file reads
 /// for replays and prompts are the only blocking work, and a bounded pool keeps the

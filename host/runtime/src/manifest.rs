@@ -96,13 +96,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use toolhost_manifest::ContractVersion;
 use toolhost_pattern::{Pattern, PatternError};
 use toolhost_process::{HeldDir, SandboxMode, SandboxPolicy};
 
 use crate::limits::Limits;
-
-/// The contract versions this host loads plugins for.
-pub const SUPPORTED_CONTRACTS: &[&str] = crate::contract_version::SUPPORTED;
 
 /// Largest `memory` a manifest may ask for (4 GiB: all a wasm32 memory can hold).
 pub const MAX_MEMORY: u64 = 4 << 30;
@@ -150,8 +148,8 @@ pub struct Manifest {
     /// The plugin id (`[a-z][a-z0-9_-]{0,63}`): names it in logs, tool-name
     /// prefixes (`id__tool`), session ownership and permission requests.
     pub id: String,
-    /// The contract version it targets (one of [`SUPPORTED_CONTRACTS`]).
-    pub contract: String,
+    /// The contract version it targets (one of [`ContractVersion::ALL`]).
+    pub contract: ContractVersion,
     /// The pinned sha256 of the component file (lowercase hex), if any.
     pub sha256: Option<String>,
     /// Which commands it may ask the host to start. Default: none.
@@ -774,28 +772,23 @@ impl Manifest {
             message,
         };
         validate_id(&raw.id).map_err(|m| invalid("id", m))?;
-        if !SUPPORTED_CONTRACTS.contains(&raw.contract.as_str()) {
-            return Err(invalid(
-                "contract",
-                format!(
-                    "contract {} is not supported; this toolhost loads {}",
-                    raw.contract,
-                    SUPPORTED_CONTRACTS.join(", ")
-                ),
-            ));
-        }
+        let contract: ContractVersion =
+            raw.contract
+                .parse()
+                .map_err(|e: toolhost_manifest::UnsupportedContract| {
+                    invalid("contract", e.to_string())
+                })?;
         // `client` (elicitation, sampling) came with contract 0.2.0: a 0.1.0
         // plugin cannot call it, so a grant for one is a mistake worth naming.
         for (key, granted) in [("elicitation", raw.elicitation), ("sampling", raw.sampling)] {
-            if granted && raw.contract == crate::contract_version::V0_1_0 {
+            if granted && contract < ContractVersion::V0_2_0 {
                 return Err(invalid(
                     key,
                     format!(
-                        "needs contract {} or later (a {} plugin cannot ask the client); set \
-                         `contract = \"{}\"` for a plugin built for it",
-                        crate::contract_version::V0_2_0,
-                        crate::contract_version::V0_1_0,
-                        crate::contract_version::V0_2_0
+                        "needs contract {} or later (a {contract} plugin cannot ask the client); \
+                         set `contract = \"{}\"` for a plugin built for it",
+                        ContractVersion::V0_2_0,
+                        ContractVersion::V0_2_0
                     ),
                 ));
             }
@@ -933,7 +926,7 @@ impl Manifest {
         }
         Ok(Manifest {
             id: raw.id,
-            contract: raw.contract,
+            contract,
             sha256,
             exec,
             exec_env,
@@ -955,7 +948,7 @@ impl Manifest {
     pub fn deny_all(id: &str) -> Manifest {
         Manifest {
             id: id.to_string(),
-            contract: crate::contract_version::STARTER.to_string(),
+            contract: ContractVersion::STARTER,
             sha256: None,
             exec: ExecGrant::None,
             exec_env: Vec::new(),
@@ -1082,7 +1075,7 @@ impl Manifest {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "id": self.id,
-            "contract": self.contract,
+            "contract": self.contract.as_str(),
             "sha256": self.sha256,
             "exec": match &self.exec {
                 ExecGrant::None => serde_json::Value::Null,

@@ -212,7 +212,8 @@ pub async fn run(command: PluginCommand) -> ExitCode {
             }
         }
         PluginCommand::Wit { out, contract } => {
-            let version = contract.unwrap_or_else(|| toolhost_runtime::contract::STARTER.into());
+            let version =
+                contract.unwrap_or_else(|| toolhost_runtime::ContractVersion::STARTER.to_string());
             match scaffold::write_contract(&version, &out) {
                 Ok(files) => {
                     println!(

@@ -1,7 +1,7 @@
 //! What `toolhost plugin wit` and `toolhost plugin new` write: the released
 //! contracts (the bytes of `wit/vX.Y.Z/**`) and one starter project per
 //! language, all embedded in the binary, so a plugin author never needs this
-//! repository (`SUPPORTED` and `STARTER` name the versions).
+//! repository (`ContractVersion::ALL` and `ContractVersion::STARTER` name the versions).
 //!
 //! The starter projects are the example plugins of `plugins/examples/`
 //! (a pure `greet` tool and a `now` tool that runs `date -u` through
@@ -81,15 +81,15 @@ pub const CONTRACT_V0_2_0: &[ContractFile] = contract_files!("v0.2.0":
     "deps/sockets.wit",
 );
 
-/// The embedded contract of `version` (one of
-/// [`toolhost_runtime::contract::SUPPORTED`]), or `None` for a version this
-/// binary does not carry.
+/// The embedded contract of `version` as written (`0.1.0`, one of
+/// [`ContractVersion::ALL`](toolhost_runtime::ContractVersion::ALL)), or `None` for a
+/// version this binary does not carry.
 pub fn contract(version: &str) -> Option<&'static [ContractFile]> {
-    match version {
-        "0.1.0" => Some(CONTRACT_V0_1_0),
-        "0.2.0" => Some(CONTRACT_V0_2_0),
-        _ => None,
-    }
+    use toolhost_runtime::ContractVersion;
+    Some(match ContractVersion::parse(version)? {
+        ContractVersion::V0_1_0 => CONTRACT_V0_1_0,
+        ContractVersion::V0_2_0 => CONTRACT_V0_2_0,
+    })
 }
 
 /// The wit-bindgen release the Rust starter project (its vendored SDK) pins:
@@ -139,7 +139,7 @@ pub enum ScaffoldError {
 pub fn write_contract(version: &str, out: &Path) -> Result<Vec<PathBuf>, ScaffoldError> {
     let files = contract(version).ok_or_else(|| ScaffoldError::UnknownVersion {
         version: version.to_string(),
-        supported: toolhost_runtime::contract::SUPPORTED.join(", "),
+        supported: toolhost_runtime::ContractVersion::supported_list(),
     })?;
     let mut written = Vec::new();
     for file in files {
@@ -306,7 +306,7 @@ pub fn new_project(name: &str, lang: Lang, dir: &Path) -> Result<Vec<PathBuf>, S
         written.push(path);
     }
     written.extend(write_contract(
-        toolhost_runtime::contract::STARTER,
+        toolhost_runtime::ContractVersion::STARTER.as_str(),
         &dir.join("wit"),
     )?);
     Ok(written)
@@ -383,7 +383,7 @@ strip = true
 panic = "abort"
 codegen-units = 1
 "#,
-        contract = toolhost_runtime::contract::STARTER,
+        contract = toolhost_runtime::ContractVersion::STARTER,
     )
 }
 
@@ -408,7 +408,7 @@ fn rust_sdk_lib() -> String {
     templates::RUST_SDK.replace(
         &format!(
             "path: \"../../../wit/v{}\"",
-            toolhost_runtime::contract::STARTER
+            toolhost_runtime::ContractVersion::STARTER
         ),
         "path: \"../wit\"",
     )

@@ -1,9 +1,9 @@
 //! Host-side bindings of the WIT contract (`wit/`), one module per released
-//! contract version (Zed's `since_vX` shape; the versions: `SUPPORTED`). Each
+//! contract version (Zed's `since_vX` shape; the versions: [`ContractVersion`]). Each
 //! version's folder under `wit/` is frozen once released; a
 //! later version gets a new module here, and older ones become thin adapters
-//! onto the same host implementation. Version strings are written once, in
-//! `contract_version.rs`.
+//! onto the same host implementation. Versions are values written once,
+//! [`ContractVersion`] (in `toolhost-manifest`, which manifests validate against).
 //!
 //! - [`v0_1_0`]: `tool-plugin` and `policy-plugin` worlds; the host side of
 //!   `sessions` (which 0.2.0 imports unchanged); [`v0_1_0::adapt`] converts
@@ -16,4 +16,4 @@
 pub mod v0_1_0;
 pub mod v0_2_0;
 
-pub use crate::contract_version::{STARTER, SUPPORTED};
+pub use toolhost_manifest::ContractVersion;

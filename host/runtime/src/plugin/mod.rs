@@ -49,10 +49,10 @@ use crate::call::{CallInfo, Services};
 pub use crate::content::{MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES};
 use crate::contract::v0_2_0::client::ClientState;
 use crate::contract::{v0_1_0, v0_2_0};
-use crate::contract_version::{V0_1_0, V0_2_0};
 use crate::engine::{CompileSource, MAX_WASM_STACK, Runtime, sha256_hex};
 use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
+use toolhost_manifest::ContractVersion;
 use v0_1_0::{policy_plugin, tool_plugin};
 
 /// Most tools one plugin may describe (256). A plugin that describes more is
@@ -111,7 +111,7 @@ pub enum PluginKind {
 impl PluginKind {
     /// The world of contract `version`, e.g.
     /// `toolhost:plugin/tool-plugin@0.1.0`.
-    pub fn world(self, version: &str) -> String {
+    pub fn world(self, version: ContractVersion) -> String {
         match self {
             PluginKind::Tool => format!("toolhost:plugin/tool-plugin@{version}"),
             PluginKind::Policy => format!("toolhost:plugin/policy-plugin@{version}"),
@@ -120,7 +120,7 @@ impl PluginKind {
 
     /// The interface it must export under contract `version`, e.g.
     /// `toolhost:plugin/tool@0.1.0` (`policy@0.1.0` for every version).
-    pub fn export(self, version: &str) -> String {
+    pub fn export(self, version: ContractVersion) -> String {
         match self {
             PluginKind::Tool => format!("toolhost:plugin/tool@{version}"),
             PluginKind::Policy => v0_1_0::names::POLICY.to_string(),
@@ -129,10 +129,10 @@ impl PluginKind {
 
     /// The interfaces of ours a component of this kind may import under
     /// contract `version` (WASI aside).
-    fn imports(self, version: &str) -> &'static [&'static str] {
+    fn imports(self, version: ContractVersion) -> &'static [&'static str] {
         match (self, version) {
             (PluginKind::Policy, _) => &[],
-            (PluginKind::Tool, V0_2_0) => &[
+            (PluginKind::Tool, ContractVersion::V0_2_0) => &[
                 v0_1_0::names::SESSIONS,
                 v0_2_0::names::CLIENT,
                 v0_2_0::names::CONTENT,
@@ -145,12 +145,12 @@ impl PluginKind {
 /// The contract version of a tool plugin component, from the `tool`
 /// interface it exports (`toolhost:plugin/tool@X.Y.Z`, newest supported
 /// first), or `None` when it exports none the host supports.
-pub fn tool_contract(names: &ComponentNames) -> Option<&'static str> {
-    crate::contract_version::SUPPORTED
+pub fn tool_contract(names: &ComponentNames) -> Option<ContractVersion> {
+    ContractVersion::ALL
         .iter()
         .rev()
         .copied()
-        .find(|v| names.exports.contains(&PluginKind::Tool.export(v)))
+        .find(|v| names.exports.contains(&PluginKind::Tool.export(*v)))
 }
 
 /// Errors from loading a plugin.
@@ -520,7 +520,7 @@ struct Prepared {
     source: CompileSource,
     /// The contract version it targets (for a tool plugin, from the `tool`
     /// interface it exports).
-    contract: &'static str,
+    contract: ContractVersion,
 }
 
 /// The load pipeline every plugin passes: sha256 pin (when the manifest has
@@ -556,7 +556,7 @@ fn prepare(
     {
         return Err(LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: kind.world(&manifest.contract),
+            world: kind.world(manifest.contract),
             message: format!(
                 "its manifest says `contract = \"{}\"` but the component was built for \
                  contract {contract} (it exports {}); set `contract = \"{contract}\"`",
@@ -587,7 +587,7 @@ fn prepare(
 fn linker(
     runtime: &Runtime,
     kind: PluginKind,
-    version: &str,
+    version: ContractVersion,
 ) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(runtime.engine());
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).context("linking WASI")?;
@@ -853,26 +853,28 @@ pub fn check_world(
     names: &ComponentNames,
     id: &str,
     kind: PluginKind,
-) -> Result<&'static str, LoadError> {
+) -> Result<ContractVersion, LoadError> {
     let version = match kind {
         PluginKind::Tool => tool_contract(names),
         PluginKind::Policy => names
             .exports
-            .contains(&kind.export(V0_1_0))
-            .then_some(V0_1_0),
+            .contains(&kind.export(ContractVersion::V0_1_0))
+            .then_some(ContractVersion::V0_1_0),
     };
     let Some(version) = version else {
-        let supported = crate::contract_version::SUPPORTED;
-        let mut wanted: Vec<String> = supported.iter().map(|v| kind.export(v)).collect();
+        let mut wanted: Vec<String> = ContractVersion::ALL
+            .iter()
+            .map(|v| kind.export(*v))
+            .collect();
         wanted.dedup();
         return Err(LoadError::WrongWorld {
             plugin: id.to_string(),
             world: match kind {
                 PluginKind::Tool => format!(
                     "toolhost:plugin/tool-plugin of any supported contract ({})",
-                    supported.join(", ")
+                    ContractVersion::supported_list()
                 ),
-                PluginKind::Policy => kind.world(V0_1_0),
+                PluginKind::Policy => kind.world(ContractVersion::V0_1_0),
             },
             message: format!(
                 "it does not export {} (it exports: {})",
@@ -886,7 +888,7 @@ pub fn check_world(
         });
     };
     let world = if kind == PluginKind::Tool
-        && version == V0_2_0
+        && version == ContractVersion::V0_2_0
         && names
             .exports
             .iter()
@@ -1061,13 +1063,19 @@ mod tests {
                 "toolhost:plugin/resources@0.2.0",
             ],
         );
-        assert_eq!(tool_contract(&v2), Some("0.2.0"));
-        assert_eq!(check_world(&v2, "p", PluginKind::Tool).unwrap(), "0.2.0");
+        assert_eq!(tool_contract(&v2), Some(ContractVersion::V0_2_0));
+        assert_eq!(
+            check_world(&v2, "p", PluginKind::Tool).unwrap(),
+            ContractVersion::V0_2_0
+        );
         let v1 = names(
             &["toolhost:plugin/sessions@0.1.0"],
             &["toolhost:plugin/tool@0.1.0"],
         );
-        assert_eq!(check_world(&v1, "p", PluginKind::Tool).unwrap(), "0.1.0");
+        assert_eq!(
+            check_world(&v1, "p", PluginKind::Tool).unwrap(),
+            ContractVersion::V0_1_0
+        );
         // A 0.1.0 tool gets no `client`.
         let v1_client = names(
             &["toolhost:plugin/client@0.2.0"],
@@ -1089,7 +1097,7 @@ mod tests {
         );
         assert_eq!(
             check_world(&none, "p", PluginKind::Policy).unwrap(),
-            "0.1.0"
+            ContractVersion::V0_1_0
         );
         let e = check_world(&v2, "p", PluginKind::Policy).unwrap_err();
         assert!(e.to_string().contains("policy-plugin@0.1.0"), "{e}");

@@ -26,10 +26,10 @@ use crate::content::{block_bytes, contents_bytes};
 use crate::contract::v0_1_0::{adapt, tool_plugin};
 use crate::contract::v0_2_0::client::{CallClient, ClientState, UriScope};
 use crate::contract::v0_2_0::{self as v2, ContentBlock, ServerPlugin, ServerPluginPre};
-use crate::contract_version::V0_2_0;
 use crate::engine::{CallPermit, CompileSource, Runtime, Spare};
 use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
+use toolhost_manifest::ContractVersion;
 
 /// A tool as a plugin describes it (contract 0.2.0's `tool-spec`; a 0.1.0
 /// spec has no title and no output schema).
@@ -141,7 +141,7 @@ pub struct ToolPlugin {
     id: Arc<str>,
     manifest: Arc<Manifest>,
     world: World,
-    contract: &'static str,
+    contract: ContractVersion,
     tools: Vec<ToolSpec>,
     refused: Vec<RefusedTool>,
     resources: Vec<Resource>,
@@ -211,7 +211,7 @@ impl ToolPlugin {
             world: PluginKind::Tool.world(contract),
             message: format!("{e:#}"),
         };
-        let world = if contract == V0_2_0 {
+        let world = if contract == ContractVersion::V0_2_0 {
             World::V0_2_0(ServerPluginPre::new(pre).map_err(wrong)?)
         } else {
             World::V0_1_0(tool_plugin::ToolPluginPre::new(pre).map_err(wrong)?)
@@ -318,7 +318,7 @@ impl ToolPlugin {
 
     /// The contract version it targets (from the `tool` interface it
     /// exports), e.g. `0.1.0`.
-    pub fn contract(&self) -> &'static str {
+    pub fn contract(&self) -> ContractVersion {
         self.contract
     }
 

@@ -1,5 +1,5 @@
 //! Contract 0.1.0 as a thin adapter onto the newest contract's types
-//! (the newest module holds the types; `SUPPORTED` keeps every version
+//! (the newest module holds the types; `ContractVersion::ALL` keeps every version
 //! linked): what a 0.1.0 `tool` export returns, converted to the 0.2.0 types the rest of the runtime
 //! works with. A 0.1.0 spec has no title and no output schema; a 0.1.0
 //! result's `text` becomes one text block (even when empty, so every result

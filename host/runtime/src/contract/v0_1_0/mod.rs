@@ -2,7 +2,7 @@
 //! `sessions`, exports `tool`) and the `policy-plugin` world (exports
 //! `policy`). `bindgen!` needs literal paths and world names, so they repeat
 //! the version; every other use derives from [`VERSION`]
-//! (`contract_version.rs`).
+//! ([`ContractVersion`](toolhost_manifest::ContractVersion)).
 //!
 //! Contract 0.2.0 ([`super::v0_2_0`]) is newer, so it holds the types the
 //! runtime works with; [`adapt`] converts this version's `tool` results onto
@@ -27,7 +27,7 @@ pub mod names {
 }
 
 /// The contract version of this module.
-pub const VERSION: &str = crate::contract_version::V0_1_0;
+pub const VERSION: toolhost_manifest::ContractVersion = toolhost_manifest::ContractVersion::V0_1_0;
 
 /// The `tool-plugin` world: imports `sessions` (implemented in this module's
 /// `sessions`), exports `tool`.

@@ -12,14 +12,14 @@
 //! the types generated here, re-exported below; [`super::v0_1_0`] adapts its
 //! own onto them (`v0_1_0::adapt`). `bindgen!` needs literal paths and world
 //! names, so they repeat the version; every other use derives from
-//! [`VERSION`] (`contract_version.rs`).
+//! [`VERSION`] ([`ContractVersion`](toolhost_manifest::ContractVersion)).
 
 pub mod client;
 
 use wasmtime::component::InstancePre;
 
 /// The contract version of this module.
-pub const VERSION: &str = crate::contract_version::V0_2_0;
+pub const VERSION: toolhost_manifest::ContractVersion = toolhost_manifest::ContractVersion::V0_2_0;
 
 /// The `server-plugin` world. `with` maps WASI to wasmtime-wasi's bindings
 /// and `sessions@0.1.0` (with its `subscription` resource) to the module
