@@ -731,7 +731,7 @@ fn plugin_inspect_shows_imports_exports_tools_and_grants() {
 }
 
 /// Each tool call after the first runs in an instance made after the previous
-/// call returned (`ToolPlugin::retire`): the limits hold in it, a
+/// call returned (`plugin/instances.rs::ToolInstances::give_back`): the limits hold in it, a
 /// trap still reports the guest's stderr, and every call gets a fresh one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ready_instances_keep_the_limits_and_serve_one_call_each() {

@@ -6,7 +6,7 @@
 //! instantiated and dropped per call on the same engine and component.
 //!
 //! Each call runs in a fresh instance; toolhost makes the next call's instance
-//! after the previous call returns (`ToolPlugin::retire`). The
+//! after the previous call returns (`plugin/instances.rs::ToolInstances::give_back`). The
 //! headline measures calls spaced as real tool calls are (the background work of
 //! the previous call finished before the next starts, `ToolPlugin::wait_ready`,
 //! untimed); the details add calls back to back and the old P1 (`describe` in an

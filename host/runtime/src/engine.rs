@@ -16,20 +16,19 @@
 //!   few microseconds; if the pool cannot be reserved (e.g. a low `ulimit -v`
 //!   or strict overcommit) the engine falls back to on-demand allocation
 //!   with a warning;
-//! - call admission ([`Runtime::admit`]): the pool is split into shares (the
-//!   policy, the built-in `bash`, third-party plugins; [`PoolShares`]) so no
-//!   class of calls can take the pool from another and no call ever fails to
-//!   find an instance: built-in calls wait for a slot of their share, a
-//!   third-party call past its quota is refused at once, naming it.
+//! - the split of the pool into shares ([`PoolShares`]: the policy, the built-in
+//!   `bash`, third-party plugins), which the plugin layer admits each call by
+//!   (`plugin/instances.rs`), so no class of calls can take the pool from another
+//!   and no admitted call fails to find an instance.
 //!
 //! Compiled components are cached on disk, keyed by the engine's precompile
 //! compatibility hash and the component's sha256 (see [`Runtime::compile`]).
 
-use std::collections::HashMap;
+use std::any::Any;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -68,7 +67,7 @@ pub struct EngineOptions {
     /// `memory`); capped at [`MAX_POOL_MEMORY`]. Default: 64 MiB.
     pub max_memory_bytes: u64,
     /// Most calls one third-party plugin may have in flight at once; past it a call
-    /// is refused at once, naming this quota ([`Runtime::admit`]). The built-in plugins
+    /// is refused at once, naming this quota (`plugin/instances.rs::Pool::admit`). The built-in plugins
     /// are exempt. Default: 16.
     pub max_calls_per_plugin: u32,
 }
@@ -130,108 +129,6 @@ impl EngineOptions {
     }
 }
 
-/// Which of the policy's two shares of the pool ([`PoolShares`]) a decision
-/// takes its slot from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecisionShare {
-    /// Decisions on starts of the built-in plugins, and the host's own
-    /// (`validate`): [`PoolShares::policy_builtin`].
-    Builtin,
-    /// Decisions on starts of third-party plugins:
-    /// [`PoolShares::policy_third_party`].
-    ThirdParty,
-}
-
-impl DecisionShare {
-    /// The share of a decision on a start asked for by plugin `requester`
-    /// (`""`: the host itself).
-    pub fn of(requester: &str) -> DecisionShare {
-        if requester == crate::builtin::BASH_ID
-            || requester == crate::builtin::POLICY_ID
-            || requester.is_empty()
-        {
-            DecisionShare::Builtin
-        } else {
-            DecisionShare::ThirdParty
-        }
-    }
-}
-
-/// Calls in flight: per third-party plugin and for all of them together (see
-/// [`EngineOptions::max_calls_per_plugin`], [`PoolShares`]), and the slots the
-/// built-in plugins wait for.
-struct Admission {
-    per_plugin: u32,
-    third_party: u32,
-    state: Mutex<AdmissionState>,
-    /// Slots of the built-in `bash` plugin's share.
-    builtin: Arc<tokio::sync::Semaphore>,
-    /// Slots of the policy plugin's shares: decisions for `bash`, for the others.
-    policy_builtin: Arc<tokio::sync::Semaphore>,
-    policy_third_party: Arc<tokio::sync::Semaphore>,
-    /// Third-party plugins' ready instances ([`Spare`]) by plugin id, given
-    /// up when the third-party share or that plugin's quota is full.
-    spares: Mutex<Vec<RegisteredSpare>>,
-}
-
-/// A third-party plugin's ready-instance holder, by plugin id.
-type RegisteredSpare = (Arc<str>, std::sync::Weak<dyn Spare>);
-
-/// Something holding a spare instance with its [`CallPermit`] (a tool plugin's
-/// ready instance, ARCHITECTURE.md "Per-call store"), which it gives up when a
-/// call needs the slot: a made ready instance never makes [`Runtime::admit`]
-/// refuse a call it would admit without it.
-pub trait Spare: Send + Sync {
-    /// Drops the held instance and its permit, if it holds one; true if it did.
-    fn release(&self) -> bool;
-}
-
-#[derive(Default)]
-struct AdmissionState {
-    total: u32,
-    by_plugin: HashMap<Arc<str>, u32>,
-}
-
-/// A call admitted by [`Runtime::admit`]; it counts against the quotas until dropped.
-pub struct CallPermit {
-    /// `None` for a built-in plugin (not counted).
-    counted: Option<(Arc<Admission>, Arc<str>)>,
-    /// The slot of a built-in plugin's share, freed on drop.
-    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl Drop for CallPermit {
-    fn drop(&mut self) {
-        if let Some((admission, plugin)) = self.counted.take() {
-            let mut st = admission.state.lock().unwrap_or_else(|e| e.into_inner());
-            st.total = st.total.saturating_sub(1);
-            if let Some(n) = st.by_plugin.get_mut(&plugin) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    st.by_plugin.remove(&plugin);
-                }
-            }
-        }
-    }
-}
-
-/// Waits for a slot of `share` (a semaphore that is never closed).
-async fn wait_for_slot(share: &Arc<tokio::sync::Semaphore>) -> CallPermit {
-    let slot = share.clone().acquire_owned().await.ok();
-    CallPermit {
-        counted: None,
-        _slot: slot,
-    }
-}
-
-/// Why a third-party call was not admitted (the message names the quota).
-enum Refusal {
-    /// The plugin is at its own quota.
-    Plugin(String),
-    /// Third-party plugins together are at their share.
-    Share(String),
-}
-
 /// Which instance allocator the engine ended up with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Allocation {
@@ -254,7 +151,9 @@ struct RuntimeInner {
     cache_dir: Option<PathBuf>,
     allocation: Allocation,
     stop: Arc<AtomicBool>,
-    admission: Arc<Admission>,
+    options: EngineOptions,
+    /// See [`Runtime::plugin_state`].
+    plugin_state: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl Drop for RuntimeInner {
@@ -319,184 +218,31 @@ impl Runtime {
                 cache_dir,
                 allocation,
                 stop,
-                admission: {
-                    let shares = options.shares();
-                    Arc::new(Admission {
-                        per_plugin: options.max_calls_per_plugin.max(1),
-                        third_party: shares.third_party,
-                        state: Mutex::default(),
-                        builtin: Arc::new(tokio::sync::Semaphore::new(shares.builtin as usize)),
-                        policy_builtin: Arc::new(tokio::sync::Semaphore::new(
-                            shares.policy_builtin as usize,
-                        )),
-                        policy_third_party: Arc::new(tokio::sync::Semaphore::new(
-                            shares.policy_third_party as usize,
-                        )),
-                        spares: Mutex::default(),
-                    })
-                },
+                options,
+                plugin_state: OnceLock::new(),
             }),
         })
     }
 
-    /// Admits one policy decision on a start asked for by plugin `requester`
-    /// (the host itself, e.g. validating the rules, counts as built-in), for as
-    /// long as the returned permit lives: it waits for a slot of the policy's
-    /// share for built-in or for third-party requesters ([`PoolShares`]).
-    pub async fn admit_decision(&self, requester: &str) -> CallPermit {
-        wait_for_slot(self.decision_semaphore(DecisionShare::of(requester))).await
+    /// The options the engine was built with.
+    pub fn options(&self) -> &EngineOptions {
+        &self.inner.options
     }
 
-    /// How many slots of the policy's `share` are free now: decisions that
-    /// [`Runtime::admit_decision`] would admit without waiting. Zero while a
-    /// decision waits for one (a freed slot goes to a waiter first). A policy
-    /// plugin keeps an idle instance, with its slot, only while this is not
-    /// zero, so an idle instance never makes a decision wait (`PolicyPlugin`,
-    /// ARCHITECTURE.md "Plugins").
-    pub fn decision_slots_free(&self, share: DecisionShare) -> usize {
-        self.decision_semaphore(share).available_permits()
-    }
-
-    fn decision_semaphore(&self, share: DecisionShare) -> &Arc<tokio::sync::Semaphore> {
-        let admission = &self.inner.admission;
-        match share {
-            DecisionShare::Builtin => &admission.policy_builtin,
-            DecisionShare::ThirdParty => &admission.policy_third_party,
-        }
-    }
-
-    /// Admits one tool call of `plugin`, for as long as the returned permit lives
-    /// ([`PoolShares`]). A call of the built-in `bash` waits for a slot of its
-    /// share; a third-party call is refused at once when the plugin already has
-    /// [`EngineOptions::max_calls_per_plugin`] calls in flight, or third-party
-    /// plugins together have their share.
-    ///
-    /// Errors: the refusal, naming the quota and its default, e.g. ``resource-limit:
-    /// plugin `x` has 16 calls in flight, its quota (max_calls_per_plugin = 16, default
-    /// 16); wait for one to end``.
-    pub async fn admit(&self, plugin: &str) -> std::result::Result<CallPermit, String> {
-        let admission = &self.inner.admission;
-        if plugin == crate::builtin::BASH_ID {
-            return Ok(wait_for_slot(&admission.builtin).await);
-        }
-        if plugin == crate::builtin::POLICY_ID {
-            return Ok(wait_for_slot(&admission.policy_builtin).await);
-        }
-        // A full share (or quota) first takes back the slots of ready
-        // instances ([`Spare`]): any third-party plugin's for the share, the
-        // plugin's own for its quota.
-        let mut tries = admission.third_party;
-        loop {
-            match self.admit_third_party(plugin) {
-                Ok(permit) => return Ok(permit),
-                Err(Refusal::Share(_)) if tries > 0 && self.release_spare(None) => tries -= 1,
-                Err(Refusal::Plugin(_)) if tries > 0 && self.release_spare(Some(plugin)) => {
-                    tries -= 1
-                }
-                Err(Refusal::Share(why) | Refusal::Plugin(why)) => return Err(why),
-            }
-        }
-    }
-
-    /// Admits one call of `plugin` if that needs no wait and leaves another
-    /// slot free beside it, for a ready instance made ahead of its call
-    /// ([`Spare`]): `None` when its share, or the plugin's quota, would be
-    /// full with it. A ready instance never waits, never takes a slot a call
-    /// waits for, and while it is being made the next call still finds one
-    /// free.
-    pub fn try_admit(&self, plugin: &str) -> Option<CallPermit> {
-        let admission = &self.inner.admission;
-        let share = if plugin == crate::builtin::BASH_ID {
-            &admission.builtin
-        } else if plugin == crate::builtin::POLICY_ID {
-            &admission.policy_builtin
-        } else {
-            let st = admission.state.lock().unwrap_or_else(|e| e.into_inner());
-            let mine = st.by_plugin.get(plugin).copied().unwrap_or(0);
-            if mine + 1 >= admission.per_plugin || st.total + 1 >= admission.third_party {
-                return None;
-            }
-            drop(st);
-            return self.admit_third_party(plugin).ok();
-        };
-        if share.available_permits() < 2 {
-            return None;
-        }
-        let slot = share.clone().try_acquire_owned().ok()?;
-        Some(CallPermit {
-            counted: None,
-            _slot: Some(slot),
-        })
-    }
-
-    /// Registers `spare`, the ready instance holder of `plugin`, which
-    /// [`Runtime::admit`] asks to give up its instance when the third-party
-    /// share or the plugin's quota is full. Built-in plugins' are not kept
-    /// (their next call takes their ready instance; no other waits for their
-    /// share). Dropped holders are forgotten.
-    pub fn register_spare(&self, plugin: &str, spare: std::sync::Weak<dyn Spare>) {
-        if plugin == crate::builtin::BASH_ID || plugin == crate::builtin::POLICY_ID {
-            return;
-        }
-        let mut spares = self
-            .inner
-            .admission
-            .spares
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        spares.retain(|(_, s)| s.strong_count() > 0);
-        spares.push((plugin.into(), spare));
-    }
-
-    /// Asks the registered spares (of `plugin` only, when given), in turn, to
-    /// give up their instance; true if one did.
-    fn release_spare(&self, plugin: Option<&str>) -> bool {
-        let live: Vec<Arc<dyn Spare>> = {
-            let mut spares = self
-                .inner
-                .admission
-                .spares
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            spares.retain(|(_, s)| s.strong_count() > 0);
-            spares
-                .iter()
-                .filter(|(id, _)| plugin.is_none_or(|p| **id == *p))
-                .filter_map(|(_, s)| s.upgrade())
-                .collect()
-        };
-        // Not under the lock: a released permit takes the admission state's lock.
-        live.iter().any(|s| s.release())
-    }
-
-    /// A third-party call's permit, counted against its plugin's quota and the
-    /// third-party share.
-    fn admit_third_party(&self, plugin: &str) -> std::result::Result<CallPermit, Refusal> {
-        let admission = &self.inner.admission;
-        let mut st = admission.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mine = st.by_plugin.get(plugin).copied().unwrap_or(0);
-        if mine >= admission.per_plugin {
-            return Err(Refusal::Plugin(format!(
-                "resource-limit: plugin `{plugin}` has {mine} calls in flight, its quota \
-                 (max_calls_per_plugin = {}, default 16); wait for one to end",
-                admission.per_plugin
-            )));
-        }
-        if st.total >= admission.third_party {
-            return Err(Refusal::Share(format!(
-                "resource-limit: third-party plugins have {} calls in flight, their share of \
-                 the instance pool (max_instances - max_instances / 8 - 3 × max_instances / 8 = \
-                 {}, default 64); wait for one to end",
-                st.total, admission.third_party
-            )));
-        }
-        let plugin: Arc<str> = plugin.into();
-        st.total += 1;
-        *st.by_plugin.entry(plugin.clone()).or_default() += 1;
-        Ok(CallPermit {
-            counted: Some((admission.clone(), plugin)),
-            _slot: None,
-        })
+    /// The state the plugin layer keeps for this runtime, made by `make` from the
+    /// options on first use: the instance pool's admission
+    /// (`plugin/instances.rs::Pool`), shared by every plugin loaded on this runtime.
+    /// Typed as `Any` because the engine sits below the plugin layer and names none
+    /// of its types; there is one such state per runtime, always of that one type.
+    pub(crate) fn plugin_state<T: Any + Send + Sync>(
+        &self,
+        make: impl FnOnce(&EngineOptions) -> T,
+    ) -> &T {
+        self.inner
+            .plugin_state
+            .get_or_init(|| Box::new(make(&self.inner.options)))
+            .downcast_ref()
+            .expect("a runtime keeps one type of plugin state")
     }
 
     /// Which instance allocator is in use.
@@ -636,114 +382,4 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A spare holding a permit, as a plugin's ready instance does.
-    struct Held(Mutex<Option<CallPermit>>);
-
-    impl Spare for Held {
-        fn release(&self) -> bool {
-            let permit = self.0.lock().unwrap().take();
-            permit.is_some()
-        }
-    }
-
-    fn runtime() -> Runtime {
-        // 16 instances: policy 1 + 1, built-in 6, third-party 8.
-        Runtime::with_options(
-            None,
-            EngineOptions {
-                pooling: false,
-                max_instances: 16,
-                max_memory_bytes: 64 << 20,
-                max_calls_per_plugin: 4,
-            },
-        )
-        .unwrap()
-    }
-
-    fn spare(rt: &Runtime, plugin: &str) -> Arc<Held> {
-        let held = Arc::new(Held(Mutex::new(rt.try_admit(plugin))));
-        assert!(
-            held.0.lock().unwrap().is_some(),
-            "room for a ready instance"
-        );
-        let as_spare: Arc<dyn Spare> = held.clone();
-        // Registered by a weak reference: `held` keeps it alive.
-        rt.register_spare(plugin, Arc::downgrade(&as_spare));
-        held
-    }
-
-    #[tokio::test]
-    async fn a_ready_instance_gives_its_slot_to_a_call() {
-        let rt = runtime();
-        let held = spare(&rt, "a");
-        let mut calls = Vec::new();
-        for i in 0..7 {
-            calls.push(rt.admit(&format!("p{i}")).await.unwrap());
-        }
-        // The share is full: no new ready instance, but a call gets the spare's slot.
-        assert!(rt.try_admit("b").is_none());
-        calls.push(rt.admit("b").await.expect("the ready instance's slot"));
-        assert!(held.0.lock().unwrap().is_none());
-        // Nothing left to give back: refused as without ready instances.
-        let refused = rt.admit("c").await.err().unwrap();
-        assert!(refused.contains("their share"), "{refused}");
-    }
-
-    #[tokio::test]
-    async fn a_ready_instance_gives_its_slot_to_its_own_plugins_call() {
-        let rt = runtime();
-        let held = spare(&rt, "a");
-        let mut calls = Vec::new();
-        for _ in 0..3 {
-            calls.push(rt.admit("a").await.unwrap());
-        }
-        // 3 calls + the ready instance fill the quota (4): the fourth call
-        // takes the ready instance's slot, the fifth is refused.
-        calls.push(rt.admit("a").await.expect("the ready instance's slot"));
-        assert!(held.0.lock().unwrap().is_none());
-        let refused = rt.admit("a").await.err().unwrap();
-        assert!(refused.contains("its quota"), "{refused}");
-    }
-
-    #[tokio::test]
-    async fn a_ready_instance_leaves_a_slot_free_beside_it() {
-        let rt = runtime();
-        // Quota 4: a ready instance only while the plugin has at most 2 calls.
-        let mut calls = vec![rt.admit("a").await.unwrap(), rt.admit("a").await.unwrap()];
-        let ready = rt.try_admit("a").expect("2 calls + 1 ready < 4");
-        assert!(
-            rt.try_admit("a").is_none(),
-            "the quota's last slot stays free"
-        );
-        drop(ready);
-        // Share 8: 6 taken by others leaves room for one ready instance, not two.
-        for i in 0..4 {
-            calls.push(rt.admit(&format!("p{i}")).await.unwrap());
-        }
-        let ready = rt.try_admit("b").expect("6 + 1 < 8");
-        assert!(
-            rt.try_admit("c").is_none(),
-            "the share's last slot stays free"
-        );
-        drop(ready);
-    }
-
-    #[tokio::test]
-    async fn a_built_in_ready_instance_takes_only_a_slot_with_another_free() {
-        let rt = runtime();
-        let mut calls = Vec::new();
-        for _ in 0..5 {
-            calls.push(rt.admit(crate::builtin::BASH_ID).await.unwrap());
-        }
-        // One of 6 left: kept for a call.
-        assert!(rt.try_admit(crate::builtin::BASH_ID).is_none());
-        calls.pop();
-        assert!(rt.try_admit(crate::builtin::BASH_ID).is_some());
-    }
 }

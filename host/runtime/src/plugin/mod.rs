@@ -12,18 +12,19 @@
 //! or a limit hit discards only that instance, and the store's WASI context
 //! grants only what the manifest says (no preopens, env, args or network by
 //! default; stdin empty; stdout and stderr to the host log tagged with the
-//! plugin id). See ARCHITECTURE.md, "Plugins".
+//! plugin id): ARCHITECTURE.md, invariant "WASI grants only the manifest's preopens
+//! and env, never network".
 
+mod bindings;
 mod guest_log;
+mod instances;
 mod offers;
 mod policy;
 mod store;
 mod tool;
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ use wasmtime::Store;
 use wasmtime::component::{InstancePre, Linker};
 use wasmtime::error::Context as _;
 
+use bindings::{ToolInstance, ToolPre, Work};
 pub use guest_log::GuestLog;
 pub use offers::{
     MAX_LABEL_BYTES, MAX_PROMPT_ARGUMENTS, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN,
@@ -53,7 +55,6 @@ use crate::engine::{CompileSource, MAX_WASM_STACK, Runtime, sha256_hex};
 use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
 use toolhost_manifest::ContractVersion;
-use v0_1_0::{policy_plugin, tool_plugin};
 
 /// Most tools one plugin may describe (256). A plugin that describes more is
 /// not loaded ([`LoadError::TooManyTools`]): the host never works through an
@@ -603,89 +604,32 @@ fn linker(
     Ok(linker)
 }
 
-/// A world's typed `InstancePre` ([`tool_plugin::ToolPluginPre`],
-/// [`policy_plugin::PolicyPluginPre`]), so one [`run_call`] serves both.
-trait WorldPre: Send + Sync {
-    /// The world's bindings to an instance.
-    type Bindings: Send + Sync;
-    fn engine(&self) -> &wasmtime::Engine;
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<CallState>,
-    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<Self::Bindings>> + Send + 'a>>;
-}
-
-impl WorldPre for tool_plugin::ToolPluginPre<CallState> {
-    type Bindings = tool_plugin::ToolPlugin;
-    fn engine(&self) -> &wasmtime::Engine {
-        tool_plugin::ToolPluginPre::engine(self)
-    }
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<CallState>,
-    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<Self::Bindings>> + Send + 'a>> {
-        Box::pin(self.instantiate_async(store))
-    }
-}
-
-impl WorldPre for v0_2_0::ServerPluginPre<CallState> {
-    type Bindings = v0_2_0::ServerPlugin;
-    fn engine(&self) -> &wasmtime::Engine {
-        v0_2_0::ServerPluginPre::engine(self)
-    }
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<CallState>,
-    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<Self::Bindings>> + Send + 'a>> {
-        Box::pin(self.instantiate_async(store))
-    }
-}
-
-impl WorldPre for policy_plugin::PolicyPluginPre<CallState> {
-    type Bindings = policy_plugin::PolicyPlugin;
-    fn engine(&self) -> &wasmtime::Engine {
-        policy_plugin::PolicyPluginPre::engine(self)
-    }
-    fn instantiate<'a>(
-        &'a self,
-        store: &'a mut Store<CallState>,
-    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<Self::Bindings>> + Send + 'a>> {
-        Box::pin(self.instantiate_async(store))
-    }
-}
-
 /// One call: a fresh store for `info` (under its manifest's limits, with
 /// `client` behind its `client` import), a fresh instance, then `f`, all
 /// within the wall-time limit `wall` (the manifest's, or less for
 /// `describe`).
-async fn run_call<P: WorldPre, R>(
-    pre: &P,
+async fn run_call<R>(
+    pre: &ToolPre,
     info: CallInfo,
     wall: Duration,
     services: Option<Arc<Services>>,
     client: ClientState,
-    f: impl for<'a> FnOnce(
-        &'a P::Bindings,
-        &'a mut Store<CallState>,
-    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
+    f: impl for<'a> FnOnce(&'a ToolInstance, &'a mut Store<CallState>) -> Work<'a, R>,
 ) -> Result<R, CallError> {
     let mut store = new_store(pre.engine(), info, services, client)?;
     run_in(pre, None, &mut store, wall, f).await
 }
 
 /// The rest of a call on `store` (which holds the call's data): instantiate
-/// unless `bindings` is an instance already made in this store (a tool
-/// plugin's ready instance, `tool.rs`), then `f`, within `wall`. A trap's
-/// message gets the guest's last stderr lines. The caller drops the store.
-async fn run_in<P: WorldPre, R>(
-    pre: &P,
-    bindings: Option<P::Bindings>,
+/// unless `bindings` is an instance already made in this store (a ready one,
+/// `instances.rs`), then `f`, within `wall`. A trap's message gets the guest's
+/// last stderr lines. The caller drops the store.
+async fn run_in<R>(
+    pre: &ToolPre,
+    bindings: Option<ToolInstance>,
     store: &mut Store<CallState>,
     wall: Duration,
-    f: impl for<'a> FnOnce(
-        &'a P::Bindings,
-        &'a mut Store<CallState>,
-    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>,
+    f: impl for<'a> FnOnce(&'a ToolInstance, &'a mut Store<CallState>) -> Work<'a, R>,
 ) -> Result<R, CallError> {
     let plugin = store.data().call.plugin.to_string();
     let work = async {

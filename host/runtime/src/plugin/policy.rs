@@ -50,7 +50,7 @@
 //! An idle instance keeps its pool slot: it holds the [`CallPermit`] of the
 //! policy's share its last decision took ([`DecisionShare`]; one idle list
 //! per share). It is put back only while that share still has a free slot
-//! ([`Runtime::decision_slots_free`]) and is dropped otherwise, so an idle
+//! ([`Pool::decision_slots_free`]) and is dropped otherwise, so an idle
 //! instance never makes a decision wait: when every slot of a share is taken,
 //! decisions in flight hold at least one of them, and the first to end frees
 //! its slot for the waiter (a freed slot goes to a waiter first). Idle
@@ -62,6 +62,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime::Store;
 
+use super::instances::{CallPermit, DecisionShare, Pool};
 use super::store::{new_store, restart_call};
 use super::{
     CallError, CallState, LoadError, PluginKind, Prepared, prepare, with_stderr_tail, within_wall,
@@ -69,7 +70,7 @@ use super::{
 use crate::call::CallInfo;
 use crate::contract::v0_1_0::policy_plugin;
 use crate::contract::v0_2_0::client::ClientState;
-use crate::engine::{CallPermit, CompileSource, DecisionShare, Runtime};
+use crate::engine::{CompileSource, Runtime};
 use crate::limits::Limits;
 use crate::manifest::Manifest;
 use crate::permissions::{Decision, PermissionRequest, Policy};
@@ -238,7 +239,7 @@ impl PolicyPlugin {
     /// Runs one call of the policy for a start asked for by plugin `requester`
     /// (`""`: the host itself): on an idle instance of the requester's share
     /// if there is one, else on a fresh instance in a slot of that share
-    /// (`Runtime::admit_decision`: a decision waits for a slot rather than fail
+    /// ([`Pool::admit_decision`]: a decision waits for a slot rather than fail
     /// for want of an instance). Wall time (instantiation included) is limited
     /// to the manifest's; the instance is kept for the next call only when the
     /// call ended without an error ([`PolicyPlugin::keep`]).
@@ -267,7 +268,7 @@ impl PolicyPlugin {
                 (_permit, store, Some(bindings), decisions)
             }
             None => {
-                let permit = self._runtime.admit_decision(requester).await;
+                let permit = Pool::of(&self._runtime).admit_decision(requester).await;
                 let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
                 let store = new_store(self.pre.engine(), info, None, ClientState::default())?;
                 (permit, store, None, 0)
@@ -318,7 +319,9 @@ impl PolicyPlugin {
         let dropped = {
             let mut lists = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             let list = &mut lists[slot(share)];
-            if list.len() >= MAX_IDLE_PER_SHARE || self._runtime.decision_slots_free(share) == 0 {
+            if list.len() >= MAX_IDLE_PER_SHARE
+                || Pool::of(&self._runtime).decision_slots_free(share) == 0
+            {
                 Some(idle)
             } else {
                 list.push(idle);

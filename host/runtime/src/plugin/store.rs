@@ -90,7 +90,7 @@ pub(crate) fn new_store(
 }
 
 /// A store for a call of the plugin of `plugin` that is not known yet (a
-/// plugin's ready instance, ARCHITECTURE.md "Per-call store"): everything
+/// plugin's ready instance, `instances.rs::ToolInstances`): everything
 /// [`new_store`] sets up except the call's own data. Its `call` is `plugin`
 /// (no tool, no tool-call id), it has no services and no client until
 /// [`attach`] gives it the call's. Instantiating in it runs only the
@@ -195,7 +195,8 @@ pub(crate) fn attach(
 
 /// Granted by handle: the directory opened at load, never what sits at the
 /// path now. A path that no longer leads there (a symlink swapped in, say)
-/// refuses the call (ARCHITECTURE.md, "Sandbox").
+/// refuses the call (ARCHITECTURE.md, invariant "A preopen is the directory granted
+/// at load, never what its path names later").
 fn verify_preopen(call: &CallInfo, p: &crate::manifest::Preopen) -> Result<(), CallError> {
     p.dir.verify().map_err(|why| CallError::Host {
         plugin: call.plugin.to_string(),

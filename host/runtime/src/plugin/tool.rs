@@ -6,27 +6,26 @@
 //! offer resources and prompts (the `server-plugin` world), listed once at
 //! load like its tools and served each in a fresh instance.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::Store;
 
+use super::bindings::{ToolInstance, ToolPre, Work};
+use super::instances::ToolInstances;
 use super::offers::{
     self, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN, MAX_TEMPLATES_PER_PLUGIN, RefusedOffer,
 };
-use super::store::{attach, blank_store, new_store};
 use super::{
     CallError, CallState, DESCRIBE_WALL_LIMIT, LoadError, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES,
-    MAX_TOOLS_PER_PLUGIN, PluginKind, Prepared, RefusedTool, WorldPre, check_tools, prepare,
-    run_call, run_in, within_wall,
+    MAX_TOOLS_PER_PLUGIN, PluginKind, Prepared, RefusedTool, check_tools, prepare, run_call,
+    run_in,
 };
 use crate::call::{CallInfo, Services};
 use crate::content::{block_bytes, contents_bytes};
-use crate::contract::v0_1_0::{adapt, tool_plugin};
 use crate::contract::v0_2_0::client::{CallClient, ClientState, UriScope};
-use crate::contract::v0_2_0::{self as v2, ContentBlock, ServerPlugin, ServerPluginPre};
-use crate::engine::{CallPermit, CompileSource, Runtime, Spare};
+use crate::contract::v0_2_0::{self as v2, ContentBlock};
+use crate::engine::{CompileSource, Runtime};
 use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
 use toolhost_manifest::ContractVersion;
@@ -60,87 +59,11 @@ pub type PromptError = v2::PromptError;
 /// `completion/complete`'s maximum); the rest are counted, not sent.
 pub const MAX_COMPLETIONS: usize = 100;
 
-/// The version-specific half of a loaded tool plugin.
-#[derive(Clone)]
-enum World {
-    /// `toolhost:plugin/tool-plugin@0.1.0`.
-    V0_1_0(tool_plugin::ToolPluginPre<CallState>),
-    /// `toolhost:plugin/tool-plugin@0.2.0` or `server-plugin@0.2.0`.
-    V0_2_0(ServerPluginPre<CallState>),
-}
-
-/// An instance made ahead of its call: a store from [`blank_store`] (no call
-/// data yet) and the instance in it, with the pool slot it holds
-/// (ARCHITECTURE.md, "Per-call store"). Only the component's start code has
-/// run in it.
-struct Ready {
-    store: Store<CallState>,
-    bindings: ReadyBindings,
-    permit: CallPermit,
-}
-
-/// The bindings of a [`Ready`] instance, of the plugin's [`World`].
-enum ReadyBindings {
-    V0_1_0(tool_plugin::ToolPlugin),
-    V0_2_0(v2::ServerPlugin),
-}
-
-/// A plugin's ready instance for its next tool call, and the refill that
-/// makes it after each call takes one (ARCHITECTURE.md, "Per-call store").
-#[derive(Default)]
-struct ReadySlot {
-    instance: Mutex<Option<Ready>>,
-    /// Held from the end of a call until its refill is done (or skipped), so
-    /// the next call waits for that instance instead of making a second one.
-    refill: Arc<tokio::sync::Mutex<()>>,
-    /// Set when a refill failed (the start code trapped, hung or hit a limit):
-    /// calls then make their instance on the call path, as they would without
-    /// a ready one, so the error reaches the call.
-    failed: AtomicBool,
-}
-
-impl ReadySlot {
-    fn take(&self) -> Option<Ready> {
-        self.instance
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.instance
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
-    }
-
-    /// Keeps `ready` unless the slot holds one already (then `ready` is dropped).
-    fn put(&self, ready: Ready) {
-        let mut slot = self.instance.lock().unwrap_or_else(|e| e.into_inner());
-        let spare = if slot.is_none() {
-            *slot = Some(ready);
-            None
-        } else {
-            Some(ready)
-        };
-        drop(slot);
-        drop(spare);
-    }
-}
-
-impl Spare for ReadySlot {
-    fn release(&self) -> bool {
-        // Dropped here, outside the slot's lock (the permit takes the admission lock).
-        self.take().is_some()
-    }
-}
-
 /// A loaded tool plugin (`tool-plugin` of any supported contract, or
 /// 0.2.0's `server-plugin`).
 pub struct ToolPlugin {
     id: Arc<str>,
     manifest: Arc<Manifest>,
-    world: World,
     contract: ContractVersion,
     tools: Vec<ToolSpec>,
     refused: Vec<RefusedTool>,
@@ -151,9 +74,9 @@ pub struct ToolPlugin {
     /// What its `client.resource-updated` may name.
     scope: Arc<UriScope>,
     services: Option<Arc<Services>>,
-    /// The instance the next tool call runs in, made after the previous call
-    /// took one; dropped with the plugin.
-    ready: Arc<ReadySlot>,
+    /// Where each call's instance comes from: the ready one made after the
+    /// previous call, or one admitted to the pool and made on the call path.
+    instances: ToolInstances,
     /// Keeps the engine's epoch ticker running while the plugin is loaded
     /// (without it CPU limits would never fire).
     _runtime: Runtime,
@@ -211,15 +134,17 @@ impl ToolPlugin {
             world: PluginKind::Tool.world(contract),
             message: format!("{e:#}"),
         };
-        let world = if contract == ContractVersion::V0_2_0 {
-            World::V0_2_0(ServerPluginPre::new(pre).map_err(wrong)?)
-        } else {
-            World::V0_1_0(tool_plugin::ToolPluginPre::new(pre).map_err(wrong)?)
-        };
+        let pre = ToolPre::new(pre, contract).map_err(wrong)?;
+        let manifest = Arc::new(manifest);
+        let instances = ToolInstances::new(
+            runtime,
+            pre,
+            CallInfo::plugin_only(id.clone(), manifest.clone()),
+            manifest.limits.wall.min(DESCRIBE_WALL_LIMIT),
+        );
         let mut plugin = ToolPlugin {
             id: id.clone(),
-            manifest: Arc::new(manifest),
-            world,
+            manifest,
             contract,
             tools: Vec::new(),
             refused: Vec::new(),
@@ -229,12 +154,10 @@ impl ToolPlugin {
             refused_offers: Vec::new(),
             scope: Arc::new(UriScope::default()),
             services,
-            ready: Arc::default(),
+            instances,
             _runtime: runtime.clone(),
             source,
         };
-        let spare: Arc<dyn Spare> = plugin.ready.clone();
-        runtime.register_spare(&plugin.id, Arc::downgrade(&spare));
         let specs = plugin.describe().await.map_err(|e| LoadError::Describe {
             plugin: id.to_string(),
             message: e.to_string(),
@@ -383,35 +306,15 @@ impl ToolPlugin {
     pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
         let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
         let wall = self.describe_wall();
-        match &self.world {
-            World::V0_1_0(pre) => run_call(
-                pre,
-                info,
-                wall,
-                None,
-                ClientState::default(),
-                |bindings, store| {
-                    Box::pin(
-                        async move { bindings.toolhost_plugin_tool().call_describe(store).await },
-                    )
-                },
-            )
-            .await
-            .map(|specs| specs.into_iter().map(adapt::tool_spec).collect()),
-            World::V0_2_0(pre) => {
-                run_call(
-                    pre,
-                    info,
-                    wall,
-                    None,
-                    ClientState::default(),
-                    |bindings, store| {
-                        Box::pin(async move { bindings.tool().call_describe(store).await })
-                    },
-                )
-                .await
-            }
-        }
+        run_call(
+            self.instances.pre(),
+            info,
+            wall,
+            None,
+            ClientState::default(),
+            |bindings, store| Box::pin(bindings.describe(store)),
+        )
+        .await
     }
 
     fn describe_wall(&self) -> Duration {
@@ -424,9 +327,7 @@ impl ToolPlugin {
     async fn list_offers(
         &self,
     ) -> Result<(Vec<Resource>, Vec<ResourceTemplate>, Vec<Prompt>), LoadError> {
-        let World::V0_2_0(pre) = &self.world else {
-            return Ok(Default::default());
-        };
+        let pre = self.instances.pre();
         let mut resources = Vec::new();
         let mut templates = Vec::new();
         let mut prompts = Vec::new();
@@ -468,19 +369,11 @@ impl ToolPlugin {
         what: &'static str,
         limit: usize,
         limit_name: &'static str,
-        f: impl for<'a> FnOnce(
-            &'a ServerPlugin,
-            &'a mut Store<CallState>,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = wasmtime::Result<Vec<T>>> + Send + 'a>,
-        > + Send,
+        f: impl for<'a> FnOnce(&'a ToolInstance, &'a mut Store<CallState>) -> Work<'a, Vec<T>> + Send,
     ) -> Result<Vec<T>, LoadError> {
-        let World::V0_2_0(pre) = &self.world else {
-            return Ok(Vec::new());
-        };
         let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
         let items = run_call(
-            pre,
+            self.instances.pre(),
             info,
             self.describe_wall(),
             None,
@@ -535,10 +428,15 @@ impl ToolPlugin {
             tool_call_id: tool_call_id.to_string(),
         };
         let wall = self.manifest.limits.wall;
-        let services = self.services.clone();
-        let client = match &self.world {
-            World::V0_1_0(_) => ClientState::default(),
-            World::V0_2_0(_) => self.client_state(client),
+        let client = if self.instances.pre().has_client() {
+            self.client_state(client)
+        } else {
+            ClientState::default()
+        };
+        let call = v2::ToolCall {
+            tool_call_id: tool_call_id.to_string(),
+            name: tool.to_string(),
+            arguments: arguments.to_string(),
         };
         // The wall time runs from here: waiting for a ready instance being
         // made counts, and what is left of it bounds the rest of the call.
@@ -553,75 +451,25 @@ impl ToolPlugin {
             },
             other => other,
         };
-        let ready = tokio::time::timeout(wall, self.take_ready())
-            .await
-            .map_err(|_| CallError::Limit {
-                plugin: self.id.to_string(),
-                limit: LimitExceeded::Wall { limit: wall },
-            })?;
-        // The ready instance if there is one (its slot counts as this call's
-        // admission), else a fresh store admitted and instantiated here.
-        // `permit` first: locals drop in reverse order, so on an early return
-        // or a cancelled call the store (and its pool slot) goes before the
-        // permit that admits another call to that slot.
-        let (permit, mut store, bindings) = match ready {
-            Some(Ready {
-                mut store,
-                bindings,
-                permit,
-            }) => {
-                attach(&mut store, info, services, client)?;
-                (permit, store, Some(bindings))
-            }
-            None => {
-                let permit = self.admit().await?;
-                let store = new_store(self._runtime.engine(), info, services, client)?;
-                (permit, store, None)
-            }
-        };
+        let mut instance = self
+            .instances
+            .take(info, self.services.clone(), client, wall)
+            .await?;
+        let bindings = instance.bindings.take();
         let made_here = bindings.is_none();
         let wall_left = wall.saturating_sub(started.elapsed());
-        let result = match &self.world {
-            World::V0_1_0(pre) => {
-                let call = tool_plugin::exports::toolhost::plugin::tool::ToolCall {
-                    tool_call_id: tool_call_id.to_string(),
-                    name: tool.to_string(),
-                    arguments: arguments.to_string(),
-                };
-                let bindings = match bindings {
-                    Some(ReadyBindings::V0_1_0(b)) => Some(b),
-                    _ => None,
-                };
-                run_in(pre, bindings, &mut store, wall_left, move |b, s| {
-                    Box::pin(async move { b.toolhost_plugin_tool().call_call(s, &call).await })
-                })
-                .await
-                .map(|r| r.map(adapt::tool_output).map_err(adapt::tool_error))
-            }
-            World::V0_2_0(pre) => {
-                let call = v2::ToolCall {
-                    tool_call_id: tool_call_id.to_string(),
-                    name: tool.to_string(),
-                    arguments: arguments.to_string(),
-                };
-                let bindings = match bindings {
-                    Some(ReadyBindings::V0_2_0(b)) => Some(b),
-                    _ => None,
-                };
-                run_in(pre, bindings, &mut store, wall_left, move |b, s| {
-                    Box::pin(async move { b.tool().call_call(s, &call).await })
-                })
-                .await
-            }
-        };
-        if made_here && result.is_ok() {
-            // The start code ran cleanly on the call path: ready instances
-            // are worth making again.
-            self.ready.failed.store(false, Ordering::Relaxed);
-        }
+        let result = run_in(
+            self.instances.pre(),
+            bindings,
+            &mut instance.store,
+            wall_left,
+            move |b, s| Box::pin(b.call(s, call)),
+        )
+        .await;
         // The store (and its pool slot) is dropped and the next call's instance
         // made after the result is back, off the call path.
-        self.retire(store, permit);
+        self.instances
+            .give_back(instance, made_here && result.is_ok());
         self.check_tool_output(tool, result.map_err(wall_limit)?)
     }
 
@@ -632,97 +480,12 @@ impl ToolPlugin {
     /// for a refill under way itself); tests and benchmark P1 use it to space
     /// calls as real tool calls are spaced.
     pub async fn wait_ready(&self) {
-        let _done = self.ready.refill.lock().await;
+        self.instances.wait_ready().await;
     }
 
     /// Whether an instance for the next tool call is ready (made ahead of it).
     pub fn has_ready_instance(&self) -> bool {
-        !self.ready.is_empty()
-    }
-
-    /// The ready instance, waiting for one being made; `None` when there is
-    /// none and none is being made, or making them failed.
-    async fn take_ready(&self) -> Option<Ready> {
-        if let Some(ready) = self.ready.take() {
-            return Some(ready);
-        }
-        if self.ready.failed.load(Ordering::Relaxed) {
-            return None;
-        }
-        let _done = self.ready.refill.lock().await;
-        self.ready.take()
-    }
-
-    /// The plugin's admission for one call ([`Runtime::admit`]).
-    async fn admit(&self) -> Result<CallPermit, CallError> {
-        self._runtime
-            .admit(&self.id)
-            .await
-            .map_err(|message| CallError::Host {
-                plugin: self.id.to_string(),
-                message,
-            })
-    }
-
-    /// After a tool call: drops its `store` and then its `permit` in a task of
-    /// its own, then, unless a refill is already under way, makes the next
-    /// call's instance there: a [`blank_store`] under the plugin's limits,
-    /// instantiated within the plugin's wall time (at most
-    /// [`DESCRIBE_WALL_LIMIT`]) in a pool slot taken only while its share and
-    /// the plugin's quota keep another free beside it ([`Runtime::try_admit`]).
-    /// A call that finds the share or the quota full takes a made one's slot
-    /// back ([`Spare`]); one being made holds its slot until it is made.
-    fn retire(&self, store: Store<CallState>, permit: CallPermit) {
-        let guard = self.ready.refill.clone().try_lock_owned().ok();
-        let refill = guard.filter(|_| !self.ready.failed.load(Ordering::Relaxed));
-        let slot = Arc::downgrade(&self.ready);
-        let world = refill.as_ref().map(|_| self.world.clone());
-        let runtime = self._runtime.clone();
-        let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
-        let wall = self.describe_wall();
-        tokio::spawn(async move {
-            drop(store);
-            drop(permit);
-            let (Some(_refilling), Some(world)) = (refill, world) else {
-                return;
-            };
-            if !slot.upgrade().is_some_and(|s| s.is_empty()) {
-                return;
-            }
-            let Some(permit) = runtime.try_admit(&info.plugin) else {
-                return;
-            };
-            let plugin = info.plugin.clone();
-            let made = match &world {
-                World::V0_1_0(pre) => make_ready(pre, info, wall)
-                    .await
-                    .map(|(s, b)| (s, ReadyBindings::V0_1_0(b))),
-                World::V0_2_0(pre) => make_ready(pre, info, wall)
-                    .await
-                    .map(|(s, b)| (s, ReadyBindings::V0_2_0(b))),
-            };
-            let Some(slot) = slot.upgrade() else {
-                return; // unloaded meanwhile: the instance goes with it
-            };
-            match made {
-                Ok((store, bindings)) => slot.put(Ready {
-                    store,
-                    bindings,
-                    permit,
-                }),
-                // A preopen gone is the call's to refuse; the next refill tries again.
-                Err(e @ CallError::Host { .. }) => {
-                    tracing::debug!(plugin = %plugin, "no ready instance: {e}");
-                }
-                Err(e) => {
-                    slot.failed.store(true, Ordering::Relaxed);
-                    tracing::debug!(
-                        plugin = %plugin,
-                        "no ready instance for the next calls (each call makes its own): {e}"
-                    );
-                }
-            }
-        });
+        self.instances.has_ready()
     }
 
     /// The limits on a tool result, then its output schema (see
@@ -944,14 +707,9 @@ impl ToolPlugin {
     async fn run_v2<R: Send + 'static>(
         &self,
         client: Option<Arc<dyn CallClient>>,
-        f: impl for<'a> FnOnce(
-            &'a ServerPlugin,
-            &'a mut Store<CallState>,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
-        > + Send,
+        f: impl for<'a> FnOnce(&'a ToolInstance, &'a mut Store<CallState>) -> Work<'a, R> + Send,
     ) -> Result<R, CallError> {
-        let World::V0_2_0(pre) = &self.world else {
+        if !self.instances.pre().has_offers() {
             return Err(CallError::Host {
                 plugin: self.id.to_string(),
                 message: format!(
@@ -959,73 +717,34 @@ impl ToolPlugin {
                     self.contract
                 ),
             });
-        };
+        }
         let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
         let wall = self.manifest.limits.wall;
         let client = self.client_state(client);
-        self.admitted(pre, info, wall, None, client, f).await
-    }
-
-    /// [`run_call`] after taking the plugin's share of the instance pool.
-    async fn admitted<P: WorldPre, R: Send + 'static>(
-        &self,
-        pre: &P,
-        info: CallInfo,
-        wall: Duration,
-        services: Option<Arc<Services>>,
-        client: ClientState,
-        f: impl for<'a> FnOnce(
-            &'a P::Bindings,
-            &'a mut Store<CallState>,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = wasmtime::Result<R>> + Send + 'a>,
-        > + Send,
-    ) -> Result<R, CallError> {
         // Per-plugin quota of calls in flight, with instances kept for the
-        // built-in plugins (`Runtime::admit`, ARCHITECTURE.md "Threading model").
-        let _permit = self
-            ._runtime
-            .admit(&self.id)
-            .await
-            .map_err(|message| CallError::Host {
-                plugin: self.id.to_string(),
-                message,
-            })?;
-        run_call(pre, info, wall, services, client, f).await
+        // built-in plugins (`instances.rs::Pool::admit`).
+        let _permit = self.instances.admit().await?;
+        run_call(self.instances.pre(), info, wall, None, client, f).await
     }
 }
 
 /// The instance's `resources` export; an error (not a trap of the guest's
 /// making) when it has none, which routing rules out.
 fn resources_of(
-    bindings: &ServerPlugin,
+    bindings: &ToolInstance,
 ) -> wasmtime::Result<&v2::server_plugin::exports::toolhost::plugin0_2_0::resources::Guest> {
     bindings
+        .server()?
         .resources()
         .ok_or_else(|| wasmtime::Error::msg("the plugin exports no resources"))
 }
 
 /// The instance's `prompts` export, like [`resources_of`].
 fn prompts_of(
-    bindings: &ServerPlugin,
+    bindings: &ToolInstance,
 ) -> wasmtime::Result<&v2::server_plugin::exports::toolhost::plugin0_2_0::prompts::Guest> {
     bindings
+        .server()?
         .prompts()
         .ok_or_else(|| wasmtime::Error::msg("the plugin exports no prompts"))
-}
-
-/// A [`Ready`] instance's store and bindings: a [`blank_store`] for the
-/// plugin of `info` and an instance of `pre` in it, made within `wall`.
-///
-/// Errors: as [`ToolPlugin::call`] (the start code trapped or hit a limit, a
-/// preopen is gone).
-async fn make_ready<P: WorldPre>(
-    pre: &P,
-    info: CallInfo,
-    wall: Duration,
-) -> Result<(Store<CallState>, P::Bindings), CallError> {
-    let plugin = info.plugin.to_string();
-    let mut store = blank_store(pre.engine(), info)?;
-    let bindings = within_wall(plugin, wall, pre.instantiate(&mut store)).await?;
-    Ok((store, bindings))
 }
