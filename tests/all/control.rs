@@ -475,7 +475,7 @@ async fn a_command_of_the_host_cannot_use_the_control_socket() {
         let log = Arc::new(HostSessionLog::open(state.path(), None).unwrap());
         let mut config = allow_all_config(ws.path(), state.path());
         config.events = Some(log);
-        config.sandbox = sandbox;
+        config.sessions.sandbox = sandbox;
         let host = Arc::new(Host::new(config).await.unwrap());
         let (stop, _) = tokio::sync::watch::channel(false);
         let _control = ControlServer::start(host.clone(), stop).unwrap();

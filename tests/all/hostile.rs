@@ -370,7 +370,7 @@ async fn sockets_are_denied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_without_a_grant_is_denied_by_the_manifest_step() {
     let env = env(None).await;
-    let marker = env.host.config().workspace.join("pwned");
+    let marker = env.host.config().sessions.workspace.join("pwned");
     let out = call(
         &env.host,
         "exec",
@@ -397,7 +397,7 @@ async fn exec_grant_patterns_allow_only_matching_simple_commands() {
     .unwrap();
     assert!(!out.is_error, "{}", out.text());
     assert!(out.text().starts_with("ok: \"bg_"), "{}", out.text());
-    let marker = env.host.config().workspace.join("pwned");
+    let marker = env.host.config().sessions.workspace.join("pwned");
     for bypass in [
         format!("echo granted; touch {}", marker.display()),
         format!("echo granted && touch {}", marker.display()),

@@ -32,7 +32,7 @@ struct Env {
 
 impl Env {
     fn ws(&self) -> &Path {
-        &self.host.config().workspace
+        &self.host.config().sessions.workspace
     }
 
     /// Sessions the host has, any owner.

@@ -427,16 +427,12 @@ async fn starts_cancelled_by_the_wall_limit_leave_no_process() {
 async fn bash_calls_beyond_their_share_of_the_pool_wait_instead_of_failing() {
     let (ws, state) = dirs();
     std::os::unix::fs::symlink(shared_cache(), state.path().join("compiled")).ok();
-    let config = HostConfig {
+    let mut config = HostConfig {
         policy_rules: ALLOW_ALL.into(),
-        max_instances: 8,
         ..HostConfig::new(ws.path(), state.path())
     };
-    let shares = toolhost_runtime::engine::EngineOptions {
-        max_instances: 8,
-        ..Default::default()
-    }
-    .shares();
+    config.engine.max_instances = 8;
+    let shares = config.engine.shares();
     assert_eq!(
         (
             shares.policy_builtin,

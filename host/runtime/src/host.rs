@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use toolhost_process::HeldDir;
 use toolhost_process::{Caller, KilledBy, Sessions, SessionsConfig};
-use toolhost_process::{HeldDir, SandboxPolicy};
 
 use crate::builtin;
 use crate::call::Services;
@@ -26,74 +26,64 @@ use crate::plugin::{
     ResourceContents, ToolError, ToolOutput, ToolPlugin, ToolSpec,
 };
 
-/// How to set up a [`Host`].
+/// How to set up a [`Host`]: one configuration per layer it drives, each owning
+/// its own defaults ([`SessionsConfig::new`] and [`EngineOptions::default`] list
+/// them), plus what only the host reads.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
-    /// The workspace root: commands run inside it (default: the current dir).
-    pub workspace: PathBuf,
-    /// Where sessions' output logs and the compiled-code cache live (default:
-    /// [`HostConfig::default_state_dir`]).
-    pub state_dir: PathBuf,
+    /// The session engine: the workspace root (commands run inside it), the state
+    /// dir (sessions' output logs; the compiled-code cache goes to its `compiled/`),
+    /// the kernel sandbox of every command a plugin starts (`--sandbox`,
+    /// `--allow-network`, ...), the session limits (`--max-sessions`), the output
+    /// caps (`--output-cap`, `--output-cap-policy`) and the commands' open-file
+    /// limit. [`Host::new`] canonicalises `workspace` and `state_dir` and sets what
+    /// the host owns: `observer` (the event log's [`LogObserver`]),
+    /// `builtin_plugins` (the built-in `bash`, exempt from the per-plugin quotas),
+    /// and `output_log_head_bytes` to at most a quarter of `output_log_max_bytes`.
+    pub sessions: SessionsConfig,
+    /// The wasmtime engine: the pooling allocator and its instance slots, all
+    /// plugins together (a call beyond them fails to instantiate; `toolhost call`
+    /// uses 8), and the per-plugin call quota. [`Host::new`] sets
+    /// `max_memory_bytes` to the largest memory a loaded plugin's manifest allows.
+    pub engine: EngineOptions,
     /// The policy rules text handed to the policy plugin (the `--policy`
     /// file); empty for the plugin's built-in defaults.
     pub policy_rules: String,
-    /// The kernel sandbox for every command a plugin starts (`--sandbox`,
-    /// `--allow-network`; ARCHITECTURE.md, "Sandbox"). Default ([`SandboxPolicy::default`]):
-    /// `workspace-write`, network blocked, `.git` read-only. See
-    /// [`SessionsConfig::sandbox`].
-    pub sandbox: SandboxPolicy,
     /// Third-party tool plugin components to load (`--plugin FILE`), each with
-    /// its manifest beside it (`name.toml` next to `name.wasm`). Default: none.
+    /// its manifest beside it (`name.toml` next to `name.wasm`).
     pub plugins: Vec<PathBuf>,
     /// A directory whose `*.wasm` files are loaded like [`HostConfig::plugins`]
     /// (`--plugins-dir DIR`), in name order, except that one that fails to load
     /// (invalid manifest, duplicate id, not a component, `describe` trapped or
     /// hit a limit, ...) is skipped with the error ([`Host::skipped_plugins`])
-    /// and the others load. Default: none.
+    /// and the others load.
     pub plugins_dir: Option<PathBuf>,
-    /// The host session's event log (ARCHITECTURE.md, "Host sessions"). `None`: an in-memory log
+    /// The host session's event log (docs/event-log.md). `None`: an in-memory log
     /// (the one-shot CLI); `toolhost serve` opens a persisted one with
     /// [`HostSessionLog::open`].
     pub events: Option<Arc<HostSessionLog>>,
-    /// Most process sessions running at once (`--max-sessions`); past it a
-    /// `start` answers a resource-limit error. Default: 64 (see
-    /// [`SessionsConfig::max_sessions`]).
-    pub max_sessions: usize,
-    /// Plugin instances alive at once, all plugins together (the pooling
-    /// allocator's slots; a call beyond it fails to instantiate). Default: 128
-    /// (see [`EngineOptions::max_instances`]); `toolhost call` uses 8.
-    pub max_instances: u32,
-    /// The soft `RLIMIT_NOFILE` commands start with (see
-    /// [`SessionsConfig::child_nofile`]); `None`: the host's current one.
-    /// Default: `None`.
-    pub child_nofile: Option<u64>,
-    /// Most bytes one session's `output.log` keeps on disk (`--output-cap`);
-    /// past it the log keeps its head (1 MiB, or a quarter of the cap when
-    /// that is smaller) and its newest bytes, and records the omitted middle.
-    /// Default: 64 MiB (see [`SessionsConfig::output_log_max_bytes`]).
-    pub output_log_max_bytes: u64,
-    /// What a session whose log reaches its cap gets (`--output-cap-policy`):
-    /// keep running, or be stopped. Default: keep.
-    pub output_cap_policy: toolhost_process::OutputCapPolicy,
 }
 
 impl HostConfig {
-    /// A configuration for `workspace` and `state_dir` with the defaults:
-    /// built-in policy rules, default sandbox, no third-party plugins.
+    /// A configuration for `workspace` and `state_dir` with every other field at
+    /// its default:
+    ///
+    /// - `sessions`: [`SessionsConfig::new`]`(workspace, state_dir)`, whose
+    ///   documentation lists its defaults (among them the `workspace-write`
+    ///   sandbox with the network blocked, 64 sessions, 64 MiB output logs kept
+    ///   running past their cap);
+    /// - `engine`: [`EngineOptions::default`] (pooling, 128 instance slots);
+    /// - the policy plugin's built-in rules (`policy_rules` empty);
+    /// - no third-party plugins, no plugins dir;
+    /// - an in-memory event log (`events` `None`).
     pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
         HostConfig {
-            workspace: workspace.into(),
-            state_dir: state_dir.into(),
+            sessions: SessionsConfig::new(workspace, state_dir),
+            engine: EngineOptions::default(),
             policy_rules: String::new(),
-            sandbox: SandboxPolicy::default(),
             plugins: Vec::new(),
             plugins_dir: None,
             events: None,
-            max_sessions: toolhost_process::DEFAULT_MAX_SESSIONS,
-            max_instances: EngineOptions::default().max_instances,
-            child_nofile: None,
-            output_log_max_bytes: toolhost_process::DEFAULT_OUTPUT_LOG_MAX_BYTES,
-            output_cap_policy: toolhost_process::OutputCapPolicy::Keep,
         }
     }
 
@@ -326,15 +316,15 @@ impl Host {
     /// sha256 mismatch, `describe` failed, too many tools).
     /// Plugin errors are errors only for the built-in plugins and explicit
     /// [`HostConfig::plugins`] files.
-    pub async fn new(config: HostConfig) -> Result<Host, HostError> {
-        let workspace = canonical_dir(&config.workspace, "workspace")?;
-        std::fs::create_dir_all(&config.state_dir).map_err(|e| {
+    pub async fn new(mut config: HostConfig) -> Result<Host, HostError> {
+        let workspace = canonical_dir(&config.sessions.workspace, "workspace")?;
+        std::fs::create_dir_all(&config.sessions.state_dir).map_err(|e| {
             HostError::Config(format!(
                 "cannot create state dir {}: {e}",
-                config.state_dir.display()
+                config.sessions.state_dir.display()
             ))
         })?;
-        let state_dir = canonical_dir(&config.state_dir, "state dir")?;
+        let state_dir = canonical_dir(&config.sessions.state_dir, "state dir")?;
         // Held, so preopens are compared with the directory itself (device and
         // inode), not only with what its path names.
         let state_held = HeldDir::open(&state_dir).map_err(|e| {
@@ -343,11 +333,8 @@ impl Host {
                 state_dir.display()
             ))
         })?;
-        let config = HostConfig {
-            workspace: workspace.clone(),
-            state_dir: state_dir.clone(),
-            ..config
-        };
+        config.sessions.workspace = workspace.clone();
+        config.sessions.state_dir = state_dir.clone();
 
         // Manifests first: nothing runs until every grant is valid. An explicit
         // `--plugin` that fails is an error; a `--plugins-dir` one is skipped.
@@ -383,25 +370,21 @@ impl Host {
             .clone()
             .unwrap_or_else(|| Arc::new(HostSessionLog::in_memory("hs_oneshot")));
         let observer = Arc::new(LogObserver::new(events.clone()));
-        let mut sessions_config = SessionsConfig::new(workspace.clone(), state_dir.clone());
-        sessions_config.sandbox = config.sandbox.clone();
-        sessions_config.observer = Some(observer.clone());
-        sessions_config.max_sessions = config.max_sessions;
+        config.sessions.observer = Some(observer.clone());
         // The built-in bash is exempt from the per-plugin session quotas and may use
         // the slots kept for the host (`SessionsConfig::reserved_sessions`).
-        sessions_config.builtin_plugins = vec![builtin::BASH_ID.into()];
-        sessions_config.child_nofile = config.child_nofile;
-        sessions_config.output_log_max_bytes = config.output_log_max_bytes;
-        sessions_config.output_log_head_bytes = sessions_config
+        config.sessions.builtin_plugins = vec![builtin::BASH_ID.into()];
+        config.sessions.output_log_head_bytes = config
+            .sessions
             .output_log_head_bytes
-            .min(config.output_log_max_bytes / 4);
-        sessions_config.output_cap_policy = config.output_cap_policy;
+            .min(config.sessions.output_log_max_bytes / 4);
+        let sessions_config = config.sessions.clone();
         // The session engine probes the kernel (a few throwaway children, ~2 ms, more
         // when a cgroup join waits for an RCU grace period): on the blocking pool
         // while the engine is built and the policy loads (benchmark P6, P9).
         let sessions = tokio::task::spawn_blocking(move || Sessions::new(sessions_config));
         let bash_manifest = Manifest::builtin_bash();
-        let max_memory = third_party
+        config.engine.max_memory_bytes = third_party
             .iter()
             .map(|p| p.manifest.limits.memory_bytes)
             .chain([
@@ -410,15 +393,8 @@ impl Host {
             ])
             .max()
             .unwrap_or_default() as u64;
-        let runtime = Runtime::with_options(
-            Some(state_dir.join("compiled")),
-            EngineOptions {
-                max_memory_bytes: max_memory,
-                max_instances: config.max_instances,
-                ..EngineOptions::default()
-            },
-        )
-        .map_err(|e| HostError::Config(format!("{e:#}")))?;
+        let runtime = Runtime::with_options(Some(state_dir.join("compiled")), config.engine)
+            .map_err(|e| HostError::Config(format!("{e:#}")))?;
         let policy = Arc::new(PolicyPlugin::load(
             &runtime,
             builtin::POLICY_ID,
@@ -567,7 +543,8 @@ impl Host {
         }
     }
 
-    /// The configuration in effect (paths canonicalised).
+    /// The configuration in effect: paths canonicalised, and the fields
+    /// [`Host::new`] sets ([`HostConfig::sessions`], [`HostConfig::engine`]) set.
     pub fn config(&self) -> &HostConfig {
         &self.config
     }

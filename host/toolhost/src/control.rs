@@ -309,7 +309,7 @@ impl ControlServer {
         stop: watch::Sender<bool>,
     ) -> Result<ControlServer, ControlError> {
         let id = host.events().id().to_string();
-        let path = socket_path(&host.config().state_dir, &id);
+        let path = socket_path(&host.config().sessions.state_dir, &id);
         let io = |e: std::io::Error| ControlError::Io {
             path: path.clone(),
             message: e.to_string(),
@@ -499,7 +499,7 @@ async fn handle(
             "protocol": PROTOCOL,
             "host_session": log.id(),
             "pid": std::process::id(),
-            "workspace": host.config().workspace,
+            "workspace": host.config().sessions.workspace,
             "last_seq": log.last_seq(),
             "heartbeat_interval_ms": HEARTBEAT_INTERVAL.as_millis() as u64,
         })),
@@ -561,14 +561,16 @@ async fn handle(
             "host_session": {
                 "id": log.id(),
                 "pid": std::process::id(),
-                "workspace": host.config().workspace,
+                "workspace": host.config().sessions.workspace,
                 "last_seq": log.last_seq(),
                 "attached_clients": shared.attached().len(),
             },
             "calls": host.running_calls(),
             "processes": host.sessions().list(&Caller::Host),
         })),
-        "hosts.list" => Ok(json!(list_host_sessions(&host.config().state_dir).await)),
+        "hosts.list" => Ok(json!(
+            list_host_sessions(&host.config().sessions.state_dir).await
+        )),
         "permission.pending" => {
             let pending: Vec<PendingPermission> = shared
                 .pending()

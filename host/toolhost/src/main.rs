@@ -42,7 +42,7 @@ struct HostArgs {
     /// but /dev/null, the session's private TMPDIR, a private /dev/shm and private
     /// ptys), `workspace-write` (also the workspace; `.git` and the state dir stay
     /// read-only) or `full-access` (no confinement).
-    #[arg(long, value_name = "MODE", default_value = "workspace-write",
+    #[arg(long, value_name = "MODE", default_value_t = SandboxMode::default(),
           value_parser = parse_sandbox_mode)]
     sandbox: SandboxMode,
     /// Let sandboxed commands use the network (blocked by default; full-access
@@ -67,11 +67,14 @@ struct HostArgs {
     /// Most bytes one command's output log keeps on disk (e.g. `64MiB`, `512KiB`).
     /// Past it the log keeps its head (1 MiB, or a quarter of the cap if smaller)
     /// and its newest bytes, and records the omitted middle in the event log.
-    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_output_cap)]
-    output_cap: u64,
+    #[arg(long, value_name = "SIZE",
+          default_value_t = OutputCap(toolhost_process::DEFAULT_OUTPUT_LOG_MAX_BYTES),
+          value_parser = parse_output_cap)]
+    output_cap: OutputCap,
     /// What a command whose output reaches `--output-cap` gets: `keep` (it
     /// keeps running; the middle of its log is dropped) or `stop` (it is ended).
-    #[arg(long, value_name = "POLICY", default_value = "keep", value_parser = parse_cap_policy)]
+    #[arg(long, value_name = "POLICY", default_value_t = toolhost_process::OutputCapPolicy::default(),
+          value_parser = parse_cap_policy)]
     output_cap_policy: toolhost_process::OutputCapPolicy,
     /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
     /// file of the same name beside it; without one it gets no grants. With
@@ -87,12 +90,30 @@ struct HostArgs {
     plugins_dir: Option<PathBuf>,
 }
 
-fn parse_output_cap(s: &str) -> Result<u64, String> {
+/// A `--output-cap` in bytes, shown (as its default in `--help`) in the largest
+/// unit [`toolhost_runtime::manifest::parse_size`] reads that divides it.
+#[derive(Clone, Copy)]
+struct OutputCap(u64);
+
+impl std::fmt::Display for OutputCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let units = [(30, "GiB"), (20, "MiB"), (10, "KiB")];
+        match units
+            .iter()
+            .find(|(shift, _)| self.0 != 0 && self.0.is_multiple_of(1 << shift))
+        {
+            Some((shift, unit)) => write!(f, "{}{unit}", self.0 >> shift),
+            None => write!(f, "{}B", self.0),
+        }
+    }
+}
+
+fn parse_output_cap(s: &str) -> Result<OutputCap, String> {
     let bytes = toolhost_runtime::manifest::parse_size(s)?;
     if bytes < 4096 {
         return Err(format!("{s} is below the smallest output cap, 4KiB"));
     }
-    Ok(bytes)
+    Ok(OutputCap(bytes))
 }
 
 fn parse_cap_policy(s: &str) -> Result<toolhost_process::OutputCapPolicy, String> {
@@ -301,7 +322,14 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                 Ok(v) => v,
                 Err(e) => return usage_error(format!("ARGUMENTS is not valid JSON: {e}")),
             };
-            let host = match start_host_with(host, None, ONE_CALL_INSTANCES, child_nofile).await {
+            let host = match host_config(host, child_nofile) {
+                Ok(mut config) => {
+                    config.engine.max_instances = ONE_CALL_INSTANCES;
+                    start_host(config).await
+                }
+                Err(code) => Err(code),
+            };
+            let host = match host {
                 Ok(h) => h,
                 Err(code) => return code,
             };
@@ -406,7 +434,11 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
         } => attach(state.dir(), session, from, once).await,
         Command::HostSessions { json, state } => host_sessions(state.dir(), json).await,
         Command::Tools { json, host } => {
-            let host = match start_host(host, child_nofile).await {
+            let host = match host_config(host, child_nofile) {
+                Ok(config) => start_host(config).await,
+                Err(code) => Err(code),
+            };
+            let host = match host {
                 Ok(h) => h,
                 Err(code) => return code,
             };
@@ -611,14 +643,14 @@ async fn serve(
         }
     });
     let pid = std::process::id();
-    let host = match start_host_with(
-        args,
-        Some(log.clone()),
-        HostConfig::new("", "").max_instances,
-        child_nofile,
-    )
-    .await
-    {
+    let host = match host_config(args, child_nofile) {
+        Ok(mut config) => {
+            config.events = Some(log.clone());
+            start_host(config).await
+        }
+        Err(code) => Err(code),
+    };
+    let host = match host {
         Ok(h) => Arc::new(h),
         Err(code) => {
             log.append(HostEventKind::Lifecycle {
@@ -898,22 +930,12 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
 /// spare); a smaller pool is quicker to set up and tear down (benchmark P6).
 const ONE_CALL_INSTANCES: u32 = 8;
 
-async fn start_host(args: HostArgs, child_nofile: Option<u64>) -> Result<Host, ExitCode> {
-    start_host_with(
-        args,
-        None,
-        HostConfig::new("", "").max_instances,
-        child_nofile,
-    )
-    .await
-}
-
-async fn start_host_with(
-    args: HostArgs,
-    events: Option<Arc<HostSessionLog>>,
-    max_instances: u32,
-    child_nofile: Option<u64>,
-) -> Result<Host, ExitCode> {
+/// The host configuration `args` ask for: each option sets its one field (most
+/// of them in [`HostConfig::sessions`]), every other field keeps the default
+/// [`HostConfig::new`] documents. `child_nofile`: the soft open-file limit
+/// commands start with. Errors (a usage error, exit code 2): no current
+/// directory, an unreadable `--policy` file.
+fn host_config(args: HostArgs, child_nofile: Option<u64>) -> Result<HostConfig, ExitCode> {
     let workspace = match args.workspace {
         Some(w) => w,
         None => std::env::current_dir()
@@ -935,20 +957,24 @@ async fn start_host_with(
     });
     let mut config = HostConfig::new(workspace, state_dir);
     config.policy_rules = policy_rules;
-    config.sandbox = SandboxPolicy {
+    config.plugins = args.plugins;
+    config.plugins_dir = plugins_dir;
+    let sessions = &mut config.sessions;
+    sessions.sandbox = SandboxPolicy {
         mode: args.sandbox,
         network: args.allow_network,
         unix_sockets: args.allow_unix_sockets,
         git_writable: args.allow_git_writes,
     };
-    config.events = events;
-    config.plugins = args.plugins;
-    config.max_sessions = args.max_sessions as usize;
-    config.max_instances = max_instances;
-    config.plugins_dir = plugins_dir;
-    config.child_nofile = child_nofile;
-    config.output_log_max_bytes = args.output_cap;
-    config.output_cap_policy = args.output_cap_policy;
+    sessions.max_sessions = args.max_sessions as usize;
+    sessions.child_nofile = child_nofile;
+    sessions.output_log_max_bytes = args.output_cap.0;
+    sessions.output_cap_policy = args.output_cap_policy;
+    Ok(config)
+}
+
+/// [`Host::new`]; its error is a usage error (exit code 2).
+async fn start_host(config: HostConfig) -> Result<Host, ExitCode> {
     Host::new(config)
         .await
         .map_err(|e| usage_error(e.to_string()))

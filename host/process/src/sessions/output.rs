@@ -276,6 +276,13 @@ impl OutputCapPolicy {
     }
 }
 
+impl std::fmt::Display for OutputCapPolicy {
+    /// [`OutputCapPolicy::as_str`].
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The bytes of a session's output that its `output.log` no longer holds: the range
 /// `offset..offset + len` of the combined output, in bytes. Everything before it (the
 /// head) and after it (the tail) is kept byte-exact at its own offset: `output.log`
