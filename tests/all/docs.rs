@@ -492,16 +492,6 @@ const SECTION_CITATIONS_ALLOWED: &[(&str, &str)] = &[
         "host/runtime/src/lib.rs",
         "reshaped with the public surface",
     ),
-    ("host/runtime/src/engine.rs", "its instance pool moving out"),
-    ("host/runtime/src/plugin/mod.rs", "being split by concern"),
-    (
-        "host/runtime/src/plugin/store.rs",
-        "reshaped with the instance pool",
-    ),
-    (
-        "host/runtime/src/plugin/tool.rs",
-        "reshaped with the instance pool",
-    ),
     (
         "host/toolhost/src/mcp/mod.rs",
         "reshaped with the per-call event sinks",

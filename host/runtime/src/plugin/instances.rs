@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use wasmtime::Store;
 
-use super::bindings::{ToolInstance, ToolPre};
 use super::store::{attach, blank_store, new_store};
+use super::world::{ToolInstance, ToolPre};
 use super::{CallError, CallState, within_wall};
 use crate::builtin::{BASH_ID, POLICY_ID};
 use crate::call::{CallInfo, Services};

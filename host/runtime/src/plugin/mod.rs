@@ -15,13 +15,13 @@
 //! plugin id): ARCHITECTURE.md, invariant "WASI grants only the manifest's preopens
 //! and env, never network".
 
-mod bindings;
 mod guest_log;
 mod instances;
 mod offers;
 mod policy;
 mod store;
 mod tool;
+mod world;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -29,10 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::Store;
-use wasmtime::component::{InstancePre, Linker};
-use wasmtime::error::Context as _;
+use wasmtime::component::InstancePre;
 
-use bindings::{ToolInstance, ToolPre, Work};
 pub use guest_log::GuestLog;
 pub use offers::{
     MAX_LABEL_BYTES, MAX_PROMPT_ARGUMENTS, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN,
@@ -50,11 +48,11 @@ pub use tool::{
 use crate::call::{CallInfo, Services};
 pub use crate::content::{MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES};
 use crate::contract::v0_2_0::client::ClientState;
-use crate::contract::{v0_1_0, v0_2_0};
 use crate::engine::{CompileSource, MAX_WASM_STACK, Runtime, sha256_hex};
 use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
-use toolhost_manifest::ContractVersion;
+pub use world::{ComponentNames, PluginKind, World, check_world, component_names, tool_contract};
+use world::{ToolInstance, ToolPre, Work, linker};
 
 /// Most tools one plugin may describe (256). A plugin that describes more is
 /// not loaded ([`LoadError::TooManyTools`]): the host never works through an
@@ -83,76 +81,6 @@ pub const DESCRIBE_WALL_LIMIT: Duration = Duration::from_secs(10);
 /// How many bytes of a refused tool's name [`RefusedTool::name`] keeps (the
 /// rest is cut, so a hostile name cannot fill the log).
 const REFUSED_NAME_KEEP: usize = 80;
-
-/// Interface prefixes the host links for every plugin (`package/`). The
-/// sockets interfaces are linked so Rust-std guests load, but the WASI
-/// context never grants network access.
-const LINKED_WASI: &[&str] = &[
-    "wasi:cli/",
-    "wasi:io/",
-    "wasi:clocks/",
-    "wasi:random/",
-    "wasi:filesystem/",
-    "wasi:sockets/",
-];
-
-/// The kinds of plugin the contract defines: which world a component must
-/// target and what the host links for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PluginKind {
-    /// `tool-plugin` of any supported contract: exports `tool`, imports
-    /// `sessions` (and `client` from 0.2.0, which also allows the
-    /// `server-plugin` world's `resources` and `prompts` exports).
-    Tool,
-    /// `policy-plugin`: exports `policy@0.1.0`, imports nothing of ours
-    /// (0.2.0's `policy-plugin` exports that same interface).
-    Policy,
-}
-
-impl PluginKind {
-    /// The world of contract `version`, e.g.
-    /// `toolhost:plugin/tool-plugin@0.1.0`.
-    pub fn world(self, version: ContractVersion) -> String {
-        match self {
-            PluginKind::Tool => format!("toolhost:plugin/tool-plugin@{version}"),
-            PluginKind::Policy => format!("toolhost:plugin/policy-plugin@{version}"),
-        }
-    }
-
-    /// The interface it must export under contract `version`, e.g.
-    /// `toolhost:plugin/tool@0.1.0` (`policy@0.1.0` for every version).
-    pub fn export(self, version: ContractVersion) -> String {
-        match self {
-            PluginKind::Tool => format!("toolhost:plugin/tool@{version}"),
-            PluginKind::Policy => v0_1_0::names::POLICY.to_string(),
-        }
-    }
-
-    /// The interfaces of ours a component of this kind may import under
-    /// contract `version` (WASI aside).
-    fn imports(self, version: ContractVersion) -> &'static [&'static str] {
-        match (self, version) {
-            (PluginKind::Policy, _) => &[],
-            (PluginKind::Tool, ContractVersion::V0_2_0) => &[
-                v0_1_0::names::SESSIONS,
-                v0_2_0::names::CLIENT,
-                v0_2_0::names::CONTENT,
-            ],
-            (PluginKind::Tool, _) => &[v0_1_0::names::SESSIONS],
-        }
-    }
-}
-
-/// The contract version of a tool plugin component, from the `tool`
-/// interface it exports (`toolhost:plugin/tool@X.Y.Z`, newest supported
-/// first), or `None` when it exports none the host supports.
-pub fn tool_contract(names: &ComponentNames) -> Option<ContractVersion> {
-    ContractVersion::ALL
-        .iter()
-        .rev()
-        .copied()
-        .find(|v| names.exports.contains(&PluginKind::Tool.export(*v)))
-}
 
 /// Errors from loading a plugin.
 #[derive(Debug, thiserror::Error)]
@@ -519,9 +447,9 @@ impl CallError {
 struct Prepared {
     pre: InstancePre<CallState>,
     source: CompileSource,
-    /// The contract version it targets (for a tool plugin, from the `tool`
-    /// interface it exports).
-    contract: ContractVersion,
+    /// The world it targets (for a tool plugin, the contract version of the
+    /// `tool` interface it exports).
+    world: World,
 }
 
 /// The load pipeline every plugin passes: sha256 pin (when the manifest has
@@ -547,7 +475,8 @@ fn prepare(
         plugin: id.to_string(),
         message,
     })?;
-    let contract = check_world(&names, id, kind)?;
+    let world = check_world(&names, id, kind)?;
+    let contract = world.contract();
     // The manifest's `contract` must name the version the component was
     // built for (its exports decide; a plugin without a manifest file gets
     // the default one, whatever it targets).
@@ -557,51 +486,25 @@ fn prepare(
     {
         return Err(LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: kind.world(manifest.contract),
+            world: World::Tool(manifest.contract).name(),
             message: format!(
                 "its manifest says `contract = \"{}\"` but the component was built for \
                  contract {contract} (it exports {}); set `contract = \"{contract}\"`",
                 manifest.contract,
-                kind.export(contract)
+                world.export()
             ),
         });
     }
     let (component, source) = runtime.compile(bytes).map_err(invalid)?;
-    let linker = linker(runtime, kind, contract).map_err(invalid)?;
+    let linker = linker(runtime, world).map_err(invalid)?;
     let pre = linker
         .instantiate_pre(&component)
         .map_err(|e| LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: kind.world(contract),
+            world: world.name(),
             message: format!("{e:#}"),
         })?;
-    Ok(Prepared {
-        pre,
-        source,
-        contract,
-    })
-}
-
-/// The linker for `kind` under contract `version`: WASI p2 always; for tool
-/// plugins `sessions@0.1.0` (every version imports that one), and from 0.2.0
-/// `client` and the types-only `content`.
-fn linker(
-    runtime: &Runtime,
-    kind: PluginKind,
-    version: ContractVersion,
-) -> wasmtime::Result<Linker<CallState>> {
-    let mut linker = Linker::new(runtime.engine());
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker).context("linking WASI")?;
-    let imports = kind.imports(version);
-    if imports.contains(&v0_1_0::names::SESSIONS) {
-        v0_1_0::add_sessions_to_linker(&mut linker, CallState::sessions_ctx)
-            .context("linking toolhost:plugin/sessions")?;
-    }
-    if imports.contains(&v0_2_0::names::CLIENT) {
-        v0_2_0::add_client_to_linker(&mut linker, CallState::client_ctx)
-            .context("linking toolhost:plugin/client")?;
-    }
-    Ok(linker)
+    Ok(Prepared { pre, source, world })
 }
 
 /// One call: a fresh store for `info` (under its manifest's limits, with
@@ -699,168 +602,6 @@ fn check_pin(manifest: &Manifest, bytes: &[u8]) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// What a component binary imports and exports at its top level, read from
-/// the bytes without compiling them ([`component_names`]): enough to check it
-/// against a world in milliseconds, before a compile that can take half a
-/// minute for an interpreted plugin.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ComponentNames {
-    /// Import names in binary order (interfaces such as
-    /// `wasi:cli/stdout@0.2.6`, or functions), each with whether it is a
-    /// function.
-    pub imports: Vec<(String, bool)>,
-    /// Export names in binary order.
-    pub exports: Vec<String>,
-}
-
-impl ComponentNames {
-    /// The import names alone.
-    pub fn import_names(&self) -> Vec<String> {
-        self.imports.iter().map(|(n, _)| n.clone()).collect()
-    }
-}
-
-/// Reads a component's top-level import and export names from its bytes,
-/// skipping nested modules and components, without validating or compiling
-/// anything (the compile validates).
-///
-/// Errors: why the bytes are not a component (a core module, not
-/// WebAssembly, truncated), as a message for [`LoadError::Invalid`].
-pub fn component_names(bytes: &[u8]) -> Result<ComponentNames, String> {
-    use wasmparser::{Chunk, ComponentExternalKind, ComponentTypeRef, Encoding, Parser, Payload};
-    let mut names = ComponentNames::default();
-    let mut parser = Parser::new(0);
-    let mut pos = 0usize;
-    loop {
-        let (payload, consumed) = match parser.parse(&bytes[pos..], true) {
-            Ok(Chunk::Parsed { payload, consumed }) => (payload, consumed),
-            Ok(Chunk::NeedMoreData(_)) => return Err("the file is truncated".into()),
-            Err(e) => return Err(format!("not a WebAssembly component: {e}")),
-        };
-        pos += consumed;
-        match payload {
-            Payload::Version {
-                encoding: Encoding::Module,
-                ..
-            } => {
-                return Err(
-                    "it is a core WebAssembly module, not a component (build for \
-                            wasm32-wasip2, or wrap it with `wasm-tools component new`)"
-                        .into(),
-                );
-            }
-            Payload::ModuleSection {
-                unchecked_range, ..
-            }
-            | Payload::ComponentSection {
-                unchecked_range, ..
-            } => {
-                if unchecked_range.end > bytes.len() {
-                    return Err("the file is truncated".into());
-                }
-                pos = unchecked_range.end;
-            }
-            Payload::ComponentImportSection(reader) => {
-                for import in reader {
-                    let import = import.map_err(|e| format!("bad import section: {e}"))?;
-                    let function = matches!(import.ty, ComponentTypeRef::Func(_));
-                    names.imports.push((import.name.name.to_string(), function));
-                }
-            }
-            Payload::ComponentExportSection(reader) => {
-                for export in reader {
-                    let export = export.map_err(|e| format!("bad export section: {e}"))?;
-                    // Type exports are not items a host links or calls.
-                    if export.kind != ComponentExternalKind::Type {
-                        names.exports.push(export.name.name.to_string());
-                    }
-                }
-            }
-            Payload::End(_) => return Ok(names),
-            _ => {}
-        }
-    }
-}
-
-/// Checks a component's names against `kind`'s world before compiling or
-/// linking, so the error names what is wrong: the export it lacks, or an
-/// import the host does not link. (Linking then checks the types.) A tool
-/// plugin's contract version is the one of the `tool` interface it exports
-/// ([`tool_contract`]); under 0.2.0 it may also export `resources` and
-/// `prompts` (the `server-plugin` world) and import `client`.
-///
-/// Returns the contract version the component targets.
-///
-/// Errors: [`LoadError::WrongWorld`] naming the missing export (every
-/// supported version's) or the first import the host does not provide.
-pub fn check_world(
-    names: &ComponentNames,
-    id: &str,
-    kind: PluginKind,
-) -> Result<ContractVersion, LoadError> {
-    let version = match kind {
-        PluginKind::Tool => tool_contract(names),
-        PluginKind::Policy => names
-            .exports
-            .contains(&kind.export(ContractVersion::V0_1_0))
-            .then_some(ContractVersion::V0_1_0),
-    };
-    let Some(version) = version else {
-        let mut wanted: Vec<String> = ContractVersion::ALL
-            .iter()
-            .map(|v| kind.export(*v))
-            .collect();
-        wanted.dedup();
-        return Err(LoadError::WrongWorld {
-            plugin: id.to_string(),
-            world: match kind {
-                PluginKind::Tool => format!(
-                    "toolhost:plugin/tool-plugin of any supported contract ({})",
-                    ContractVersion::supported_list()
-                ),
-                PluginKind::Policy => kind.world(ContractVersion::V0_1_0),
-            },
-            message: format!(
-                "it does not export {} (it exports: {})",
-                wanted.join(" or "),
-                if names.exports.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    names.exports.join(", ")
-                }
-            ),
-        });
-    };
-    let world = if kind == PluginKind::Tool
-        && version == ContractVersion::V0_2_0
-        && names
-            .exports
-            .iter()
-            .any(|e| e == v0_2_0::names::RESOURCES || e == v0_2_0::names::PROMPTS)
-    {
-        format!("toolhost:plugin/server-plugin@{version}")
-    } else {
-        kind.world(version)
-    };
-    let wrong = |message: String| LoadError::WrongWorld {
-        plugin: id.to_string(),
-        world: world.clone(),
-        message,
-    };
-    let ours = kind.imports(version);
-    for (name, function) in &names.imports {
-        let linked = LINKED_WASI.iter().any(|p| name.starts_with(p))
-            || (!*function && ours.contains(&name.as_str()));
-        if !linked {
-            let what = if *function { "function " } else { "" };
-            return Err(wrong(format!(
-                "it imports {what}{name}, which toolhost does not provide to this kind of plugin"
-            )));
-        }
-    }
-    Ok(version)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -872,7 +613,7 @@ mod tests {
             description: description.into(),
             input_schema: schema.into(),
             output_schema: None,
-            hints: v0_2_0::ToolHints {
+            hints: crate::contract::v0_2_0::ToolHints {
                 read_only: true,
                 destructive: false,
                 idempotent: true,
@@ -987,64 +728,6 @@ mod tests {
         );
         assert!(reasons[2].1.contains("output schema") && reasons[2].1.contains("MAX_INPUT"));
         assert!(reasons[3].1.contains("MAX_LABEL_BYTES"), "{reasons:?}");
-    }
-
-    #[test]
-    fn the_world_is_picked_by_the_tool_export() {
-        let names = |imports: &[&str], exports: &[&str]| ComponentNames {
-            imports: imports.iter().map(|i| (i.to_string(), false)).collect(),
-            exports: exports.iter().map(|e| e.to_string()).collect(),
-        };
-        let v2 = names(
-            &[
-                "wasi:io/poll@0.2.12",
-                "toolhost:plugin/sessions@0.1.0",
-                "toolhost:plugin/content@0.2.0",
-                "toolhost:plugin/client@0.2.0",
-            ],
-            &[
-                "toolhost:plugin/tool@0.2.0",
-                "toolhost:plugin/resources@0.2.0",
-            ],
-        );
-        assert_eq!(tool_contract(&v2), Some(ContractVersion::V0_2_0));
-        assert_eq!(
-            check_world(&v2, "p", PluginKind::Tool).unwrap(),
-            ContractVersion::V0_2_0
-        );
-        let v1 = names(
-            &["toolhost:plugin/sessions@0.1.0"],
-            &["toolhost:plugin/tool@0.1.0"],
-        );
-        assert_eq!(
-            check_world(&v1, "p", PluginKind::Tool).unwrap(),
-            ContractVersion::V0_1_0
-        );
-        // A 0.1.0 tool gets no `client`.
-        let v1_client = names(
-            &["toolhost:plugin/client@0.2.0"],
-            &["toolhost:plugin/tool@0.1.0"],
-        );
-        let e = check_world(&v1_client, "p", PluginKind::Tool).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "plugin `p` does not target toolhost:plugin/tool-plugin@0.1.0: it imports \
-             toolhost:plugin/client@0.2.0, which toolhost does not provide to this kind of plugin"
-        );
-        let none = names(&[], &["toolhost:plugin/policy@0.1.0"]);
-        let e = check_world(&none, "p", PluginKind::Tool).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "plugin `p` does not target toolhost:plugin/tool-plugin of any supported contract \
-             (0.1.0, 0.2.0): it does not export toolhost:plugin/tool@0.1.0 or \
-             toolhost:plugin/tool@0.2.0 (it exports: toolhost:plugin/policy@0.1.0)"
-        );
-        assert_eq!(
-            check_world(&none, "p", PluginKind::Policy).unwrap(),
-            ContractVersion::V0_1_0
-        );
-        let e = check_world(&v2, "p", PluginKind::Policy).unwrap_err();
-        assert!(e.to_string().contains("policy-plugin@0.1.0"), "{e}");
     }
 
     #[test]

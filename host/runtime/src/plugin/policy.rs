@@ -147,14 +147,11 @@ impl PolicyPlugin {
             limits,
             ..Manifest::deny_all(id)
         };
-        let Prepared {
-            pre,
-            source,
-            contract,
-        } = prepare(runtime, &manifest, bytes, PluginKind::Policy)?;
+        let Prepared { pre, source, world } =
+            prepare(runtime, &manifest, bytes, PluginKind::Policy)?;
         let pre = policy_plugin::PolicyPluginPre::new(pre).map_err(|e| LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: PluginKind::Policy.world(contract),
+            world: world.name(),
             message: format!("{e:#}"),
         })?;
         Ok(PolicyPlugin {

@@ -1,9 +1,9 @@
-//! [`ToolPlugin`]: a loaded tool plugin of any supported contract. It holds
-//! the `InstancePre` of the version the component targets (picked by the
-//! `tool@X.Y.Z` interface it exports, [`super::check_world`]) and answers in
-//! the newest contract's types whatever the version: a 0.1.0 plugin's results
-//! go through [`crate::contract::v0_1_0::adapt`]. A 0.2.0 plugin may also
-//! offer resources and prompts (the `server-plugin` world), listed once at
+//! [`ToolPlugin`]: a loaded tool plugin of any supported contract: the world it
+//! targets ([`World`], picked by the `tool@X.Y.Z` interface it exports,
+//! [`super::check_world`]), what it described and listed at load, and where its
+//! calls' instances come from (`instances.rs`). It answers in the newest contract's
+//! types whatever the version (`world.rs` holds the per-version glue). A 0.2.0 plugin
+//! may also offer resources and prompts (the `server-plugin` world), listed once at
 //! load like its tools and served each in a fresh instance.
 
 use std::sync::Arc;
@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use wasmtime::Store;
 
-use super::bindings::{ToolInstance, ToolPre, Work};
 use super::instances::ToolInstances;
 use super::offers::{
     self, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN, MAX_TEMPLATES_PER_PLUGIN, RefusedOffer,
 };
+use super::world::{ToolInstance, ToolPre, Work};
 use super::{
     CallError, CallState, DESCRIBE_WALL_LIMIT, LoadError, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES,
-    MAX_TOOLS_PER_PLUGIN, PluginKind, Prepared, RefusedTool, check_tools, prepare, run_call,
+    MAX_TOOLS_PER_PLUGIN, PluginKind, Prepared, RefusedTool, World, check_tools, prepare, run_call,
     run_in,
 };
 use crate::call::{CallInfo, Services};
@@ -64,7 +64,8 @@ pub const MAX_COMPLETIONS: usize = 100;
 pub struct ToolPlugin {
     id: Arc<str>,
     manifest: Arc<Manifest>,
-    contract: ContractVersion,
+    /// The world it targets: `tool-plugin` of the contract version it was built for.
+    world: World,
     tools: Vec<ToolSpec>,
     refused: Vec<RefusedTool>,
     resources: Vec<Resource>,
@@ -123,18 +124,14 @@ impl ToolPlugin {
         bytes: &[u8],
         services: Option<Arc<Services>>,
     ) -> Result<ToolPlugin, LoadError> {
-        let Prepared {
-            pre,
-            source,
-            contract,
-        } = prepare(runtime, &manifest, bytes, PluginKind::Tool)?;
+        let Prepared { pre, source, world } = prepare(runtime, &manifest, bytes, PluginKind::Tool)?;
         let id: Arc<str> = manifest.id.as_str().into();
         let wrong = |e: wasmtime::Error| LoadError::WrongWorld {
             plugin: id.to_string(),
-            world: PluginKind::Tool.world(contract),
+            world: world.name(),
             message: format!("{e:#}"),
         };
-        let pre = ToolPre::new(pre, contract).map_err(wrong)?;
+        let pre = ToolPre::new(pre, world).map_err(wrong)?;
         let manifest = Arc::new(manifest);
         let instances = ToolInstances::new(
             runtime,
@@ -145,7 +142,7 @@ impl ToolPlugin {
         let mut plugin = ToolPlugin {
             id: id.clone(),
             manifest,
-            contract,
+            world,
             tools: Vec::new(),
             refused: Vec::new(),
             resources: Vec::new(),
@@ -242,7 +239,12 @@ impl ToolPlugin {
     /// The contract version it targets (from the `tool` interface it
     /// exports), e.g. `0.1.0`.
     pub fn contract(&self) -> ContractVersion {
-        self.contract
+        self.world.contract()
+    }
+
+    /// The world it targets (`tool-plugin` of [`ToolPlugin::contract`]).
+    pub fn world(&self) -> World {
+        self.world
     }
 
     /// The tools it described at load time that passed [`check_tools`].
@@ -714,7 +716,7 @@ impl ToolPlugin {
                 plugin: self.id.to_string(),
                 message: format!(
                     "it targets contract {}, which has no resources or prompts",
-                    self.contract
+                    self.world.contract()
                 ),
             });
         }
