@@ -479,7 +479,6 @@ fn code_comments_cite_no_ticket_numbers() {
 /// or split by work under way, and is fixed where it lands (a file that moves is no
 /// longer on this list, so its new place is checked).
 const SECTION_CITATIONS_ALLOWED: &[(&str, &str)] = &[
-    ("host/runtime/src/manifest.rs", "moving to its own crate"),
     (
         "host/runtime/src/host_session.rs",
         "moving to its own crate",

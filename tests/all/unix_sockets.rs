@@ -105,5 +105,5 @@ fn the_manifest_and_the_operator_must_both_grant_unix_sockets() {
         ..SandboxPolicy::default()
     });
     assert!(combined.network && !combined.unix_sockets, "{combined:?}");
-    assert!(Manifest::builtin_bash().unix_sockets);
+    assert!(toolhost_runtime::builtin::bash_manifest().unix_sockets);
 }

@@ -28,6 +28,28 @@ pub const BASH_ID: &str = "bash";
 /// Plugin id of the built-in policy plugin.
 pub const POLICY_ID: &str = "policy";
 
+/// The built-in bash plugin's manifest: exec `**` (the policy plugin and
+/// approvers decide each command), no files or env, no client grants
+/// (elicitation, sampling), default memory, CPU 60 s, wall time 11 minutes (its
+/// longest foreground timeout is 10), and no sandbox restriction of its own
+/// (`--sandbox`/`--allow-network`/`--allow-unix-sockets` decide).
+pub fn bash_manifest() -> crate::manifest::Manifest {
+    use crate::manifest::{ExecGrant, Manifest};
+    Manifest {
+        exec: ExecGrant::Patterns(vec!["**".into()]),
+        network: true,
+        unix_sockets: true,
+        limits: crate::Limits {
+            wall: std::time::Duration::from_secs(11 * 60),
+            // It drains output events while a command floods: real work
+            // that grows with the output, not a runaway loop.
+            cpu: std::time::Duration::from_secs(60),
+            ..crate::Limits::default()
+        },
+        ..Manifest::deny_all(BASH_ID)
+    }
+}
+
 /// The limits the built-in policy plugin runs under: 512 MiB of memory and 10 s
 /// of CPU per decision (the defaults otherwise), because it parses commands of up
 /// to 1 MiB, whose worst shape (about 150,000 simple commands) takes about 1.4 s
@@ -98,6 +120,15 @@ mod tests {
             !imports.iter().any(|i| i.starts_with("wasi:sockets/")),
             "{imports:?}"
         );
+    }
+
+    #[test]
+    fn the_bash_manifest_grants_every_command_and_no_client() {
+        let m = bash_manifest();
+        assert!(m.exec.grants_everything());
+        assert!(!m.elicitation && !m.sampling);
+        assert!(m.preopens.is_empty() && m.env.is_empty());
+        assert_eq!(m.id, BASH_ID);
     }
 
     #[test]

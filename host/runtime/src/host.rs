@@ -383,7 +383,7 @@ impl Host {
         // when a cgroup join waits for an RCU grace period): on the blocking pool
         // while the engine is built and the policy loads (benchmark P6, P9).
         let sessions = tokio::task::spawn_blocking(move || Sessions::new(sessions_config));
-        let bash_manifest = Manifest::builtin_bash();
+        let bash_manifest = builtin::bash_manifest();
         config.engine.max_memory_bytes = third_party
             .iter()
             .map(|p| p.manifest.limits.memory_bytes)

@@ -11,7 +11,8 @@
 //! - [`content`]: limits on content blocks and their terminal rendering;
 //! - [`uri_template`]: RFC 6570 level-1 URI templates, matched in reverse;
 //! - [`manifest`]: a plugin's grants (exec patterns in the shared
-//!   [`toolhost_pattern`] language, preopens, env, limits);
+//!   [`toolhost_pattern`] language, preopens, env, limits), from the
+//!   `toolhost-manifest` crate (no wasmtime);
 //! - [`permissions`]: the pipeline every process start passes
 //!   (request resolved → exec grant → policy → approver → spawn);
 //! - [`host_session`]: the event log of one host session;
@@ -35,7 +36,6 @@ mod host;
 pub mod host_session;
 pub mod inspect;
 mod limits;
-pub mod manifest;
 pub mod permissions;
 pub mod plugin;
 pub mod uri_template;
@@ -49,6 +49,8 @@ pub use host::{
     manifest_for,
 };
 pub use limits::{LimitExceeded, Limits};
+/// A plugin's manifest: the `toolhost-manifest` crate (schema, validation, exec grants).
+pub use toolhost_manifest as manifest;
 pub use toolhost_manifest::{ContractVersion, UnsupportedContract};
 
 /// Most threads the tokio blocking pool of [`tokio_runtime`] may start: file reads

@@ -109,7 +109,7 @@ impl std::fmt::Display for OutputCap {
 }
 
 fn parse_output_cap(s: &str) -> Result<OutputCap, String> {
-    let bytes = toolhost_runtime::manifest::parse_size(s)?;
+    let bytes = toolhost_runtime::manifest::parse_size(s).map_err(|e| e.to_string())?;
     if bytes < 4096 {
         return Err(format!("{s} is below the smallest output cap, 4KiB"));
     }

@@ -210,9 +210,9 @@ pub struct ProjectFile {
 ///
 /// Errors: [`ScaffoldError::BadName`].
 pub fn project_files(name: &str, lang: Lang) -> Result<Vec<ProjectFile>, ScaffoldError> {
-    toolhost_runtime::manifest::validate_id(name).map_err(|message| ScaffoldError::BadName {
+    toolhost_runtime::manifest::validate_id(name).map_err(|e| ScaffoldError::BadName {
         name: name.to_string(),
-        message,
+        message: e.to_string(),
     })?;
     let example = format!("example_{}", lang.as_str());
     let rename = |text: &str| text.replace(&example, name);

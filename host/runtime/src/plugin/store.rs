@@ -141,7 +141,7 @@ pub(crate) fn blank_store(
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);
-    let budget = limits.cpu_ticks();
+    let budget = crate::limits::cpu_ticks(limits);
     let cpu = limits.cpu;
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |mut ctx| {
