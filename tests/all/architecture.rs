@@ -2,8 +2,9 @@
 //! way (toolhost → runtime → process), the process crate has no wasmtime, no
 //! crate's top-level modules import each other in a circle, code cites only
 //! documents inside the repository, no crate's lib.rs re-exports a module whole,
-//! the process crate's `pub fn`s return typed errors and none of its source files
-//! is over 1,200 lines.
+//! the process and runtime crates' `pub fn`s return typed errors (but for an
+//! allow-list of person-facing messages) and none of the process crate's source
+//! files is over 1,200 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -474,6 +475,9 @@ fn pub_fns_with_string_errors(src: &Path) -> Vec<String> {
                 continue;
             };
             let ret: String = ret.split_whitespace().collect();
+            let ret = ret
+                .trim_start_matches("std::result::")
+                .trim_start_matches("core::result::");
             if ret.starts_with("Result<") && ret.ends_with(",String>") {
                 found.push(format!("{rel}: {name}"));
             }
@@ -526,21 +530,44 @@ fn no_crate_reexports_a_module_whole() {
     }
 }
 
-/// `pub fn`s of toolhost-process that may return `Result<_, String>`: only where the
-/// text is for a person and nothing branches on it. None today.
-const PROCESS_STRING_ERRORS_ALLOWED: &[(&str, &str)] = &[];
+/// `pub fn`s of toolhost-process and toolhost-runtime that may return
+/// `Result<_, String>`, as `file: fn`: only where the text is for a person (or a
+/// model) to read and nothing branches on it, each documented so in its doc comment.
+/// None in toolhost-process.
+const STRING_ERRORS_ALLOWED: &[(&str, &str)] = &[
+    (
+        "host/runtime/src/uri_template.rs: parse",
+        "why a resource template is refused: the text of the plugin's refused offer, in the \
+         load log and `plugin inspect`; nothing branches on it",
+    ),
+    (
+        "host/runtime/src/plugin/world.rs: component_names",
+        "why the bytes are not a component: the text of `LoadError::Invalid`, for the \
+         operator; nothing branches on it",
+    ),
+];
 
 #[test]
-fn the_process_crate_returns_typed_errors() {
-    let found = pub_fns_with_string_errors(&root().join("host/process/src"));
+fn the_process_and_runtime_crates_return_typed_errors() {
+    let mut found = pub_fns_with_string_errors(&root().join("host/process/src"));
+    found.extend(pub_fns_with_string_errors(&root().join("host/runtime/src")));
     let unexplained: Vec<_> = found
         .iter()
-        .filter(|f| !PROCESS_STRING_ERRORS_ALLOWED.iter().any(|(a, _)| a == f))
+        .filter(|f| !STRING_ERRORS_ALLOWED.iter().any(|(a, _)| a == f))
         .collect();
     assert!(
         unexplained.is_empty(),
         "pub fns returning Result<_, String> (use a typed error, or allow-list one whose \
          text only a person reads, with the reason): {unexplained:#?}"
+    );
+    // An entry for a function that no longer returns `Result<_, String>` goes too.
+    let stale: Vec<_> = STRING_ERRORS_ALLOWED
+        .iter()
+        .filter(|(a, _)| !found.iter().any(|f| f == a))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "allow-list entries that match nothing: {stale:#?}"
     );
 }
 
@@ -566,18 +593,20 @@ fn the_surface_checkers_find_what_they_look_for() {
          pub async fn also_bad(\n    x: u8,\n) -> Result<Vec<u8>, String>\nwhere\n{ todo!() }\n\
          pub(crate) fn internal() -> Result<(), String> { Ok(()) }\n\
          pub fn typed() -> Result<String, std::io::Error> { todo!() }\n\
+         pub fn long() -> std::result::Result<u8, String> { todo!() }\n\
          #[cfg(test)]\nmod tests { pub fn t() -> Result<(), String> { Ok(()) } }\n",
     )
     .unwrap();
     let lib = src.join("lib.rs");
     assert_eq!(glob_reexports(&lib), ["pub use a::*;"]);
     let errors = pub_fns_with_string_errors(&src);
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors.len(), 3, "{errors:?}");
     assert!(errors[0].ends_with("lib.rs: bad"), "{errors:?}");
     assert!(errors[1].ends_with("lib.rs: also_bad"), "{errors:?}");
-    assert_eq!(files_over(&src, 11).len(), 1);
+    assert!(errors[2].ends_with("lib.rs: long"), "{errors:?}");
+    assert_eq!(files_over(&src, 12).len(), 1);
     assert!(
-        files_over(&src, 12).is_empty(),
+        files_over(&src, 13).is_empty(),
         "unit tests are not counted"
     );
 }

@@ -17,9 +17,13 @@
 //!    that says how to allow the command;
 //! 5. spawn (`toolhost_process::Sessions::spawn`).
 //!
-//! Steps 2-4 are [`Permissions::check_start`]. The pipeline depends on the
-//! [`Policy`] trait, not on the plugin loader: the policy plugin implements it
-//! (`crate::plugin::PolicyPlugin`), and tests can pass a table.
+//! Steps 2-4 are [`Permissions::check_start`], and the whole order is
+//! [`start_process`], the start gate every contract version's `sessions.start`
+//! calls (the binding modules under `contract/` only convert to and from their WIT
+//! types). A refusal is a typed [`Denial`]: which step refused ([`DeniedBy`]), why,
+//! and how to allow it. The pipeline depends on the [`Policy`] trait, not on the
+//! plugin loader: the policy plugin implements it (`crate::plugin::PolicyPlugin`),
+//! and tests can pass a table.
 //!
 //! Outcomes use the Agent Client Protocol vocabulary (`allow_once`,
 //! `allow_always`, `reject_once`, `reject_always`, `cancelled`);
@@ -33,9 +37,11 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use toolhost_process::{ResolvedStart, StdinMode};
+use toolhost_process::{
+    Caller, ResolvedStart, SessionError, SessionId, Sessions, StartRequest, StdinMode,
+};
 
-use crate::manifest::{ExecRequest, Manifest};
+use crate::manifest::{ExecDenial, ExecRequest, Manifest};
 
 /// Who asks to start a process: the plugin, the tool call, and the plugin's
 /// manifest (its exec grants).
@@ -49,6 +55,127 @@ pub struct Requester<'a> {
     pub tool_call_id: &'a str,
     /// Its manifest, whose exec grants are step 2 ([`Manifest::check_exec`]).
     pub manifest: &'a Manifest,
+}
+
+/// Which step of the start gate refused a start ([`Denial::by`]). Callers branch on
+/// this, never on the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeniedBy {
+    /// The plugin's manifest: its exec grant does not cover the request
+    /// ([`Manifest::check_exec`]). Text: `denied by manifest: REASON (HINT)`.
+    Manifest,
+    /// A rule of the host itself: the policy plugin failed (a trap, a limit), and the
+    /// pipeline fails closed. Text: `denied: REASON`.
+    HostRule,
+    /// The policy plugin's `decide` answered `deny`. Text: `denied by policy: REASON`.
+    Policy,
+    /// The policy asked and an approver rejected it, or no approver could answer.
+    /// Text: the reason alone (`rejected by tty (reject_once)`, or the no-approver
+    /// message with how to allow the command).
+    Approver,
+    /// A quota of the session engine (its ledger's per-plugin or total session
+    /// count). [`Permissions::check_start`] never gives it: the engine refuses those
+    /// in `Sessions::spawn`, as a `resource-limit` error. Text: the reason alone.
+    Quota,
+}
+
+/// A start the permission pipeline refused: which step ([`DeniedBy`]), why, and how
+/// to allow it when there is a way.
+///
+/// Its `Display` is the text the plugin gets in `session-error.denied` (byte for
+/// byte what it has always been): a prefix naming the step (see each [`DeniedBy`]),
+/// the reason, then ` (HINT)` when there is a hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The step that refused.
+    pub by: DeniedBy,
+    /// Why, without the step's prefix or the hint.
+    pub reason: String,
+    /// How to allow it (the manifest key to add, what to do instead), if anything can.
+    pub hint: Option<String>,
+}
+
+impl Denial {
+    fn new(by: DeniedBy, reason: impl Into<String>) -> Denial {
+        Denial {
+            by,
+            reason: reason.into(),
+            hint: None,
+        }
+    }
+}
+
+impl From<ExecDenial> for Denial {
+    fn from(denial: ExecDenial) -> Denial {
+        Denial {
+            by: DeniedBy::Manifest,
+            reason: denial.reason(),
+            hint: denial.hint(),
+        }
+    }
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.by {
+            DeniedBy::Manifest => "denied by manifest: ",
+            DeniedBy::Policy => "denied by policy: ",
+            DeniedBy::HostRule => "denied: ",
+            DeniedBy::Approver | DeniedBy::Quota => "",
+        })?;
+        f.write_str(&self.reason)?;
+        match &self.hint {
+            Some(hint) => write!(f, " ({hint})"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for Denial {}
+
+/// Why the start gate refused a start ([`start_process`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartRefused {
+    /// The permission pipeline denied it (`session-error.denied`, the [`Denial`]'s
+    /// text).
+    Denied(Denial),
+    /// The host's hard rules refused the request (`Sessions::resolve`), or the engine
+    /// could not start it (`Sessions::spawn`: a quota, an I/O failure): the engine's
+    /// error as it is.
+    Session(SessionError),
+}
+
+/// The start gate every process start from a plugin passes, whatever its contract
+/// version (ARCHITECTURE.md, invariant "No plugin spawns without the pipeline"), in
+/// an order nothing can skip:
+///
+/// 1. the host's hard rules: `Sessions::resolve` (cwd inside the workspace, env
+///    names, shell, timeout, sizes), under the stricter of the operator's sandbox and
+///    the one `who`'s manifest asks for (`SandboxPolicy::stricter`: a manifest can
+///    only tighten), so every later step judges the resolved request;
+/// 2. to 4. [`Permissions::check_start`]: the exec grant, the policy, an approver;
+/// 5. `Sessions::spawn` as `caller`.
+///
+/// Errors: [`StartRefused::Session`] from steps 1 and 5, [`StartRefused::Denied`]
+/// from 2 to 4.
+pub async fn start_process(
+    sessions: &Sessions,
+    permissions: &Permissions,
+    who: &Requester<'_>,
+    caller: &Caller,
+    request: StartRequest,
+) -> Result<SessionId, StartRefused> {
+    let resolved = sessions
+        .resolve(request, &who.manifest.sandbox_policy())
+        .map_err(StartRefused::Session)?;
+    permissions
+        .check_start(who, &resolved)
+        .await
+        .map_err(StartRefused::Denied)?;
+    sessions
+        .spawn(caller, resolved)
+        .await
+        .map_err(StartRefused::Session)
 }
 
 /// What a [`Policy`] decides on (the WIT `permission-request` with a
@@ -259,8 +386,10 @@ impl Permissions {
     }
 
     /// Steps 2-4 of the pipeline: decides whether `who` may start `request`
-    /// (already resolved by the session engine: step 1). `Err(reason)` means
-    /// denied; the reason says which step refused and how to allow it.
+    /// (already resolved by the session engine: step 1). `Err` is the [`Denial`]:
+    /// the step that refused ([`DeniedBy::Manifest`], [`DeniedBy::Policy`],
+    /// [`DeniedBy::HostRule`] when the policy failed, [`DeniedBy::Approver`]), why,
+    /// and how to allow it.
     ///
     /// Step 2 is the calling plugin's manifest exec grants
     /// ([`Manifest::check_exec`]: command, shell, environment names, stdin): a
@@ -271,7 +400,7 @@ impl Permissions {
         &self,
         who: &Requester<'_>,
         request: &ResolvedStart,
-    ) -> Result<(), String> {
+    ) -> Result<(), Denial> {
         let command = &request.request.command;
         let shell = request.shell.to_string_lossy();
         who.manifest
@@ -281,7 +410,7 @@ impl Permissions {
                 env: &request.request.env,
                 feeds_stdin: !matches!(request.request.stdin, StdinMode::Closed),
             })
-            .map_err(|reason| format!("denied by manifest: {reason}"))?;
+            .map_err(Denial::from)?;
         let key = remember_key(request);
         let cwd = request.cwd.display().to_string();
         let req = PermissionRequest {
@@ -296,10 +425,15 @@ impl Permissions {
         };
         let prompt = match self.policy.decide(&req).await {
             Ok(Decision::Allow) => return Ok(()),
-            Ok(Decision::Deny(reason)) => return Err(format!("denied by policy: {reason}")),
+            Ok(Decision::Deny(reason)) => return Err(Denial::new(DeniedBy::Policy, reason)),
             Ok(Decision::Ask(prompt)) => prompt,
             // Fail closed: a policy that traps or hits a limit denies.
-            Err(e) => return Err(format!("denied: the policy plugin failed ({e})")),
+            Err(e) => {
+                return Err(Denial::new(
+                    DeniedBy::HostRule,
+                    format!("the policy plugin failed ({e})"),
+                ));
+            }
         };
         let approval = ApprovalRequest {
             request_id: format!(
@@ -357,10 +491,14 @@ impl Permissions {
             .filter(|l| !l.starts_with("Answer "))
             .collect::<Vec<_>>()
             .join("\n");
-        Err(format!(
-            "the policy asks before running this, and no approver is available (no TTY, attached \
-             control client or MCP client that answers elicitations). To allow it without asking, \
-             add a matching pattern to the `allow` list of the --policy file. The policy's question:\n{question}"
+        Err(Denial::new(
+            DeniedBy::Approver,
+            format!(
+                "the policy asks before running this, and no approver is available (no TTY, \
+                 attached control client or MCP client that answers elicitations). To allow it \
+                 without asking, add a matching pattern to the `allow` list of the --policy \
+                 file. The policy's question:\n{question}"
+            ),
         ))
     }
 
@@ -400,11 +538,14 @@ fn remember_key(request: &ResolvedStart) -> String {
     )
 }
 
-fn decide_outcome(outcome: ApprovalOutcome, by: &str) -> Result<(), String> {
+fn decide_outcome(outcome: ApprovalOutcome, by: &str) -> Result<(), Denial> {
     if outcome.allows() {
         Ok(())
     } else {
-        Err(format!("rejected by {by} ({})", outcome.as_str()))
+        Err(Denial::new(
+            DeniedBy::Approver,
+            format!("rejected by {by} ({})", outcome.as_str()),
+        ))
     }
 }
 
@@ -554,19 +695,32 @@ mod tests {
         for (exec, want) in [
             (
                 Manifest::deny_all("p"),
-                "denied by manifest: the plugin's manifest grants no exec",
+                "denied by manifest: the plugin's manifest grants no exec (add `exec = \
+                 [\"PATTERN\"]` to its manifest to allow commands)",
             ),
             (
                 grant(&["git status"]),
-                "denied by manifest: the command does not match",
+                "denied by manifest: the command does not match the plugin's exec grant (`git \
+                 status`); a pattern matches one simple command word by word, without shell \
+                 metacharacters",
             ),
         ] {
             let err = pipeline
                 .check_start(&who(&exec), &request)
                 .await
                 .unwrap_err();
-            assert!(err.starts_with(want), "{err}");
+            assert_eq!(err.by, DeniedBy::Manifest);
+            assert_eq!(err.to_string(), want);
         }
+        let err = pipeline
+            .check_start(&who(&Manifest::deny_all("p")), &request)
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason, "the plugin's manifest grants no exec");
+        assert_eq!(
+            err.hint.as_deref(),
+            Some("add `exec = [\"PATTERN\"]` to its manifest to allow commands")
+        );
         assert_eq!(policy.calls.load(Ordering::SeqCst), 0);
     }
 
@@ -575,20 +729,33 @@ mod tests {
         let s = setup();
         let exec = grant(&["ls *"]);
         let request = resolve(&s, "ls -l");
-        type Case = (Result<Decision, String>, Result<(), &'static str>);
+        type Case = (
+            Result<Decision, String>,
+            Result<(), (DeniedBy, &'static str)>,
+        );
         let cases: [Case; 3] = [
             (Ok(Decision::Allow), Ok(())),
-            (Ok(Decision::Deny("no".into())), Err("denied by policy: no")),
+            (
+                Ok(Decision::Deny("no".into())),
+                Err((DeniedBy::Policy, "denied by policy: no")),
+            ),
             (
                 Err("trapped".into()),
-                Err("denied: the policy plugin failed (trapped)"),
+                Err((
+                    DeniedBy::HostRule,
+                    "denied: the policy plugin failed (trapped)",
+                )),
             ),
         ];
         for (decision, want) in cases {
             let policy = TablePolicy::new(decision);
             let pipeline = Permissions::new(policy.clone(), s.ws.path().to_path_buf());
             let got = pipeline.check_start(&who(&exec), &request).await;
-            assert_eq!(got.as_ref().map(|_| ()).map_err(String::as_str), want);
+            let got = got.map_err(|d| (d.by, d.to_string()));
+            assert_eq!(
+                got.as_ref().map_err(|(by, text)| (*by, text.as_str())),
+                want.as_ref().map_err(|(by, text)| (*by, *text))
+            );
             let seen = policy.seen.lock().unwrap();
             let canonical_ws = s.ws.path().canonicalize().unwrap();
             assert_eq!(seen[0].cwd, canonical_ws.join("sub").display().to_string());
@@ -646,8 +813,14 @@ mod tests {
             .check_start(&who(&exec), &resolve(&s, "make"))
             .await
             .unwrap_err();
-        assert!(err.contains("no approver is available"), "{err}");
-        assert!(err.contains("`allow` list of the --policy file"), "{err}");
+        assert_eq!(err.by, DeniedBy::Approver);
+        assert_eq!(
+            err.to_string(),
+            "the policy asks before running this, and no approver is available (no TTY, attached \
+             control client or MCP client that answers elicitations). To allow it without \
+             asking, add a matching pattern to the `allow` list of the --policy file. The \
+             policy's question:\nunknown"
+        );
         assert_eq!(
             *recorder.0.lock().unwrap(),
             ["requested make", "resolved make reject_once by no-approver"]
@@ -663,12 +836,12 @@ mod tests {
             s.ws.path().to_path_buf(),
         );
         pipeline.add_approver(scripted(Some(ApprovalOutcome::RejectOnce)));
-        assert_eq!(
-            pipeline
-                .check_start(&who(&exec), &resolve(&s, "make"))
-                .await,
-            Err("rejected by scripted (reject_once)".to_string())
-        );
+        let err = pipeline
+            .check_start(&who(&exec), &resolve(&s, "make"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.by, DeniedBy::Approver);
+        assert_eq!(err.to_string(), "rejected by scripted (reject_once)");
     }
 
     #[tokio::test]
@@ -684,10 +857,8 @@ mod tests {
             )
             .await
             .unwrap_err();
-        assert!(
-            err.starts_with("denied by manifest: ") && err.contains("`BASH_ENV`"),
-            "{err}"
-        );
+        assert_eq!(err.by, DeniedBy::Manifest);
+        assert!(err.to_string().contains("`BASH_ENV`"), "{err}");
         assert_eq!(policy.calls.load(Ordering::SeqCst), 0);
         let request = resolve_with(&s, "sleep 1", &[("LANG", "C"), ("TZ", "UTC")]);
         assert_eq!(pipeline.check_start(&who(&exec), &request).await, Ok(()));

@@ -48,7 +48,9 @@ impl UriTemplate {
     /// Errors: why it is not a level-1 template (an operator or modifier of a
     /// higher level, a list, an unclosed or empty brace, a bad name), or
     /// longer than [`MAX_TEMPLATE_BYTES`] / with more than
-    /// [`MAX_EXPRESSIONS`] expressions; the text names the rule.
+    /// [`MAX_EXPRESSIONS`] expressions; the text names the rule. A message for
+    /// people (the refused offer's reason, in the load log and `plugin inspect`):
+    /// nothing branches on it.
     pub fn parse(template: &str) -> Result<UriTemplate, String> {
         if template.is_empty() {
             return Err("the URI template is empty".into());

@@ -150,7 +150,8 @@ impl ComponentNames {
 /// anything (the compile validates).
 ///
 /// Errors: why the bytes are not a component (a core module, not
-/// WebAssembly, truncated), as a message for [`LoadError::Invalid`].
+/// WebAssembly, truncated), as a message for [`LoadError::Invalid`]: for
+/// people, nothing branches on it.
 pub fn component_names(bytes: &[u8]) -> Result<ComponentNames, String> {
     use wasmparser::{Chunk, ComponentExternalKind, ComponentTypeRef, Encoding, Parser, Payload};
     let mut names = ComponentNames::default();

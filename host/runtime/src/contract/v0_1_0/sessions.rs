@@ -1,9 +1,9 @@
 //! The host implementation of `toolhost:plugin/sessions@0.1.0` on top of the
-//! process session engine (`toolhost-process`). Every `start` is resolved
-//! against the host's hard rules first, then passes the permission pipeline
-//! ([`Permissions::check_start`](crate::permissions::Permissions::check_start)),
-//! and only then is spawned; every other call is scoped to the calling plugin's
-//! own sessions (ARCHITECTURE.md, invariant "No plugin spawns without the pipeline").
+//! process session engine (`toolhost-process`). Every `start` goes through the
+//! version-neutral start gate, [`start_process`] (the host's hard rules, then the
+//! permission pipeline, then the spawn); this module only converts to and from the
+//! WIT types. Every other call is scoped to the calling plugin's own sessions
+//! (ARCHITECTURE.md, invariant "No plugin spawns without the pipeline").
 //!
 //! A `start-request.tool-call-id` is bound to the call the host gave the
 //! plugin: it must be that call's own id ([`CallInfo::tool_call_id`]), or
@@ -25,6 +25,7 @@ use wasmtime_wasi::p2::{DynPollable, Pollable};
 
 use super::tool_plugin::toolhost::plugin::sessions as wit;
 use crate::call::{CallInfo, Services};
+use crate::permissions::{StartRefused, start_process};
 
 /// Most events one `subscription.next` call returns.
 const MAX_EVENTS_PER_NEXT: usize = 256;
@@ -106,32 +107,19 @@ impl wit::Host for SessionsCtx<'_> {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
-        // 1. The host's hard rules (cwd inside the workspace, env names, shell,
-        // timeout), so every later step judges the resolved request. The plugin's
-        // manifest may ask for a stricter sandbox than the operator's; it can never
-        // loosen it (`SandboxPolicy::stricter`).
-        let resolved = match services
-            .sessions
-            .resolve(request, &self.call.manifest.sandbox_policy())
-        {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(session_error(e))),
-        };
-        // 2-4. Exec grant, policy, approver.
-        if let Err(reason) = services
-            .permissions
-            .check_start(&self.call.requester(), &resolved)
-            .await
-        {
-            return Ok(Err(wit::SessionError::Denied(reason)));
-        }
-        // 5. Spawn.
-        Ok(services
-            .sessions
-            .spawn(&self.caller(), resolved)
-            .await
-            .map(|id| id.to_string())
-            .map_err(session_error))
+        let started = start_process(
+            &services.sessions,
+            &services.permissions,
+            &self.call.requester(),
+            &self.caller(),
+            request,
+        )
+        .await;
+        Ok(match started {
+            Ok(id) => Ok(id.to_string()),
+            Err(StartRefused::Denied(denial)) => Err(wit::SessionError::Denied(denial.to_string())),
+            Err(StartRefused::Session(e)) => Err(session_error(e)),
+        })
     }
 
     async fn check(&mut self, id: String) -> WitResult<wit::Snapshot> {
