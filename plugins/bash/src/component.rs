@@ -245,29 +245,26 @@ fn wait(id: &str, sub: &Subscription, limit_ms: Option<u64>, stop_on_detach: boo
 
 // ---- tools -------------------------------------------------------------------
 
-/// Where the `bash` tool looks for bash on the host, in order; without one it
-/// runs `/bin/sh` (the contract's default shell). The host's `toolhost tools`
-/// reports the same choice (`toolhost_process::BASH_CANDIDATES`; the test
-/// `terminal::the_tool_named_bash_runs_bash` checks the two agree).
-const BASH_CANDIDATES: [&str; 3] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
+/// The variable in which the host names its shell: the absolute path of the first
+/// bash it has, else `/bin/sh`, resolved once when it started
+/// (`toolhost_process::Shell`; docs/manifests.md#the-plugins-own-environment).
+const SHELL_VAR: &str = "TOOLHOST_SHELL";
 
-/// Starts `request` with the first bash of [`BASH_CANDIDATES`] the host has (a
-/// non-login, non-interactive `bash -c`, which reads no rc files), else with
-/// `/bin/sh`. Returns the session id and the shell that runs it.
-fn start_with_bash(mut request: StartRequest) -> Result<(String, String), s::SessionError> {
-    for shell in BASH_CANDIDATES {
-        request.shell = Some(shell.to_owned());
-        match s::start(&request) {
-            Ok(id) => return Ok((id, shell.to_owned())),
-            // The host refuses a shell that does not exist before anything else
-            // (policy, approver), so trying the next one asks nobody twice.
-            Err(s::SessionError::InvalidRequest(m))
-                if m.starts_with(&format!("shell `{shell}`")) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    request.shell = None;
-    s::start(&request).map(|id| (id, "/bin/sh".to_owned()))
+/// The shell the contract runs a request under when it names none, and what this
+/// plugin asks for on a host that does not set [`SHELL_VAR`].
+const DEFAULT_SHELL: &str = "/bin/sh";
+
+/// Starts `request` under the host's shell ([`SHELL_VAR`]: a non-login,
+/// non-interactive `bash -c`, which reads no rc files, wherever the host has bash),
+/// in one `start`. A host that does not name its shell runs it under the contract's
+/// default, `/bin/sh`. Returns the session id and the shell that runs it.
+fn start_with_host_shell(mut request: StartRequest) -> Result<(String, String), s::SessionError> {
+    request.shell = std::env::var(SHELL_VAR).ok().filter(|s| s.starts_with('/'));
+    let shell = request
+        .shell
+        .clone()
+        .unwrap_or_else(|| DEFAULT_SHELL.to_owned());
+    s::start(&request).map(|id| (id, shell))
 }
 
 fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
@@ -284,7 +281,7 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
         shell: None,
         tool_call_id: (!a.background).then(|| tool_call_id.to_owned()),
     };
-    let (id, shell) = match start_with_bash(request) {
+    let (id, shell) = match start_with_host_shell(request) {
         Ok(started) => started,
         Err(e) => return error_output("start the command", None, e),
     };

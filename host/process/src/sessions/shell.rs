@@ -5,7 +5,10 @@
 //! [`BASH_CANDIDATES`], kept as [`Sessions::shell`]), so a request for it
 //! ([`ShellRequest::Host`]) costs no file system check and says which kind of shell it
 //! got ([`ResolvedStart::shell_kind`]). A request for `/bin/sh` or for a path, as
-//! contract 0.1.0 and 0.2.0 plugins make, is checked at every start, as it always was.
+//! contract 0.1.0 and 0.2.0 plugins make, is checked at every start, as it always was;
+//! the runtime tells tool plugins the host's shell (`TOOLHOST_SHELL` in their
+//! environment), so a plugin asks for it by path in one start, never by trying
+//! shells in turn.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -18,9 +21,9 @@ use crate::SessionError;
 use crate::{ResolvedStart, Sessions, StartRequest};
 
 /// Where the host looks for bash, in order: the first that is an executable regular
-/// file is the host's shell ([`Sessions::shell`]). The built-in `bash` plugin keeps a
-/// copy of this list for contract 0.1.0 (it tries each through `start`); the test
-/// `terminal::the_tool_named_bash_runs_bash` checks the two agree.
+/// file is the host's shell ([`Sessions::shell`]). The only list of shells: the
+/// runtime names the host's shell to tool plugins in their environment
+/// (`TOOLHOST_SHELL`), and the built-in `bash` plugin starts its commands under it.
 pub const BASH_CANDIDATES: [&str; 3] = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"];
 
 /// The shell a request that names none runs under (contract 0.1.0 and 0.2.0 `shell:

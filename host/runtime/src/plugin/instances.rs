@@ -21,6 +21,7 @@
 //!   refuse or delay a call it would admit without it.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -380,6 +381,9 @@ pub(super) struct ToolInstances {
     plugin: CallInfo,
     /// Wall time a ready instance's start code may take.
     ready_wall: Duration,
+    /// The host's shell its stores name in their environment (`store.rs::SHELL_ENV`),
+    /// when it was loaded with session services.
+    host_shell: Option<Arc<Path>>,
     pool: Arc<Pool>,
     ready: Arc<ReadySlot>,
 }
@@ -387,12 +391,14 @@ pub(super) struct ToolInstances {
 impl ToolInstances {
     /// The instances of the plugin of `plugin` (id and manifest), linked as `pre`,
     /// admitted to `runtime`'s pool; a ready instance's start code runs within
-    /// `ready_wall`. None is made before the first call returns.
+    /// `ready_wall`. Their stores name `host_shell` in their environment. None is
+    /// made before the first call returns.
     pub(super) fn new(
         runtime: &Runtime,
         pre: ToolPre,
         plugin: CallInfo,
         ready_wall: Duration,
+        host_shell: Option<Arc<Path>>,
     ) -> ToolInstances {
         let pool = Pool::of(runtime).clone();
         let ready: Arc<ReadySlot> = Arc::default();
@@ -402,9 +408,15 @@ impl ToolInstances {
             pre,
             plugin,
             ready_wall,
+            host_shell,
             pool,
             ready,
         }
+    }
+
+    /// The host's shell their stores name in their environment, if any.
+    pub(super) fn host_shell(&self) -> Option<&Path> {
+        self.host_shell.as_deref()
     }
 
     /// The component they are instances of.
@@ -461,7 +473,8 @@ impl ToolInstances {
             }
             None => {
                 let permit = self.admit().await?;
-                let store = new_store(self.pre.engine(), call, services, client)?;
+                let store =
+                    new_store(self.pre.engine(), call, self.host_shell(), services, client)?;
                 Instance {
                     store,
                     bindings: None,
@@ -505,6 +518,7 @@ impl ToolInstances {
         let pool = self.pool.clone();
         let info = self.plugin.clone();
         let wall = self.ready_wall;
+        let host_shell = self.host_shell.clone();
         tokio::spawn(async move {
             drop(store);
             drop(permit);
@@ -518,7 +532,7 @@ impl ToolInstances {
                 return;
             };
             let plugin = info.plugin.clone();
-            let made = make_ready(&pre, info, wall).await;
+            let made = make_ready(&pre, info, host_shell.as_deref(), wall).await;
             let Some(slot) = slot.upgrade() else {
                 return; // unloaded meanwhile: the instance goes with it
             };
@@ -556,17 +570,19 @@ impl ToolInstances {
 }
 
 /// A [`Ready`] instance's store and bindings: a [`blank_store`] for the
-/// plugin of `info` and an instance of `pre` in it, made within `wall`.
+/// plugin of `info` (naming `host_shell`) and an instance of `pre` in it, made
+/// within `wall`.
 ///
 /// Errors: as a tool call's (the start code trapped or hit a limit, a preopen
 /// is gone).
 async fn make_ready(
     pre: &ToolPre,
     info: CallInfo,
+    host_shell: Option<&Path>,
     wall: Duration,
 ) -> Result<(Store<CallState>, ToolInstance), CallError> {
     let plugin = info.plugin.to_string();
-    let mut store = blank_store(pre.engine(), info)?;
+    let mut store = blank_store(pre.engine(), info, host_shell)?;
     let bindings = within_wall(plugin, wall, pre.instantiate(&mut store)).await?;
     Ok((store, bindings))
 }

@@ -24,7 +24,7 @@ mod tool;
 mod world;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,8 +38,8 @@ pub use offers::{
     check_resources, check_templates, prompt_name_error, uri_error,
 };
 pub use policy::{PolicyPlugin, RulesError};
-pub use store::CallState;
 use store::new_store;
+pub use store::{CallState, SHELL_ENV};
 pub use tool::{
     Completions, MAX_COMPLETIONS, Prompt, PromptError, PromptResult, Resource, ResourceContents,
     ResourceError, ResourceTemplate, ToolError, ToolOutput, ToolPlugin, ToolSpec,
@@ -508,18 +508,20 @@ fn prepare(
 }
 
 /// One call: a fresh store for `info` (under its manifest's limits, with
-/// `client` behind its `client` import), a fresh instance, then `f`, all
+/// `client` behind its `client` import and `host_shell` in its environment,
+/// `new_store`), a fresh instance, then `f`, all
 /// within the wall-time limit `wall` (the manifest's, or less for
 /// `describe`).
 async fn run_call<R>(
     pre: &ToolPre,
     info: CallInfo,
+    host_shell: Option<&Path>,
     wall: Duration,
     services: Option<Arc<Services>>,
     client: ClientState,
     f: impl for<'a> FnOnce(&'a ToolInstance, &'a mut Store<CallState>) -> Work<'a, R>,
 ) -> Result<R, CallError> {
-    let mut store = new_store(pre.engine(), info, services, client)?;
+    let mut store = new_store(pre.engine(), info, host_shell, services, client)?;
     run_in(pre, None, &mut store, wall, f).await
 }
 

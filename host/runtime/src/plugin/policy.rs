@@ -267,7 +267,7 @@ impl PolicyPlugin {
             None => {
                 let permit = Pool::of(&self._runtime).admit_decision(requester).await;
                 let info = CallInfo::plugin_only(self.id.clone(), self.manifest.clone());
-                let store = new_store(self.pre.engine(), info, None, ClientState::default())?;
+                let store = new_store(self.pre.engine(), info, None, None, ClientState::default())?;
                 (permit, store, None, 0)
             }
         };

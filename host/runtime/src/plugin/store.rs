@@ -1,6 +1,7 @@
 //! One call's [`Store`]: a WASI context that grants only what the manifest
 //! says, the resource limiter, and the epoch-based CPU budget.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
@@ -14,6 +15,14 @@ use crate::contract::v0_2_0::client::{ClientCtx, ClientState};
 use crate::engine::EPOCH_TICK;
 use crate::limits::{LimitExceeded, Limits};
 use crate::manifest::PreopenMode;
+
+/// The variable of a tool plugin's WASI environment that names the host's shell
+/// (`TOOLHOST_SHELL`): the absolute path `Sessions::shell` resolved once when the
+/// host started, the first bash it has, else `/bin/sh`
+/// (docs/manifests.md#the-plugins-own-environment). Set in every store of a plugin
+/// loaded with session services whose manifest grants `exec`; it replaces a manifest
+/// `[env]` entry of that name.
+pub const SHELL_ENV: &str = "TOOLHOST_SHELL";
 
 /// The data of one call's [`Store`].
 pub struct CallState {
@@ -71,7 +80,9 @@ impl WasiView for CallState {
 /// guest yields to tokio, so a spinning guest cannot starve other tasks.
 ///
 /// The WASI context holds exactly the manifest's preopens and env (nothing
-/// for a plugin without a manifest); network is always denied. Each preopen is
+/// for a plugin without a manifest), and [`SHELL_ENV`] naming `host_shell` when
+/// given (the host's shell, for a plugin whose calls can start processes);
+/// network is always denied. Each preopen is
 /// the directory opened at load (`Preopen::dir`, reopened through
 /// `/proc/self/fd`), and the call fails with [`CallError::Host`] when its path
 /// no longer leads to that directory. `client` is what the `client` import
@@ -79,10 +90,11 @@ impl WasiView for CallState {
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     call: CallInfo,
+    host_shell: Option<&Path>,
     services: Option<Arc<Services>>,
     client: ClientState,
 ) -> Result<Store<CallState>, CallError> {
-    let mut store = blank_store(engine, call)?;
+    let mut store = blank_store(engine, call, host_shell)?;
     let state = store.data_mut();
     state.services = services;
     state.client = client;
@@ -102,6 +114,7 @@ pub(crate) fn new_store(
 pub(crate) fn blank_store(
     engine: &wasmtime::Engine,
     plugin: CallInfo,
+    host_shell: Option<&Path>,
 ) -> Result<Store<CallState>, CallError> {
     let call = plugin;
     let manifest = call.manifest.clone();
@@ -111,7 +124,12 @@ pub(crate) fn blank_store(
     let mut builder = WasiCtx::builder();
     builder.stdout(stdout.clone()).stderr(stderr.clone());
     for (key, value) in &manifest.env {
-        builder.env(key, value);
+        if host_shell.is_none() || key != SHELL_ENV {
+            builder.env(key, value);
+        }
+    }
+    if let Some(shell) = host_shell {
+        builder.env(SHELL_ENV, shell.to_string_lossy());
     }
     for p in &manifest.preopens {
         let perms = match p.mode {

@@ -27,7 +27,7 @@ use crate::contract::v0_2_0::client::{CallClient, ClientState, UriScope};
 use crate::contract::v0_2_0::{self as v2, ContentBlock};
 use crate::engine::{CompileSource, Runtime};
 use crate::limits::LimitExceeded;
-use crate::manifest::Manifest;
+use crate::manifest::{ExecGrant, Manifest};
 use toolhost_manifest::ContractVersion;
 
 /// A tool as a plugin describes it (contract 0.2.0's `tool-spec`; a 0.1.0
@@ -111,7 +111,9 @@ impl ToolPlugin {
     /// `services`: the session engine and permission pipeline its
     /// `sessions` imports reach during tool calls; `None` (as for `plugin
     /// inspect`) makes `start` answer `denied` and the other session calls
-    /// trap. Listing never gets them: loading a plugin grants nothing.
+    /// trap. Listing never gets them: loading a plugin grants nothing. With
+    /// `services` and a manifest that grants `exec`, every store of the plugin
+    /// names the host's shell in its environment ([`super::SHELL_ENV`]).
     ///
     /// Errors: [`LoadError::Sha256Mismatch`], [`LoadError::Invalid`] (not a
     /// component), [`LoadError::WrongWorld`] (missing export, unknown import),
@@ -138,6 +140,11 @@ impl ToolPlugin {
             pre,
             CallInfo::plugin_only(id.clone(), manifest.clone()),
             manifest.limits.wall.min(DESCRIBE_WALL_LIMIT),
+            // A plugin whose calls can start processes learns the host's shell.
+            services
+                .as_ref()
+                .filter(|_| !matches!(manifest.exec, ExecGrant::None))
+                .map(|s| Arc::from(s.sessions.shell().path.as_path())),
         );
         let mut plugin = ToolPlugin {
             id: id.clone(),
@@ -311,6 +318,7 @@ impl ToolPlugin {
         run_call(
             self.instances.pre(),
             info,
+            self.instances.host_shell(),
             wall,
             None,
             ClientState::default(),
@@ -377,6 +385,7 @@ impl ToolPlugin {
         let items = run_call(
             self.instances.pre(),
             info,
+            self.instances.host_shell(),
             self.describe_wall(),
             None,
             ClientState::default(),
@@ -726,7 +735,16 @@ impl ToolPlugin {
         // Per-plugin quota of calls in flight, with instances kept for the
         // built-in plugins (`instances.rs::Pool::admit`).
         let _permit = self.instances.admit().await?;
-        run_call(self.instances.pre(), info, wall, None, client, f).await
+        run_call(
+            self.instances.pre(),
+            info,
+            self.instances.host_shell(),
+            wall,
+            None,
+            client,
+            f,
+        )
+        .await
     }
 }
 
