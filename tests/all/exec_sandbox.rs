@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{allow_all_config, allow_all_policy, describe, dirs, stdout, toolhost};
+use crate::support::{allow_all_policy, describe, dirs, stdout, toolhost};
 
 /// What a write outside the writable roots fails with: `EROFS` where the sandbox can
 /// mount `/` read-only (checked before Landlock's `EACCES`), else `EACCES`.
@@ -491,98 +491,6 @@ fn sandbox_flags_are_validated_and_reported() {
         "{}",
         describe(&out)
     );
-}
-
-/// Through the library [`toolhost_runtime::Host`]: a background task refused by the
-/// sandbox gets the hint when `bash_output` reports its end.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn background_denial_is_reported_by_bash_output() {
-    let (ws, state) = dirs();
-    let outside = tempfile::tempdir().unwrap();
-    let host = toolhost_runtime::Host::new(allow_all_config(ws.path(), state.path()))
-        .await
-        .unwrap();
-    let command = format!("touch '{}/x'", outside.path().display());
-    let started = host
-        .call_tool(
-            "bash",
-            &serde_json::json!({ "command": command, "run_in_background": true }),
-        )
-        .await
-        .unwrap();
-    assert!(!started.is_error, "{started:?}");
-    assert!(!started.text().contains("sandbox denial"), "{started:?}");
-    let id = started.structured.as_ref().unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let result = host
-        .call_tool(
-            "bash_output",
-            &serde_json::json!({ "session_id": id, "wait_ms": 10_000 }),
-        )
-        .await
-        .unwrap();
-    assert!(result.is_error, "{result:?}");
-    assert!(
-        result
-            .text()
-            .contains("workspace-write sandbox; ask the operator for --sandbox full-access]"),
-        "{result:?}"
-    );
-    assert!(!outside.path().join("x").exists());
-}
-
-/// [`toolhost_process::Sessions::start_with_policy`] can tighten the
-/// operator's sandbox but never loosen it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_per_call_policy_only_tightens() {
-    use toolhost_process::{
-        Caller, SandboxMode, SandboxPolicy, Sessions, SessionsConfig, StartRequest,
-    };
-    let (ws, state) = dirs();
-    let sessions = Sessions::new(SessionsConfig::new(ws.path(), state.path())).unwrap();
-    let run = |policy: SandboxPolicy, command: &'static str| {
-        let sessions = sessions.clone();
-        async move {
-            let id = sessions
-                .start_with_policy(&Caller::Host, StartRequest::new(command), &policy)
-                .await
-                .unwrap();
-            let mut sub = sessions.subscribe(&Caller::Host, &id, 1).unwrap();
-            while sessions.check(&Caller::Host, &id).unwrap().exit.is_none() {
-                sub.ready().await;
-                sub.next(1024);
-            }
-            sessions.check(&Caller::Host, &id).unwrap()
-        }
-    };
-    // Asking for full-access under the operator's workspace-write: still confined.
-    let full = SandboxPolicy {
-        mode: SandboxMode::FullAccess,
-        network: true,
-        unix_sockets: true,
-        git_writable: true,
-    };
-    let snap = run(full, "touch /toolhost-never-written").await;
-    assert!(snap.sandbox.starts_with("workspace-write ("), "{snap:?}");
-    assert!(snap.sandbox.contains("network blocked"), "{snap:?}");
-    assert_eq!(snap.exit.unwrap().code, Some(1));
-    assert!(!Path::new("/toolhost-never-written").exists());
-    // Asking for read-only: tightened.
-    let ro = SandboxPolicy {
-        mode: SandboxMode::ReadOnly,
-        ..SandboxPolicy::default()
-    };
-    let snap = run(ro, "touch made").await;
-    assert!(snap.sandbox.starts_with("read-only ("), "{snap:?}");
-    assert!(
-        snap.sandbox_denial
-            .as_deref()
-            .is_some_and(|d| d.contains("read-only sandbox")),
-        "{snap:?}"
-    );
-    assert!(!ws.path().join("made").exists());
 }
 
 // ------------------------------------------------ ordinary programs, `.git`, hints

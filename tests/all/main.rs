@@ -1,18 +1,18 @@
 //! Integration tests for toolhost: one binary, one module per area.
 //!
-//! `cli`, `exec_sandbox` (the kernel sandbox end to end) and `mcp` drive the
-//! built `toolhost` binary on real commands; the others use the library API
-//! with real processes and the real embedded plugins; `architecture` checks
-//! the layout ARCHITECTURE.md describes and `docs` that the documents and the
-//! code's citations resolve, both over `repo` (the repository's own files).
-//! `support` holds what they share;
-//! `process_support` is the process crate's test support
-//! (`host/process/tests/all/support.rs`), for what these tests need of it too.
-//! Tests that need only `toolhost-process` live with it, in `host/process/tests`.
+//! They drive the built `toolhost` binary on real commands (`cli`,
+//! `exec_sandbox`: the kernel sandbox end to end) or its front doors (`mcp`,
+//! `mcp_http`, `control`); `architecture` checks the layout ARCHITECTURE.md
+//! describes and `docs` that the documents and the code's citations resolve,
+//! both over `repo` (the repository's own files). `support` holds what they
+//! share; `runtime_support` and `process_support` are the runtime's and the
+//! process crate's test support (`host/runtime/tests/all/support.rs`,
+//! `host/process/tests/all/support.rs`), for what these tests need of them too.
+//! Tests that need only `toolhost-runtime` live with it, in
+//! `host/runtime/tests`, and those that need only `toolhost-process` in
+//! `host/process/tests`.
 
 mod architecture;
-mod bash;
-mod bash_compat;
 mod cli;
 mod conformance;
 mod contract;
@@ -25,10 +25,7 @@ mod docs;
 mod examples;
 mod exec_sandbox;
 mod hostile;
-mod hostile_grants;
 mod hostile_load;
-mod hostile_quota;
-mod hostile_state;
 mod load;
 mod mcp;
 mod mcp_http;
@@ -38,6 +35,8 @@ mod policy_honesty;
 #[path = "../../host/process/tests/all/support.rs"]
 mod process_support;
 mod repo;
+#[path = "../../host/runtime/tests/all/support.rs"]
+mod runtime_support;
 mod support;
 mod terminal;
 mod unix_sockets;

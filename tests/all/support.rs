@@ -1,17 +1,11 @@
 //! What the test modules share: one way to run the real `toolhost` binary
 //! (and, through `toolhost_test_support`, what the benchmark harness shares
 //! with the tests: `toolhost serve`'s command line, MCP clients over stdio,
-//! the host-session log), one allow-all policy and host configuration (for
-//! tests about something other than the policy), and one pair of fresh
-//! directories.
+//! the host-session log), the allow-all policy as a `--policy` file, and the
+//! runtime's helpers they use too (`runtime_support`).
 
 use std::path::Path;
 use std::process::{Command, Output};
-
-use toolhost_runtime::HostConfig;
-
-/// A policy text that allows every command.
-pub const ALLOW_ALL: &str = "default = \"allow\"\n";
 
 /// Runs the built `toolhost` binary with `args` and `--workspace`,
 /// `--state-dir` appended (so they must come after the subcommand), with
@@ -50,16 +44,10 @@ pub fn allow_all_policy(dir: &Path) -> String {
     path.to_str().unwrap().to_string()
 }
 
-/// A host configuration over `ws` and `state` whose policy allows everything.
-pub fn allow_all_config(ws: &Path, state: &Path) -> HostConfig {
-    let mut config = HostConfig::new(ws, state);
-    config.policy_rules = ALLOW_ALL.into();
-    config
-}
-
-/// A fresh (workspace, state dir) pair, removed when dropped (the process
-/// crate's test helper).
-pub use crate::process_support::dirs;
+/// The runtime's test helpers these tests use too: a fresh (workspace, state
+/// dir) pair, the allow-all policy text and host configuration, a component
+/// the host cannot link.
+pub use crate::runtime_support::{ALLOW_ALL, allow_all_config, component_importing_http, dirs};
 
 /// A process's stdout as text.
 pub fn stdout(out: &Output) -> String {
@@ -74,32 +62,4 @@ pub fn describe(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
-}
-
-/// A component importing an interface the host does not link
-/// (`wasi:http/outgoing-handler`) and re-exporting it as the tool interface.
-pub fn component_importing_http() -> Vec<u8> {
-    use wasm_encoder::{
-        Component, ComponentExportKind, ComponentExportSection, ComponentImportSection,
-        ComponentTypeRef, ComponentTypeSection, InstanceType,
-    };
-    let mut component = Component::new();
-    let mut types = ComponentTypeSection::new();
-    types.instance(&InstanceType::new());
-    component.section(&types);
-    let mut imports = ComponentImportSection::new();
-    imports.import(
-        "wasi:http/outgoing-handler@0.2.0",
-        ComponentTypeRef::Instance(0),
-    );
-    component.section(&imports);
-    let mut exports = ComponentExportSection::new();
-    exports.export(
-        "toolhost:plugin/tool@0.1.0",
-        ComponentExportKind::Instance,
-        0,
-        None,
-    );
-    component.section(&exports);
-    component.finish()
 }

@@ -1,12 +1,8 @@
 //! UNIX sockets need both grants: the operator's (`--allow-unix-sockets`) and the
-//! plugin manifest's (`unix_sockets = true`), through the real binary and the
-//! runtime's manifests (docs/sandbox.md#unix-sockets). What the sandbox does with the
-//! grant is tested with the process crate (`host/process/tests/all/unix_sockets.rs`).
-
-use std::path::Path;
-
-use toolhost_process::SandboxPolicy;
-use toolhost_runtime::manifest::Manifest;
+//! plugin manifest's (`unix_sockets = true`), through the real binary
+//! (docs/sandbox.md#unix-sockets). How the two combine is tested with the runtime
+//! (`host/runtime/tests/all/hostile_grants.rs`), what the sandbox does with the
+//! grant with the process crate (`host/process/tests/all/unix_sockets.rs`).
 
 use crate::process_support::{connect_command, listen, received, seccomp_or_skip};
 use crate::support::{allow_all_policy, describe, dirs, stdout, toolhost};
@@ -68,42 +64,4 @@ fn toolhost_call_needs_allow_unix_sockets() {
         "{v}"
     );
     assert!(received(&listener));
-}
-
-/// Both must agree: a manifest that does not ask for UNIX sockets keeps them
-/// blocked under `--allow-unix-sockets`, and one that asks gets them only with it.
-#[test]
-fn the_manifest_and_the_operator_must_both_grant_unix_sockets() {
-    let dir = tempfile::tempdir().unwrap();
-    let parse = |extra: &str| {
-        let text = format!("id = \"p\"\ncontract = \"0.1.0\"\n{extra}");
-        Manifest::parse(&text, Path::new("p.toml"), dir.path(), &|_| None).unwrap()
-    };
-    let operator = |unix_sockets| SandboxPolicy {
-        unix_sockets,
-        ..SandboxPolicy::default()
-    };
-    let silent = parse("");
-    assert!(!silent.unix_sockets);
-    assert_eq!(silent.to_json()["unix_sockets"], false);
-    let asks = parse("unix_sockets = true\n");
-    assert!(asks.unix_sockets);
-    assert_eq!(asks.to_json()["unix_sockets"], true);
-    for (manifest, op, want) in [
-        (&silent, true, false),
-        (&asks, false, false),
-        (&asks, true, true),
-    ] {
-        let combined = manifest.sandbox_policy().stricter(&operator(op));
-        assert_eq!(combined.unix_sockets, want, "{combined:?}");
-    }
-    // The network grant never implies it.
-    let network_only = parse("network = true\n");
-    let combined = network_only.sandbox_policy().stricter(&SandboxPolicy {
-        network: true,
-        unix_sockets: true,
-        ..SandboxPolicy::default()
-    });
-    assert!(combined.network && !combined.unix_sockets, "{combined:?}");
-    assert!(toolhost_runtime::builtin::bash_manifest().unix_sockets);
 }

@@ -1,13 +1,13 @@
 //! Real-process tests of the session engine ([`Sessions`]): starts and their hard
-//! rules, output and events, stdin, kills and timeouts, quotas, retention, and the
-//! host's shell.
+//! rules, output and events, stdin, kills and timeouts, quotas, retention, the
+//! host's shell, and a per-call sandbox that only tightens the operator's.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use toolhost_process::*;
 
-use crate::support::{HOST, env, env_with, wait_end};
+use crate::support::{HOST, dirs, env, env_with, wait_end};
 
 const HANG: Duration = Duration::from_secs(20);
 
@@ -1201,4 +1201,84 @@ async fn a_foreground_runs_mount_namespace_is_held_until_it_has_ended() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
+}
+
+/// [`toolhost_process::Sessions::start_with_policy`] can tighten the
+/// operator's sandbox but never loosen it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_call_policy_only_tightens() {
+    let (ws, state) = dirs();
+    let sessions = Sessions::new(SessionsConfig::new(ws.path(), state.path())).unwrap();
+    let run = |policy: SandboxPolicy, command: &'static str| {
+        let sessions = sessions.clone();
+        async move {
+            let id = sessions
+                .start_with_policy(&Caller::Host, StartRequest::new(command), &policy)
+                .await
+                .unwrap();
+            let mut sub = sessions.subscribe(&Caller::Host, &id, 1).unwrap();
+            while sessions.check(&Caller::Host, &id).unwrap().exit.is_none() {
+                sub.ready().await;
+                sub.next(1024);
+            }
+            sessions.check(&Caller::Host, &id).unwrap()
+        }
+    };
+    // Asking for full-access under the operator's workspace-write: still confined.
+    let full = SandboxPolicy {
+        mode: SandboxMode::FullAccess,
+        network: true,
+        unix_sockets: true,
+        git_writable: true,
+    };
+    let snap = run(full, "touch /toolhost-never-written").await;
+    assert!(snap.sandbox.starts_with("workspace-write ("), "{snap:?}");
+    assert!(snap.sandbox.contains("network blocked"), "{snap:?}");
+    assert_eq!(snap.exit.unwrap().code, Some(1));
+    assert!(!std::path::Path::new("/toolhost-never-written").exists());
+    // Asking for read-only: tightened.
+    let ro = SandboxPolicy {
+        mode: SandboxMode::ReadOnly,
+        ..SandboxPolicy::default()
+    };
+    let snap = run(ro, "touch made").await;
+    assert!(snap.sandbox.starts_with("read-only ("), "{snap:?}");
+    assert!(
+        snap.sandbox_denial
+            .as_deref()
+            .is_some_and(|d| d.contains("read-only sandbox")),
+        "{snap:?}"
+    );
+    assert!(!ws.path().join("made").exists());
+}
+
+/// The sweep finds a running session's owner by name in its own state dir, so a
+/// `sessions/` directory reached through a symlink still keeps it, `tmp/` and all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_session_is_kept_when_sessions_is_a_symlink() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), state.path().join("sessions")).unwrap();
+    let sessions = Sessions::new(SessionsConfig::new(ws.path(), state.path())).unwrap();
+    let running = sessions
+        .start(&HOST, StartRequest::new("exec sleep 30"))
+        .await
+        .unwrap();
+    let dir = elsewhere.path().join(running.as_str());
+    std::fs::File::options()
+        .write(true)
+        .open(dir.join("output.log"))
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(2 * 24 * 60 * 60))
+        .unwrap();
+    let report = sweep_state_dir(state.path(), &RetentionPolicy::default(), SystemTime::now());
+    assert_eq!(report.sessions_running, 1, "{report:?}");
+    assert!(report.sessions_removed.is_empty(), "{report:?}");
+    assert_eq!(report.tmp_dirs_removed, 0, "{report:?}");
+    assert!(dir.join("tmp").exists());
+    sessions
+        .kill(&HOST, &running, None, KilledBy::Embedder)
+        .await
+        .unwrap();
 }

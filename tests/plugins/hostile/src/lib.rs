@@ -1,4 +1,4 @@
-//! A hostile tool plugin, built only for the tests (`tests/all/hostile.rs`).
+//! A hostile tool plugin, built only for the tests (`host/runtime/tests/all/hostile.rs`).
 //!
 //! Each tool tries one way to escape the sandbox or exhaust the host; the
 //! tests assert the exact containment. Tools that attempt I/O report what
@@ -70,7 +70,7 @@ mod component {
             "Starts `count` (default 1) sessions of `command` (default `sleep 30`), in \
              the background unless `foreground`, with `timeout_ms` (default 60000), \
              `stdin_mib` MiB of stdin bytes, or a command of `command_mib` MiB; \
-             returns `started N` and the first error (tests/all/hostile_quota.rs).",
+             returns `started N` and the first error (host/runtime/tests/all/hostile_quota.rs).",
         ),
         (
             "huge_structured",
@@ -142,7 +142,7 @@ mod component {
 
     impl Guest for Hostile {
         /// The tool list, shaped by the `HOSTILE_DESCRIBE` variable the
-        /// manifest grants (`[env]`; tests in `tests/all/hostile_load.rs`):
+        /// manifest grants (`[env]`; tests in `host/runtime/tests/all/hostile_load.rs`):
         /// unset: [`TOOLS`]; `trap`: panics; `hang`: spins (CPU limit);
         /// `start`: asks the host to start `HOSTILE_DESCRIBE_COMMAND` (default
         /// `touch describe-marker`) and reports the answer in `hello`'s

@@ -1,5 +1,5 @@
 //! A contract 0.2.0 test plugin (world `server-plugin`), built only for the
-//! tests (`tests/all/contract_v0_2.rs`), with wit-bindgen straight against
+//! tests (`host/runtime/tests/all/contract_v0_2.rs`), with wit-bindgen straight against
 //! `wit/v0.2.0` (no SDK in between, so the host is tested against the
 //! contract itself).
 //!

@@ -321,3 +321,43 @@ async fn waiting_for_slow_output_is_not_charged_as_cpu() {
         r.text()
     );
 }
+
+/// Through the library [`toolhost_runtime::Host`]: a background task refused by the
+/// sandbox gets the hint when `bash_output` reports its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_denial_is_reported_by_bash_output() {
+    let (ws, state) = dirs();
+    let outside = tempfile::tempdir().unwrap();
+    let host = toolhost_runtime::Host::new(allow_all_config(ws.path(), state.path()))
+        .await
+        .unwrap();
+    let command = format!("touch '{}/x'", outside.path().display());
+    let started = host
+        .call_tool(
+            "bash",
+            &serde_json::json!({ "command": command, "run_in_background": true }),
+        )
+        .await
+        .unwrap();
+    assert!(!started.is_error, "{started:?}");
+    assert!(!started.text().contains("sandbox denial"), "{started:?}");
+    let id = started.structured.as_ref().unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let result = host
+        .call_tool(
+            "bash_output",
+            &serde_json::json!({ "session_id": id, "wait_ms": 10_000 }),
+        )
+        .await
+        .unwrap();
+    assert!(result.is_error, "{result:?}");
+    assert!(
+        result
+            .text()
+            .contains("workspace-write sandbox; ask the operator for --sandbox full-access]"),
+        "{result:?}"
+    );
+    assert!(!outside.path().join("x").exists());
+}

@@ -8,20 +8,22 @@
 //!   for a shell or interpreter);
 //! - the policy plugin sees the environment names and the shell, and asks
 //!   about names that make the shell or loader run code even under `**`;
-//! - a start's tool-call id is the call's own or none, never another call's.
+//! - a start's tool-call id is the call's own or none, never another call's;
+//! - UNIX sockets need the manifest's grant and the operator's both
+//!   (docs/sandbox.md#unix-sockets).
 //!
 //! Each refusal is asserted word for word where it matters, together with its
 //! real outcome: no session was started and no marker file was written.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use toolhost_process::Caller;
+use toolhost_process::{Caller, SandboxPolicy};
+use toolhost_runtime::manifest::Manifest;
 use toolhost_runtime::{Host, HostConfig, ToolResult};
 use toolhost_test_fixtures::HOSTILE;
 
-use crate::support::{ALLOW_ALL, dirs};
+use crate::support::{ALLOW_ALL, dirs, use_cache};
 
 /// A host with the hostile plugin (manifest `manifest`) and `policy` rules
 /// (empty: the built-in default policy), plus the dirs to keep.
@@ -41,11 +43,6 @@ impl Env {
     }
 }
 
-fn shared_cache() -> &'static Path {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    CACHE.get_or_init(|| tempfile::tempdir().unwrap()).path()
-}
-
 async fn env(exec: &str, policy: &str) -> Env {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("hostile.wasm"), HOSTILE).unwrap();
@@ -55,7 +52,7 @@ async fn env(exec: &str, policy: &str) -> Env {
     )
     .unwrap();
     let (ws, state) = dirs();
-    std::os::unix::fs::symlink(shared_cache(), state.path().join("compiled")).ok();
+    use_cache(state.path());
     let mut config = HostConfig::new(ws.path().to_path_buf(), state.path().to_path_buf());
     config.plugins = vec![dir.path().join("hostile.wasm")];
     config.policy_rules = policy.to_string();
@@ -568,4 +565,42 @@ async fn safe_env_names_keep_plain_values_only() {
     env.host.sessions().wait(&Caller::Host, &id).await.unwrap();
     let snap = env.host.sessions().check(&Caller::Host, &id).unwrap();
     assert_eq!(snap.output_tail, "/tmp/x\n");
+}
+
+/// Both must agree: a manifest that does not ask for UNIX sockets keeps them
+/// blocked under `--allow-unix-sockets`, and one that asks gets them only with it.
+#[test]
+fn the_manifest_and_the_operator_must_both_grant_unix_sockets() {
+    let dir = tempfile::tempdir().unwrap();
+    let parse = |extra: &str| {
+        let text = format!("id = \"p\"\ncontract = \"0.1.0\"\n{extra}");
+        Manifest::parse(&text, Path::new("p.toml"), dir.path(), &|_| None).unwrap()
+    };
+    let operator = |unix_sockets| SandboxPolicy {
+        unix_sockets,
+        ..SandboxPolicy::default()
+    };
+    let silent = parse("");
+    assert!(!silent.unix_sockets);
+    assert_eq!(silent.to_json()["unix_sockets"], false);
+    let asks = parse("unix_sockets = true\n");
+    assert!(asks.unix_sockets);
+    assert_eq!(asks.to_json()["unix_sockets"], true);
+    for (manifest, op, want) in [
+        (&silent, true, false),
+        (&asks, false, false),
+        (&asks, true, true),
+    ] {
+        let combined = manifest.sandbox_policy().stricter(&operator(op));
+        assert_eq!(combined.unix_sockets, want, "{combined:?}");
+    }
+    // The network grant never implies it.
+    let network_only = parse("network = true\n");
+    let combined = network_only.sandbox_policy().stricter(&SandboxPolicy {
+        network: true,
+        unix_sockets: true,
+        ..SandboxPolicy::default()
+    });
+    assert!(combined.network && !combined.unix_sockets, "{combined:?}");
+    assert!(toolhost_runtime::builtin::bash_manifest().unix_sockets);
 }

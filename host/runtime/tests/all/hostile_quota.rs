@@ -5,8 +5,7 @@
 //! log, capped guest input to `start`, and wall-limit-cancelled starts that
 //! leave no process.
 
-use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use toolhost_process::Caller;
@@ -14,15 +13,10 @@ use toolhost_runtime::host_session::{EVENT_FIELD_MAX, HostSessionLog, OMITTED_KE
 use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
 use toolhost_test_fixtures::HOSTILE;
 
-use crate::support::{ALLOW_ALL, dirs};
+use crate::support::{ALLOW_ALL, dirs, use_cache};
 
 /// A generous bound for anything that must not hang (not a timing assertion).
 const HANG_GUARD: Duration = Duration::from_secs(10);
-
-fn shared_cache() -> &'static Path {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    CACHE.get_or_init(|| tempfile::tempdir().unwrap()).path()
-}
 
 /// A host with the hostile plugin loaded twice, as `a` (manifest `a_extra`
 /// added) and `b`, both granted every command, under an allow-all policy, with
@@ -47,7 +41,7 @@ async fn env(a_extra: &str) -> Env {
         .unwrap();
     }
     let (ws, state) = dirs();
-    std::os::unix::fs::symlink(shared_cache(), state.path().join("compiled")).ok();
+    use_cache(state.path());
     let log = HostSessionLog::open(state.path(), None).unwrap();
     let config = HostConfig {
         plugins: vec![plugins.path().join("a.wasm"), plugins.path().join("b.wasm")],
@@ -426,7 +420,7 @@ async fn starts_cancelled_by_the_wall_limit_leave_no_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bash_calls_beyond_their_share_of_the_pool_wait_instead_of_failing() {
     let (ws, state) = dirs();
-    std::os::unix::fs::symlink(shared_cache(), state.path().join("compiled")).ok();
+    use_cache(state.path());
     let mut config = HostConfig {
         policy_rules: ALLOW_ALL.into(),
         ..HostConfig::new(ws.path(), state.path())
