@@ -51,7 +51,6 @@
 //!   ([`Manifest::check_exec`], [`ExecDenial`]);
 //! - `limits`: [`Limits`], the per-call limits a manifest states;
 //! - `error`: [`ManifestError`] and [`ValueError`].
-//!
 
 mod contract_version;
 mod error;
