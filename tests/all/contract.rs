@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use toolhost_runtime::ContractVersion;
-use toolhost_runtime::engine::sha256_hex;
+use toolhost_runtime::sha256_hex;
 
 use crate::support::{describe, dirs, stdout, toolhost};
 

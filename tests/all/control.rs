@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::control::{ControlClient, ControlError, ControlServer, socket_path};
-use toolhost_runtime::host_session::HostSessionLog;
-use toolhost_runtime::permissions::{ApprovalOutcome, ApprovalRequest};
+use toolhost_runtime::HostSessionLog;
+use toolhost_runtime::{ApprovalOutcome, ApprovalRequest};
 use toolhost_runtime::{Host, HostConfig};
 
 use crate::support::{allow_all_config, dirs};

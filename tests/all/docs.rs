@@ -488,10 +488,6 @@ const SECTION_CITATIONS_ALLOWED: &[(&str, &str)] = &[
         "reshaped with the host-session move",
     ),
     (
-        "host/runtime/src/lib.rs",
-        "reshaped with the public surface",
-    ),
-    (
         "host/toolhost/src/mcp/mod.rs",
         "reshaped with the per-call event sinks",
     ),

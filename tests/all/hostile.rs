@@ -74,7 +74,7 @@ fn plugin_inspect_shows_imports_exports_tools_and_grants() {
         "-> /data (read-only)",
         "env        MODE",
         "memory     32 MiB per call",
-        &toolhost_runtime::engine::sha256_hex(HOSTILE),
+        &toolhost_runtime::sha256_hex(HOSTILE),
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
@@ -102,7 +102,7 @@ fn plugin_inspect_shows_imports_exports_tools_and_grants() {
 
     // A policy component: listed, but no tools, and why.
     let policy = dir.path().join("policyish.wasm");
-    std::fs::write(&policy, toolhost_runtime::builtin::POLICY).unwrap();
+    std::fs::write(&policy, toolhost_runtime::POLICY).unwrap();
     let out = toolhost_bin(
         &["plugin", "inspect", "--json", policy.to_str().unwrap()],
         None,

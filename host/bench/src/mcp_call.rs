@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use toolhost_runtime::host_session::HostSessionLog;
+use toolhost_runtime::HostSessionLog;
 use toolhost_runtime::{Host, HostConfig};
 use toolhost_test_support::{RmcpClient, rmcp_client, serve_command};
 

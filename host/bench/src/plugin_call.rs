@@ -16,10 +16,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
-use toolhost_runtime::contract::v0_1_0::tool_plugin::ToolPluginPre;
-use toolhost_runtime::contract::v0_1_0::tool_plugin::exports::toolhost::plugin::tool::ToolCall;
-use toolhost_runtime::engine::Runtime;
-use toolhost_runtime::plugin::ToolPlugin;
+use toolhost_runtime::Runtime;
+use toolhost_runtime::ToolCallV0_1_0 as ToolCall;
+use toolhost_runtime::ToolPlugin;
+use toolhost_runtime::ToolPluginPre;
 use wasmtime::Store;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Linker, ResourceTable, ResourceType};
@@ -126,7 +126,7 @@ impl Bare {
     /// `list_shells` use no other).
     pub fn new(runtime: &Runtime) -> Result<Bare> {
         let (component, _) = runtime
-            .compile(toolhost_runtime::builtin::BASH)
+            .compile(toolhost_runtime::BASH)
             .map_err(|e| anyhow!("{e:#}"))?;
         let mut linker = Linker::new(runtime.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| anyhow!("{e:#}"))?;
@@ -191,7 +191,7 @@ pub async fn setup(fixture: &Fixture) -> Result<(toolhost_runtime::Host, Arc<Too
     let plugin = host
         .plugins()
         .into_iter()
-        .find(|p| p.id() == toolhost_runtime::builtin::BASH_ID)
+        .find(|p| p.id() == toolhost_runtime::BASH_ID)
         .context("the host has no bash plugin")?;
     let runtime = Runtime::new(None).map_err(|e| anyhow!("{e:#}"))?;
     let bare = Bare::new(&runtime)?;
@@ -303,8 +303,8 @@ async fn run_on_worker(calls: usize) -> Result<Vec<Row>> {
              guest log, session services) vs a bare wasmtime store made, instantiated and \
              dropped per call on the same engine; {} allocator",
             match plugin_allocation() {
-                toolhost_runtime::engine::Allocation::Pooling => "pooling",
-                toolhost_runtime::engine::Allocation::OnDemand => "on-demand",
+                toolhost_runtime::Allocation::Pooling => "pooling",
+                toolhost_runtime::Allocation::OnDemand => "on-demand",
             }
         ),
         measured: duration(ours.median),
@@ -333,10 +333,10 @@ async fn run_on_worker(calls: usize) -> Result<Vec<Row>> {
     }])
 }
 
-fn plugin_allocation() -> toolhost_runtime::engine::Allocation {
+fn plugin_allocation() -> toolhost_runtime::Allocation {
     Runtime::new(None)
         .map(|r| r.allocation())
-        .unwrap_or(toolhost_runtime::engine::Allocation::OnDemand)
+        .unwrap_or(toolhost_runtime::Allocation::OnDemand)
 }
 
 /// `a / b` as a float.

@@ -20,9 +20,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, ensure};
-use toolhost_runtime::engine::{EngineOptions, Runtime};
-use toolhost_runtime::permissions::{Decision, PermissionRequest};
-use toolhost_runtime::plugin::PolicyPlugin;
+use toolhost_runtime::PolicyPlugin;
+use toolhost_runtime::{Decision, PermissionRequest};
+use toolhost_runtime::{EngineOptions, Runtime};
 
 use crate::fixture::Fixture;
 use crate::plugin_call::ratio;
@@ -141,7 +141,7 @@ pub async fn run(quick: bool) -> Result<Vec<Row>> {
     let runtime = Runtime::with_options(
         Some(fixture.state.join("compiled")),
         EngineOptions {
-            max_memory_bytes: toolhost_runtime::builtin::policy_limits().memory_bytes as u64,
+            max_memory_bytes: toolhost_runtime::policy_limits().memory_bytes as u64,
             ..EngineOptions::default()
         },
     )
@@ -152,9 +152,9 @@ pub async fn run(quick: bool) -> Result<Vec<Row>> {
         .map(|text| {
             PolicyPlugin::load(
                 &runtime,
-                toolhost_runtime::builtin::POLICY_ID,
-                toolhost_runtime::builtin::POLICY,
-                toolhost_runtime::builtin::policy_limits(),
+                toolhost_runtime::POLICY_ID,
+                toolhost_runtime::POLICY,
+                toolhost_runtime::policy_limits(),
                 text.clone(),
             )
             .map_err(|e| anyhow!("{e}"))

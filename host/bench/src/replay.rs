@@ -7,7 +7,7 @@ use std::io::BufRead;
 use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
-use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, MAX_REPLAY_EVENTS};
+use toolhost_runtime::{HostEventKind, HostSessionLog, MAX_REPLAY_EVENTS};
 
 use crate::fixture::Fixture;
 use crate::report::Row;

@@ -1,57 +1,98 @@
 //! The toolhost runtime: everything between a front door and a process.
 //!
-//! - [`engine`] narrows wasmtime: the one place that configures
+//! Its modules are private; the `pub use` lists below are the crate's API (as
+//! wasmtime-wasi's lib.rs), grouped by the module that owns each item:
+//!
+//! - `host`: [`Host`] loads the plugins and runs tool calls (and resource
+//!   reads, prompts, completions) for every front door, set up by
+//!   [`HostConfig`];
+//! - `engine` narrows wasmtime: the one place that configures
 //!   `wasmtime::Config` (epochs, pooling, the compiled-code cache);
-//! - [`plugin`]: the one load pipeline for every plugin kind (pin, world
-//!   check from the bytes, compile, link, `InstancePre`) and a fresh, limited
-//!   store per call;
-//! - [`contract`]: the WIT bindings, one module per contract version (the
-//!   newest, [`contract::v0_2_0`], holds the types: MCP content blocks, tool
-//!   specs and results, resources, prompts, and the [`CallClient`] channel);
-//! - [`content`]: limits on content blocks and their terminal rendering;
-//! - [`uri_template`]: RFC 6570 level-1 URI templates, matched in reverse;
-//! - [`manifest`]: a plugin's grants (exec patterns in the shared
-//!   [`toolhost_pattern`] language, preopens, env, limits), from the
-//!   `toolhost-manifest` crate (no wasmtime);
-//! - [`permissions`]: the pipeline every process start passes
-//!   (request resolved → exec grant → policy → approver → spawn);
-//! - [`host_session`]: the event log of one host session;
-//! - [`display`]: escaping plugin-provided text before a person reads it;
-//! - [`catalog`]: the resources, templates and prompts plugins offer, merged
-//!   and routed;
-//! - [`Host`]: loads the plugins and runs tool calls (and resource reads,
-//!   prompts, completions) for every front door.
+//! - `plugin`: the one load pipeline for every plugin kind (pin, world check
+//!   from the bytes, compile, link, `InstancePre`) and a fresh, limited store
+//!   per call;
+//! - `contract`: the WIT bindings, one module per contract version; the
+//!   newest (0.2.0) holds the types (MCP content blocks, tool specs and
+//!   results, resources, prompts, and the [`CallClient`] channel);
+//! - `content`: limits on content blocks and their terminal rendering;
+//! - `uri_template`: RFC 6570 level-1 URI templates, matched in reverse;
+//! - `manifest`: a plugin's manifest, the `toolhost-manifest` crate (its
+//!   grants: exec patterns in the shared [`toolhost_pattern`] language,
+//!   preopens, env, limits);
+//! - `permissions`: the pipeline every process start passes (request
+//!   resolved → exec grant → policy → approver → spawn);
+//! - `host_session`: the event log of one host session;
+//! - `display`: escaping plugin-provided text before a person reads it;
+//! - `catalog`: the resources, templates and prompts plugins offer, merged and
+//!   routed;
+//! - `inspect`: what `toolhost plugin inspect` reports of a component;
+//! - `builtin`: the embedded plugins.
 //!
 //! Processes themselves live in `toolhost-process`, which this crate drives and
 //! never reaches around. See ARCHITECTURE.md for the map.
 
-pub mod builtin;
+mod builtin;
 mod call;
-pub mod catalog;
-pub mod content;
-pub mod contract;
-pub mod display;
-pub mod engine;
+mod catalog;
+mod content;
+mod contract;
+mod display;
+mod engine;
 mod host;
-pub mod host_session;
-pub mod inspect;
+mod host_session;
+mod inspect;
 mod limits;
-pub mod permissions;
-pub mod plugin;
-pub mod uri_template;
+mod permissions;
+mod plugin;
+mod uri_template;
 
-pub use call::{CallInfo, Services};
+// The host every front door drives: its configuration, calls and results.
 pub use catalog::{CompletionRef, PromptEntry, RequestError, ResourceEntry, TemplateEntry};
-pub use contract::v0_2_0::ContentBlock;
-pub use contract::v0_2_0::client::CallClient;
 pub use host::{
     CallRequest, Host, HostConfig, HostError, RunningCall, SkippedPlugin, ToolEntry, ToolResult,
     manifest_for,
 };
 pub use limits::{LimitExceeded, Limits};
-/// A plugin's manifest: the `toolhost-manifest` crate (schema, validation, exec grants).
-pub use toolhost_manifest as manifest;
+
+// The contract: its versions, and 0.2.0's types, which are the runtime's (content,
+// resources, prompts, and the client channel a front door implements).
+pub use contract::v0_2_0::client::{
+    CallClient, ClientError, ClientFuture, ElicitAction, ElicitRequest, ElicitResponse, LogLevel,
+    MAX_LOGS_PER_CALL, MAX_PROGRESS_PER_CALL, SamplingRequest, SamplingResponse,
+};
+pub use contract::v0_2_0::{
+    Annotations, ContentBlock, Media, PromptMessage, PromptResult, ResourceBody, ResourceContents,
+    ResourceLink, Role,
+};
 pub use toolhost_manifest::{ContractVersion, UnsupportedContract};
+// Contract 0.1.0's tool-plugin bindings, to measure a bare instance (the bench).
+pub use contract::v0_1_0::tool_plugin::ToolPluginPre;
+pub use contract::v0_1_0::tool_plugin::exports::toolhost::plugin::tool::ToolCall as ToolCallV0_1_0;
+
+// Plugins: loading, calling, their limits, the built-in ones, and the engine under them.
+pub use builtin::{BASH, BASH_ID, POLICY, POLICY_ID, bash_manifest, policy_limits};
+pub use engine::{Allocation, CompileSource, EngineOptions, Runtime, sha256_hex};
+pub use inspect::{InspectOptions, Inspection, Progress, inspect, inspect_with};
+pub use plugin::{
+    CallError, Completions, LoadError, MAX_COMPLETIONS, MAX_CONTENT_BLOCKS, MAX_DESCRIPTION_BYTES,
+    MAX_OUTPUT_BYTES, MAX_TOOL_NAME_LEN, MAX_TOOLS_PER_PLUGIN, PolicyPlugin, ToolPlugin,
+    tool_name_error,
+};
+
+// Manifests (the `toolhost-manifest` crate: schema, validation, exec grants) and the
+// permission pipeline.
+pub use permissions::{ApprovalOutcome, ApprovalRequest, Approver, Decision, PermissionRequest};
+use toolhost_manifest as manifest;
+pub use toolhost_manifest::{ExecGrant, Manifest, parse_size, validate_id};
+
+// The host session's event log.
+pub use host_session::{
+    EVENT_FIELD_MAX, EVENTS_FILE, HostEvent, HostEventKind, HostSessionLog, Lifecycle, LogObserver,
+    MAX_REPLAY_EVENTS, OMITTED_KEY, Replay, hosts_dir, now_ms, validate_host_session_id,
+};
+
+// Plugin text before a person reads it.
+pub use display::{escape, escape_block, escape_line};
 
 /// Most threads the tokio blocking pool of [`tokio_runtime`] may start: file reads
 /// for replays and prompts are the only blocking work, and a bounded pool keeps the
@@ -66,7 +107,7 @@ pub const MAX_BLOCKING_THREADS: usize = 4;
 /// `spawn_blocking` finds no blocking thread and cannot start one, which is what
 /// happens when commands have used up a process limit the host shares with them
 /// (`RLIMIT_NPROC`, a cgroup's `pids.max`). With the threads already there, such a
-/// task waits for a free one instead (README, "Process tracking").
+/// task waits for a free one instead (docs/processes.md#process-tracking).
 ///
 /// Errors: the OS refused the threads or the IO driver.
 pub fn tokio_runtime() -> std::io::Result<tokio::runtime::Runtime> {

@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::control::{ControlClient, ControlError, HEARTBEAT_INTERVAL};
-use toolhost_runtime::display::{escape, escape_line};
-use toolhost_runtime::host_session::{HostEvent, HostEventKind, Replay};
+use toolhost_runtime::{HostEvent, HostEventKind, Replay};
+use toolhost_runtime::{escape, escape_line};
 
 /// Why a batch was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -147,7 +147,7 @@ impl Follower {
                 self.settled.push(tool_call_id.clone());
             }
             HostEventKind::Lifecycle { state, .. } => {
-                self.stopped = !matches!(state, toolhost_runtime::host_session::Lifecycle::Running);
+                self.stopped = !matches!(state, toolhost_runtime::Lifecycle::Running);
                 if self.stopped {
                     self.running.clear();
                     self.prompts.clear();
@@ -188,7 +188,7 @@ impl Follower {
 
 /// One line for a human about an event. Plugin text in it (tool names,
 /// arguments, results, commands, output, prompts) has its control characters
-/// escaped (`toolhost_runtime::display`): commands and prompts on one line,
+/// escaped (`toolhost_runtime::escape_line`): commands and prompts on one line,
 /// output and results keeping their newlines and tabs.
 pub fn describe(event: &HostEvent) -> String {
     let body = match &event.kind {
@@ -581,7 +581,7 @@ fn split(client: ControlClient) -> (ReadHalf, WriteHalf) {
 
 /// `<state_dir>/hosts/<id>/attach.cursor`: where `toolhost attach` keeps its cursor.
 pub fn cursor_file(state_dir: &Path, host_session: &str) -> PathBuf {
-    toolhost_runtime::host_session::hosts_dir(state_dir)
+    toolhost_runtime::hosts_dir(state_dir)
         .join(host_session)
         .join("attach.cursor")
 }
@@ -589,7 +589,7 @@ pub fn cursor_file(state_dir: &Path, host_session: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_runtime::host_session::Lifecycle;
+    use toolhost_runtime::Lifecycle;
 
     fn ev(seq: u64, kind: HostEventKind) -> HostEvent {
         HostEvent {

@@ -1,4 +1,4 @@
-//! The runtime's content blocks (contract 0.2.0's, `toolhost_runtime::contract::v0_2_0`)
+//! The runtime's content blocks (contract 0.2.0's, `toolhost_runtime::ContentBlock`)
 //! as MCP's, in rmcp's types: what `tools/call` answers and `toolhost call
 //! --json` prints. Binary data (images, audio, resource blobs) is encoded
 //! base64 (standard alphabet, padded), as MCP's `ImageContent.data`,
@@ -9,7 +9,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rmcp::model::{self as mcp, CallToolResult};
 use toolhost_runtime::ToolResult;
-use toolhost_runtime::contract::v0_2_0::{
+use toolhost_runtime::{
     Annotations, ContentBlock, ResourceBody, ResourceContents, ResourceLink, Role,
 };
 
@@ -100,7 +100,7 @@ pub fn call_tool_result(result: &ToolResult) -> CallToolResult {
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_runtime::contract::v0_2_0::Media;
+    use toolhost_runtime::Media;
 
     #[test]
     fn blocks_serialize_as_mcp_content() {

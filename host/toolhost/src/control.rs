@@ -12,7 +12,7 @@
 //! | --- | --- | --- |
 //! | `hello` | — | `{protocol, host_session, pid, workspace, last_seq, heartbeat_interval_ms}` |
 //! | `attach` | `{cursor, client?}` | `{host_session, snapshot_seq, pending_permissions, running_calls}`; then `events` notifications (see below) and this client becomes an approver |
-//! | `events` | `{cursor, max?}` | `{first_retained_seq, snapshot_seq, history_complete, events}` ([`toolhost_runtime::host_session::Replay`]) |
+//! | `events` | `{cursor, max?}` | `{first_retained_seq, snapshot_seq, history_complete, events}` ([`toolhost_runtime::Replay`]) |
 //! | `heartbeat` | — | `{last_seq, now_ms}` |
 //! | `sessions.list` | — | `{host_session, calls, processes}` (running tool calls; process session snapshots) |
 //! | `hosts.list` | — | `[{id, state, pid, last_seq, live}]`: every host session in the state dir |
@@ -58,8 +58,8 @@ use toolhost_runtime::Host;
 
 use crate::jsonrpc::{self, Line, LineReader, codes};
 use toolhost_process::Caller;
-use toolhost_runtime::host_session::{HostEventKind, Lifecycle, hosts_dir};
-use toolhost_runtime::permissions::{ApprovalOutcome, ApprovalRequest, Approver};
+use toolhost_runtime::{ApprovalOutcome, ApprovalRequest, Approver};
+use toolhost_runtime::{HostEventKind, Lifecycle, hosts_dir};
 
 /// The socket's file name in the host session's directory.
 pub const SOCKET_FILE: &str = "control.sock";
@@ -161,13 +161,13 @@ pub async fn list_host_sessions(state_dir: &Path) -> Vec<HostSessionInfo> {
     let mut ids: Vec<String> = dir
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|id| toolhost_runtime::host_session::validate_host_session_id(id).is_ok())
+        .filter(|id| toolhost_runtime::validate_host_session_id(id).is_ok())
         .collect();
     ids.sort();
     for id in ids {
         let events = hosts_dir(state_dir)
             .join(&id)
-            .join(toolhost_runtime::host_session::EVENTS_FILE);
+            .join(toolhost_runtime::EVENTS_FILE);
         let (last_seq, lifecycle) = scan_log(&events);
         let live = UnixStream::connect(socket_path(state_dir, &id))
             .await
@@ -200,7 +200,7 @@ fn scan_log(path: &Path) -> (u64, Option<(Lifecycle, u32)>) {
     let mut last = 0;
     let mut lifecycle = None;
     for line in text.lines() {
-        if let Ok(e) = serde_json::from_str::<toolhost_runtime::host_session::HostEvent>(line) {
+        if let Ok(e) = serde_json::from_str::<toolhost_runtime::HostEvent>(line) {
             last = e.seq;
             if let HostEventKind::Lifecycle { state, pid, .. } = e.kind {
                 lifecycle = Some((state, pid));
@@ -503,9 +503,9 @@ async fn handle(
             "last_seq": log.last_seq(),
             "heartbeat_interval_ms": HEARTBEAT_INTERVAL.as_millis() as u64,
         })),
-        "heartbeat" => Ok(
-            json!({"last_seq": log.last_seq(), "now_ms": toolhost_runtime::host_session::now_ms()}),
-        ),
+        "heartbeat" => {
+            Ok(json!({"last_seq": log.last_seq(), "now_ms": toolhost_runtime::now_ms()}))
+        }
         "events" => {
             #[derive(Deserialize)]
             struct P {
@@ -513,13 +513,10 @@ async fn handle(
                 max: Option<usize>,
             }
             param::<P>(&params).map(|p| {
-                json!(
-                    log.replay(
-                        p.cursor,
-                        p.max
-                            .unwrap_or(toolhost_runtime::host_session::MAX_REPLAY_EVENTS)
-                    )
-                )
+                json!(log.replay(
+                    p.cursor,
+                    p.max.unwrap_or(toolhost_runtime::MAX_REPLAY_EVENTS)
+                ))
             })
         }
         "attach" => {
@@ -725,7 +722,7 @@ async fn push_events(shared: Arc<Shared>, mut cursor: u64, tx: mpsc::UnboundedSe
     let log = shared.host.events().clone();
     let mut changes = log.subscribe();
     loop {
-        let replay = log.replay(cursor, toolhost_runtime::host_session::MAX_REPLAY_EVENTS);
+        let replay = log.replay(cursor, toolhost_runtime::MAX_REPLAY_EVENTS);
         if let Some(last) = replay.events.last() {
             cursor = last.seq;
             if tx

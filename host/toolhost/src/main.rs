@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use toolhost_process::{SandboxMode, SandboxPolicy};
-use toolhost_runtime::display::{escape, escape_line};
-use toolhost_runtime::host_session::{HostEventKind, HostSessionLog, Lifecycle};
 use toolhost_runtime::{Host, HostConfig};
+use toolhost_runtime::{HostEventKind, HostSessionLog, Lifecycle};
+use toolhost_runtime::{escape, escape_line};
 
 /// toolhost: a WebAssembly component host with sandboxed tool plugins.
 ///
@@ -91,7 +91,7 @@ struct HostArgs {
 }
 
 /// A `--output-cap` in bytes, shown (as its default in `--help`) in the largest
-/// unit [`toolhost_runtime::manifest::parse_size`] reads that divides it.
+/// unit [`toolhost_runtime::parse_size`] reads that divides it.
 #[derive(Clone, Copy)]
 struct OutputCap(u64);
 
@@ -109,7 +109,7 @@ impl std::fmt::Display for OutputCap {
 }
 
 fn parse_output_cap(s: &str) -> Result<OutputCap, String> {
-    let bytes = toolhost_runtime::manifest::parse_size(s).map_err(|e| e.to_string())?;
+    let bytes = toolhost_runtime::parse_size(s).map_err(|e| e.to_string())?;
     if bytes < 4096 {
         return Err(format!("{s} is below the smallest output cap, 4KiB"));
     }
@@ -456,7 +456,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                             "inputSchema": serde_json::from_str::<serde_json::Value>(&t.spec.input_schema).ok(),
                             "plugin": t.plugin.id(),
                         });
-                        if t.plugin.id() == toolhost_runtime::builtin::BASH_ID {
+                        if t.plugin.id() == toolhost_runtime::BASH_ID {
                             tool["shell"] = bash_shell.display().to_string().into();
                         }
                         tool

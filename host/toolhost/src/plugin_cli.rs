@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use toolhost::scaffold::{self, Lang};
+use toolhost_runtime::CompileSource;
 use toolhost_runtime::HostConfig;
-use toolhost_runtime::display::{escape, escape_line};
-use toolhost_runtime::engine::CompileSource;
-use toolhost_runtime::inspect::{InspectOptions, Inspection, Progress, inspect_with};
-use toolhost_runtime::manifest::Manifest;
+use toolhost_runtime::Manifest;
+use toolhost_runtime::{InspectOptions, Inspection, Progress, inspect_with};
+use toolhost_runtime::{escape, escape_line};
 
 /// The `plugin` subcommands.
 #[derive(clap::Subcommand)]

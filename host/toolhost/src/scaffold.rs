@@ -210,7 +210,7 @@ pub struct ProjectFile {
 ///
 /// Errors: [`ScaffoldError::BadName`].
 pub fn project_files(name: &str, lang: Lang) -> Result<Vec<ProjectFile>, ScaffoldError> {
-    toolhost_runtime::manifest::validate_id(name).map_err(|e| ScaffoldError::BadName {
+    toolhost_runtime::validate_id(name).map_err(|e| ScaffoldError::BadName {
         name: name.to_string(),
         message: e.to_string(),
     })?;

@@ -7,8 +7,8 @@ use std::pin::Pin;
 
 use tokio::sync::Mutex;
 
-use toolhost_runtime::display::{escape_block, escape_line};
-use toolhost_runtime::permissions::{ApprovalOutcome, ApprovalRequest, Approver};
+use toolhost_runtime::{ApprovalOutcome, ApprovalRequest, Approver};
+use toolhost_runtime::{escape_block, escape_line};
 
 /// Prompts on stderr and reads the answer from stdin. Only used when stdin is
 /// a terminal ([`TtyApprover::if_interactive`]); one prompt at a time.
@@ -30,7 +30,7 @@ impl TtyApprover {
 
 /// The prompt shown for `request`. The command and cwd are plugin text, each
 /// shown on one line with every control character (newlines included)
-/// escaped (`toolhost_runtime::display::escape_line`). The policy's prompt
+/// escaped (`toolhost_runtime::escape_line`). The policy's prompt
 /// quotes the command, so its lines are shown in a block, each prefixed with
 /// `| ` (`escape_block`): a line the command smuggles in stays inside the
 /// block and cannot pose as the host's `command:` line. What the person reads

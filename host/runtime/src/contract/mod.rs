@@ -16,4 +16,5 @@
 pub mod v0_1_0;
 pub mod v0_2_0;
 
-pub use toolhost_manifest::ContractVersion;
+#[cfg(doc)]
+use toolhost_manifest::ContractVersion;

@@ -32,14 +32,10 @@ use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
 pub use guest_log::GuestLog;
-pub use offers::{
-    MAX_LABEL_BYTES, MAX_PROMPT_ARGUMENTS, MAX_PROMPTS_PER_PLUGIN, MAX_RESOURCES_PER_PLUGIN,
-    MAX_TEMPLATES_PER_PLUGIN, MAX_URI_BYTES, OfferKind, RefusedOffer, check_prompts,
-    check_resources, check_templates, prompt_name_error, uri_error,
-};
-pub use policy::{PolicyPlugin, RulesError};
+pub use offers::{MAX_LABEL_BYTES, OfferKind, RefusedOffer, uri_error};
+pub use policy::PolicyPlugin;
+pub use store::CallState;
 use store::new_store;
-pub use store::{CallState, SHELL_ENV};
 pub use tool::{
     Completions, MAX_COMPLETIONS, Prompt, PromptError, PromptResult, Resource, ResourceContents,
     ResourceError, ResourceTemplate, ToolError, ToolOutput, ToolPlugin, ToolSpec,
@@ -51,7 +47,7 @@ use crate::contract::v0_2_0::client::ClientState;
 use crate::engine::{CompileSource, MAX_WASM_STACK, Runtime, sha256_hex};
 use crate::limits::LimitExceeded;
 use crate::manifest::Manifest;
-pub use world::{ComponentNames, PluginKind, World, check_world, component_names, tool_contract};
+pub use world::{PluginKind, World, check_world, component_names, tool_contract};
 use world::{ToolInstance, ToolPre, Work, linker};
 
 /// Most tools one plugin may describe (256). A plugin that describes more is

@@ -340,7 +340,7 @@ fn argument_error(p: &Prompt) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::v0_2_0::PromptArgument;
+    use crate::contract::v0_2_0::server_plugin::exports::toolhost::plugin0_2_0::prompts::PromptArgument;
 
     fn resource(uri: &str, name: &str) -> Resource {
         Resource {

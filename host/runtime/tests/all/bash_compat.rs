@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use toolhost_runtime::engine::sha256_hex;
+use toolhost_runtime::sha256_hex;
 use toolhost_runtime::{Host, ToolResult};
 
 use crate::support::{allow_all_config, dirs};
@@ -115,10 +115,10 @@ async fn the_builtin_bash_answers_as_the_v0_1_0_binary() {
 /// the built-in defaults. Cost: four policy compiles (≈ 8 s in a debug build).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_builtin_policy_decides_as_the_v0_1_0_binary() {
-    use toolhost_runtime::builtin::{POLICY, POLICY_ID, policy_limits};
-    use toolhost_runtime::engine::{EngineOptions, Runtime};
-    use toolhost_runtime::permissions::PermissionRequest;
-    use toolhost_runtime::plugin::PolicyPlugin;
+    use toolhost_runtime::PermissionRequest;
+    use toolhost_runtime::PolicyPlugin;
+    use toolhost_runtime::{EngineOptions, Runtime};
+    use toolhost_runtime::{POLICY, POLICY_ID, policy_limits};
 
     let runtime = Runtime::with_options(
         None,

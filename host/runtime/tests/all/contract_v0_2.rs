@@ -11,15 +11,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use toolhost_runtime::contract::v0_2_0::client::{
-    CallClient, ClientError, ClientFuture, ElicitAction, ElicitRequest, ElicitResponse, LogLevel,
-    MAX_LOGS_PER_CALL, MAX_PROGRESS_PER_CALL, SamplingRequest, SamplingResponse,
-};
-use toolhost_runtime::contract::v0_2_0::{
+use toolhost_runtime::{
     Annotations, ContentBlock, Media, PromptMessage, PromptResult, ResourceBody, ResourceContents,
     ResourceLink, Role,
 };
-use toolhost_runtime::plugin::{CallError, Completions, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES};
+use toolhost_runtime::{
+    CallClient, ClientError, ClientFuture, ElicitAction, ElicitRequest, ElicitResponse, LogLevel,
+    MAX_LOGS_PER_CALL, MAX_PROGRESS_PER_CALL, SamplingRequest, SamplingResponse,
+};
+use toolhost_runtime::{CallError, Completions, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES};
 use toolhost_runtime::{
     CallRequest, CompletionRef, ContractVersion, Host, HostConfig, HostError, RequestError,
     ToolResult,
@@ -661,7 +661,7 @@ async fn completions_route_to_the_prompt_or_template() {
         .complete(&template, "id", "many", vec![])
         .await
         .unwrap();
-    assert_eq!(got.values.len(), toolhost_runtime::plugin::MAX_COMPLETIONS);
+    assert_eq!(got.values.len(), toolhost_runtime::MAX_COMPLETIONS);
     assert_eq!(got.total, 150);
 
     match host
@@ -758,7 +758,7 @@ async fn inspect_shows_the_contract_offers_and_grants() {
         format!("id = \"server\"\ncontract = \"0.2.0\"\n{GRANTS}"),
     )
     .unwrap();
-    let report = toolhost_runtime::inspect::inspect(&wasm).await.unwrap();
+    let report = toolhost_runtime::inspect(&wasm).await.unwrap();
     assert_eq!(report.load_error(), None);
     assert_eq!(report.contract, Some(ContractVersion::V0_2_0));
     let text = report.to_text();

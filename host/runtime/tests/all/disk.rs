@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, SystemTime};
 
 use toolhost_process::*;
-use toolhost_runtime::host_session::HostEventKind;
+use toolhost_runtime::HostEventKind;
 
 use crate::process_support::{HANG, HOST, wait_end};
 use crate::support::{CAP, HEAD, TAIL, capped_env, fake_session, seq_output};

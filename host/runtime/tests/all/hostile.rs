@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use toolhost_runtime::CompileSource;
 use toolhost_runtime::LimitExceeded;
-use toolhost_runtime::engine::CompileSource;
-use toolhost_runtime::plugin::{CallError, LoadError, MAX_OUTPUT_BYTES};
+use toolhost_runtime::{CallError, LoadError, MAX_OUTPUT_BYTES};
 use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
 
 use toolhost_test_fixtures::HOSTILE;
@@ -446,7 +446,7 @@ async fn another_plugins_sessions_cannot_be_seen_or_killed() {
 async fn a_policy_component_is_refused_as_a_tool_plugin() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notatool.wasm");
-    std::fs::write(&path, toolhost_runtime::builtin::POLICY).unwrap();
+    std::fs::write(&path, toolhost_runtime::POLICY).unwrap();
     let (ws, state) = dirs();
     let err = Host::new(config(vec![path], ws.path(), state.path()))
         .await
@@ -493,11 +493,11 @@ async fn a_sha256_pin_must_match() {
         }) => {
             assert_eq!(plugin, "hostile");
             assert_eq!(expected, wrong);
-            assert_eq!(actual, toolhost_runtime::engine::sha256_hex(HOSTILE));
+            assert_eq!(actual, toolhost_runtime::sha256_hex(HOSTILE));
         }
         other => panic!("{other:?}"),
     }
-    let right = toolhost_runtime::engine::sha256_hex(HOSTILE).to_uppercase();
+    let right = toolhost_runtime::sha256_hex(HOSTILE).to_uppercase();
     let env = env(Some(&hostile_manifest(&format!("sha256 = \"{right}\"\n")))).await;
     assert_host_alive(&env.host).await;
 }
@@ -589,7 +589,7 @@ async fn plugins_dir_loads_every_component_with_its_manifest() {
         .expect("loaded from the dir");
     assert_eq!(
         hostile.manifest().exec,
-        toolhost_runtime::manifest::ExecGrant::Patterns(vec!["echo hi".into()])
+        toolhost_runtime::ExecGrant::Patterns(vec!["echo hi".into()])
     );
     assert!(host.tools().iter().any(|t| t.name == "spin"));
 }

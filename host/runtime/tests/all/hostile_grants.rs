@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use toolhost_process::{Caller, SandboxPolicy};
-use toolhost_runtime::manifest::Manifest;
+use toolhost_runtime::Manifest;
 use toolhost_runtime::{Host, HostConfig, ToolResult};
 use toolhost_test_fixtures::HOSTILE;
 
@@ -602,5 +602,5 @@ fn the_manifest_and_the_operator_must_both_grant_unix_sockets() {
         ..SandboxPolicy::default()
     });
     assert!(combined.network && !combined.unix_sockets, "{combined:?}");
-    assert!(toolhost_runtime::builtin::bash_manifest().unix_sockets);
+    assert!(toolhost_runtime::bash_manifest().unix_sockets);
 }

@@ -8,10 +8,8 @@
 
 use std::path::Path;
 
-use toolhost_runtime::plugin::{
-    LoadError, MAX_DESCRIPTION_BYTES, MAX_TOOL_NAME_LEN, MAX_TOOLS_PER_PLUGIN,
-};
 use toolhost_runtime::{Host, HostConfig, HostError};
+use toolhost_runtime::{LoadError, MAX_DESCRIPTION_BYTES, MAX_TOOL_NAME_LEN, MAX_TOOLS_PER_PLUGIN};
 
 use crate::support::{add_hostile, dirs, use_cache};
 
@@ -196,7 +194,7 @@ async fn bad_tool_names_are_refused_and_bash_stays_bash() {
     );
     for t in host.tools() {
         assert!(
-            toolhost_runtime::plugin::tool_name_error(&t.plugin_tool).is_none(),
+            toolhost_runtime::tool_name_error(&t.plugin_tool).is_none(),
             "served a bad name {:?}",
             t.name
         );

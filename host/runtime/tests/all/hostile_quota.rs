@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use toolhost_process::Caller;
-use toolhost_runtime::host_session::{EVENT_FIELD_MAX, HostSessionLog, OMITTED_KEY};
+use toolhost_runtime::{EVENT_FIELD_MAX, HostSessionLog, OMITTED_KEY};
 use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
 use toolhost_test_fixtures::HOSTILE;
 
@@ -412,7 +412,7 @@ async fn starts_cancelled_by_the_wall_limit_leave_no_process() {
     drop(ws);
 }
 
-/// The instance pool is split in shares (`toolhost_runtime::engine::PoolShares`):
+/// The instance pool is split in shares (`toolhost_runtime::PoolShares`):
 /// more concurrent built-in `bash` calls than its share (3 of 8 instances here)
 /// queue for a slot instead of failing to instantiate, each starting a process
 /// (so each also needs a policy decision from the policy's share). Before the

@@ -17,8 +17,8 @@ use std::time::Duration;
 use toolhost_process::{
     Caller, SandboxMode, SandboxPolicy, Sessions, SessionsConfig, StartRequest, probe_kernel,
 };
-use toolhost_runtime::host_session::HostSessionLog;
-use toolhost_runtime::plugin::CallError;
+use toolhost_runtime::CallError;
+use toolhost_runtime::HostSessionLog;
 use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
 use toolhost_test_fixtures::HOSTILE;
 

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use toolhost_process::{OutputCapPolicy, Sessions, SessionsConfig};
 use toolhost_runtime::HostConfig;
-use toolhost_runtime::host_session::{HostSessionLog, LogObserver};
+use toolhost_runtime::{HostSessionLog, LogObserver};
 use toolhost_test_fixtures::HOSTILE;
 
 /// A fresh (workspace, state dir) pair, removed when dropped (the process

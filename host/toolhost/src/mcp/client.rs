@@ -46,11 +46,11 @@ use rmcp::service::{
 use serde_json::{Value, json};
 
 use toolhost_runtime::CallClient;
-use toolhost_runtime::contract::v0_2_0::client::{
+use toolhost_runtime::{
     ClientError, ClientFuture, ElicitAction, ElicitRequest, ElicitResponse, LogLevel,
     SamplingRequest, SamplingResponse,
 };
-use toolhost_runtime::contract::v0_2_0::{ContentBlock, Media, Role};
+use toolhost_runtime::{ContentBlock, Media, Role};
 
 /// How long an elicitation or a sampling request waits for the client
 /// (5 min); the plugin then gets `client-error::failed`.

@@ -67,7 +67,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use toolhost_runtime::host_session::HostEventKind;
+use toolhost_runtime::HostEventKind;
 use toolhost_runtime::{Host, HostError};
 
 mod client;
@@ -716,7 +716,7 @@ async fn progress_pump(
     loop {
         let replay = host
             .events()
-            .replay(cursor, toolhost_runtime::host_session::MAX_REPLAY_EVENTS);
+            .replay(cursor, toolhost_runtime::MAX_REPLAY_EVENTS);
         for recorded in &replay.events {
             cursor = recorded.seq;
             // Most events belong to other calls: skip them undecoded.
@@ -841,23 +841,21 @@ impl ElicitationApprover {
     }
 }
 
-impl toolhost_runtime::permissions::Approver for ElicitationApprover {
+impl toolhost_runtime::Approver for ElicitationApprover {
     fn name(&self) -> &str {
         "mcp-elicitation"
     }
 
     fn ask<'a>(
         &'a self,
-        request: &'a toolhost_runtime::permissions::ApprovalRequest,
+        request: &'a toolhost_runtime::ApprovalRequest,
     ) -> std::pin::Pin<
         Box<
-            dyn std::future::Future<Output = Option<toolhost_runtime::permissions::ApprovalOutcome>>
-                + Send
-                + 'a,
+            dyn std::future::Future<Output = Option<toolhost_runtime::ApprovalOutcome>> + Send + 'a,
         >,
     > {
         use rmcp::model::{ElicitRequestParams, ElicitationAction};
-        use toolhost_runtime::permissions::ApprovalOutcome;
+        use toolhost_runtime::ApprovalOutcome;
         Box::pin(async move {
             let (peer, origin) = self
                 .routes

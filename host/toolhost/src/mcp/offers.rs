@@ -14,7 +14,7 @@ use rmcp::model::{
 };
 use serde_json::{Map, Value, json};
 
-use toolhost_runtime::contract::v0_2_0::{Annotations, Role};
+use toolhost_runtime::{Annotations, Role};
 use toolhost_runtime::{CompletionRef, Host, RequestError};
 
 use crate::content::{content_block, resource_contents};
@@ -86,7 +86,7 @@ pub(crate) fn list_resource_templates(
 
 /// `resources/read`'s result from the contents a plugin returned.
 pub(crate) fn read_result(
-    contents: &[toolhost_runtime::contract::v0_2_0::ResourceContents],
+    contents: &[toolhost_runtime::ResourceContents],
 ) -> Result<ReadResourceResult, McpError> {
     let contents: Vec<Value> = contents
         .iter()
@@ -127,7 +127,7 @@ pub(crate) fn list_prompts(host: &Host) -> Result<ListPromptsResult, McpError> {
 
 /// `prompts/get`'s result from the prompt a plugin rendered.
 pub(crate) fn prompt_result(
-    result: &toolhost_runtime::contract::v0_2_0::PromptResult,
+    result: &toolhost_runtime::PromptResult,
 ) -> Result<GetPromptResult, McpError> {
     let messages: Vec<Value> = result
         .messages

@@ -1,8 +1,8 @@
 //! `toolhost:plugin@0.1.0` (`wit/v0.1.0`): the `tool-plugin` world (imports
 //! `sessions`, exports `tool`) and the `policy-plugin` world (exports
 //! `policy`). `bindgen!` needs literal paths and world names, so they repeat
-//! the version; every other use derives from [`VERSION`]
-//! ([`ContractVersion`](toolhost_manifest::ContractVersion)).
+//! the version; every other use names it as a value,
+//! [`ContractVersion::V0_1_0`](toolhost_manifest::ContractVersion::V0_1_0).
 //!
 //! Contract 0.2.0 ([`super::v0_2_0`]) is newer, so it holds the types the
 //! runtime works with; [`adapt`] converts this version's `tool` results onto
@@ -12,22 +12,15 @@
 pub mod adapt;
 mod sessions;
 
-pub use sessions::{
-    SessionsCtx, SessionsData, SubscriptionResource, add_to_linker as add_sessions_to_linker,
-};
+pub use sessions::{SessionsCtx, SubscriptionResource, add_to_linker as add_sessions_to_linker};
 
 /// The export names of this version's interfaces, as a component lists them.
 pub mod names {
-    /// `toolhost:plugin/tool@0.1.0`.
-    pub const TOOL: &str = "toolhost:plugin/tool@0.1.0";
     /// `toolhost:plugin/policy@0.1.0`.
     pub const POLICY: &str = "toolhost:plugin/policy@0.1.0";
     /// `toolhost:plugin/sessions@0.1.0` (an import; 0.2.0 imports it too).
     pub const SESSIONS: &str = "toolhost:plugin/sessions@0.1.0";
 }
-
-/// The contract version of this module.
-pub const VERSION: toolhost_manifest::ContractVersion = toolhost_manifest::ContractVersion::V0_1_0;
 
 /// The `tool-plugin` world: imports `sessions` (implemented in this module's
 /// `sessions`), exports `tool`.

@@ -37,8 +37,8 @@ use crate::display::escape_line;
 use crate::uri_template::UriTemplate;
 
 pub use wit::{
-    ClientError, ElicitAction, ElicitRequest, ElicitResponse, LogLevel, SamplingMessage,
-    SamplingRequest, SamplingResponse,
+    ClientError, ElicitAction, ElicitRequest, ElicitResponse, LogLevel, SamplingRequest,
+    SamplingResponse,
 };
 
 /// Most progress reports one call passes on (1,000); later ones are dropped.

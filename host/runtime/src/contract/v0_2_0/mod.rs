@@ -12,14 +12,12 @@
 //! the types generated here, re-exported below; [`super::v0_1_0`] adapts its
 //! own onto them (`v0_1_0::adapt`). `bindgen!` needs literal paths and world
 //! names, so they repeat the version; every other use derives from
-//! [`VERSION`] ([`ContractVersion`](toolhost_manifest::ContractVersion)).
+//! it as a value,
+//! [`ContractVersion::V0_2_0`](toolhost_manifest::ContractVersion::V0_2_0).
 
 pub mod client;
 
 use wasmtime::component::InstancePre;
-
-/// The contract version of this module.
-pub const VERSION: toolhost_manifest::ContractVersion = toolhost_manifest::ContractVersion::V0_2_0;
 
 /// The `server-plugin` world. `with` maps WASI to wasmtime-wasi's bindings
 /// and `sessions@0.1.0` (with its `subscription` resource) to the module
@@ -46,7 +44,7 @@ use server_plugin::toolhost::plugin0_2_0::content;
 pub use content::{
     Annotations, ContentBlock, Media, ResourceBody, ResourceContents, ResourceLink, Role,
 };
-pub use prompts::{Prompt, PromptArgument, PromptError, PromptMessage, PromptResult};
+pub use prompts::{Prompt, PromptError, PromptMessage, PromptResult};
 pub use resources::{Resource, ResourceError, ResourceTemplate};
 pub use tool::{ToolCall, ToolError, ToolHints, ToolOutput, ToolSpec};
 
@@ -88,8 +86,6 @@ pub fn contents_bytes(contents: &ResourceContents) -> usize {
 
 /// The export names of this version's interfaces, as a component lists them.
 pub mod names {
-    /// `toolhost:plugin/tool@0.2.0`.
-    pub const TOOL: &str = "toolhost:plugin/tool@0.2.0";
     /// `toolhost:plugin/resources@0.2.0`.
     pub const RESOURCES: &str = "toolhost:plugin/resources@0.2.0";
     /// `toolhost:plugin/prompts@0.2.0`.
