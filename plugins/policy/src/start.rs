@@ -22,8 +22,9 @@
 //! The policy never sees stdin: a rule allowing a shell or an interpreter
 //! (`python3 *`, `bash *`) allows whatever it reads on stdin, as it allows
 //! `bash script.sh` (the host refuses stdin to such programs under a manifest
-//! pattern grant; see the host's `manifest.rs`). Inline code (`python3 -c …`)
-//! is at most asked when the rules have deny or ask rules (see the crate docs).
+//! pattern grant: toolhost-manifest's `exec::stdin::stdin_runs_code`). Inline
+//! code (`python3 -c …`) is at most asked when the rules have deny or ask
+//! rules (see the crate docs).
 
 /// Environment variables a command (`VAR=value cmd`) or a request's
 /// `env-keys` may set without making it at most ask.
