@@ -128,7 +128,7 @@ async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
         .unwrap();
     assert!(matches!(
         result,
-        Err(toolhost_runtime::HostError::Cancelled(_))
+        Err(toolhost_runtime::ToolCallError::Cancelled(_))
     ));
 
     // A call to detach into the background.

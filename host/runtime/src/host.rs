@@ -90,8 +90,8 @@ impl HostConfig {
     /// Every plugin file to load: [`HostConfig::plugins`], then the `*.wasm`
     /// files of [`HostConfig::plugins_dir`] sorted by name.
     ///
-    /// Errors: [`HostError::Config`] if the directory cannot be read.
-    pub fn plugin_files(&self) -> Result<Vec<PathBuf>, HostError> {
+    /// Errors: [`StartError::Config`] if the directory cannot be read.
+    pub fn plugin_files(&self) -> Result<Vec<PathBuf>, StartError> {
         let mut files = self.plugins.clone();
         files.extend(self.dir_plugin_files()?);
         Ok(files)
@@ -100,12 +100,12 @@ impl HostConfig {
     /// The `*.wasm` files of [`HostConfig::plugins_dir`] sorted by name (none
     /// without one).
     ///
-    /// Errors: [`HostError::Config`] if the directory cannot be read.
-    fn dir_plugin_files(&self) -> Result<Vec<PathBuf>, HostError> {
+    /// Errors: [`StartError::Config`] if the directory cannot be read.
+    fn dir_plugin_files(&self) -> Result<Vec<PathBuf>, StartError> {
         let mut files = Vec::new();
         if let Some(dir) = &self.plugins_dir {
             let entries = std::fs::read_dir(dir).map_err(|e| {
-                HostError::Config(format!("cannot read plugins dir {}: {e}", dir.display()))
+                StartError::Config(format!("cannot read plugins dir {}: {e}", dir.display()))
             })?;
             let mut found: Vec<PathBuf> = entries
                 .flatten()
@@ -131,11 +131,13 @@ impl HostConfig {
     }
 }
 
-/// Errors of the host API.
+/// Why a [`Host`] could not be set up ([`Host::new`]) or a plugin file not
+/// read ([`HostConfig::plugin_files`], [`manifest_for`]): nothing was served.
 #[derive(Debug, thiserror::Error)]
-pub enum HostError {
+pub enum StartError {
     /// The configuration is unusable (workspace missing, state dir not
-    /// writable, policy rules refused, ...).
+    /// writable, policy rules refused, a plugin file unreadable or its id
+    /// taken, ...).
     #[error("{0}")]
     Config(String),
     /// A plugin could not be loaded.
@@ -144,6 +146,15 @@ pub enum HostError {
     /// A plugin's manifest is missing a required value or is invalid.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// The policy plugin trapped or hit a limit while checking the
+    /// operator's policy rules ([`HostConfig::policy_rules`]).
+    #[error(transparent)]
+    PolicyCheck(CallError),
+}
+
+/// Why a tool call produced no [`ToolResult`] ([`Host::call`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolCallError {
     /// No loaded plugin offers a tool of this name.
     #[error("unknown tool `{name}`; available: {available}")]
     UnknownTool {
@@ -309,17 +320,18 @@ impl Host {
     /// [`crate::plugin::check_tools`] or by naming are logged and listed by
     /// [`Host::refused_tools`].
     ///
-    /// Errors: [`HostError::Config`] for a bad workspace, state dir, policy
-    /// file, plugin file or a duplicate plugin id; [`HostError::Manifest`]
-    /// for an invalid manifest; [`HostError::Load`] if a plugin does not
+    /// Errors: [`StartError::Config`] for a bad workspace, state dir, policy
+    /// file, plugin file or a duplicate plugin id; [`StartError::Manifest`]
+    /// for an invalid manifest; [`StartError::Load`] if a plugin does not
     /// load (a preopen over the state dir, [`check_preopens`]; wrong world,
-    /// sha256 mismatch, `describe` failed, too many tools).
-    /// Plugin errors are errors only for the built-in plugins and explicit
+    /// sha256 mismatch, `describe` failed, too many tools);
+    /// [`StartError::PolicyCheck`] if the policy plugin fails checking the
+    /// rules. Plugin errors are errors only for the built-in plugins and explicit
     /// [`HostConfig::plugins`] files.
-    pub async fn new(mut config: HostConfig) -> Result<Host, HostError> {
+    pub async fn new(mut config: HostConfig) -> Result<Host, StartError> {
         let workspace = canonical_dir(&config.sessions.workspace, "workspace")?;
         std::fs::create_dir_all(&config.sessions.state_dir).map_err(|e| {
-            HostError::Config(format!(
+            StartError::Config(format!(
                 "cannot create state dir {}: {e}",
                 config.sessions.state_dir.display()
             ))
@@ -328,7 +340,7 @@ impl Host {
         // Held, so preopens are compared with the directory itself (device and
         // inode), not only with what its path names.
         let state_held = HeldDir::open(&state_dir).map_err(|e| {
-            HostError::Config(format!(
+            StartError::Config(format!(
                 "cannot open state dir {}: {e}",
                 state_dir.display()
             ))
@@ -394,7 +406,7 @@ impl Host {
             .max()
             .unwrap_or_default() as u64;
         let runtime = Runtime::with_options(Some(state_dir.join("compiled")), config.engine)
-            .map_err(|e| HostError::Config(format!("{e:#}")))?;
+            .map_err(|e| StartError::Config(format!("{e:#}")))?;
         let policy = Arc::new(PolicyPlugin::load(
             &runtime,
             builtin::POLICY_ID,
@@ -405,17 +417,17 @@ impl Host {
         // The built-in rules (an empty text) are checked by the policy plugin's own
         // tests; only an operator's file needs validating at start-up.
         if !config.policy_rules.is_empty()
-            && let Err(e) = policy.validate().await?
+            && let Err(e) = policy.validate().await.map_err(StartError::PolicyCheck)?
         {
-            return Err(HostError::Config(format!(
+            return Err(StartError::Config(format!(
                 "policy file refused: line {}: {}",
                 e.line, e.message
             )));
         }
         let sessions = sessions
             .await
-            .map_err(|e| HostError::Config(format!("starting the session engine: {e}")))?
-            .map_err(|e| HostError::Config(e.to_string()))?;
+            .map_err(|e| StartError::Config(format!("starting the session engine: {e}")))?
+            .map_err(|e| StartError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, workspace);
         permissions.set_observer(observer);
         let services = Arc::new(Services {
@@ -530,7 +542,7 @@ impl Host {
 
     /// Cancels tool call `tool_call_id`: the plugin's call is abandoned, the
     /// call's foreground processes are killed (SIGTERM, grace, SIGKILL to the
-    /// process group) and the call ends with [`HostError::Cancelled`].
+    /// process group) and the call ends with [`ToolCallError::Cancelled`].
     /// Returns false when no such call is in progress.
     pub fn cancel_call(&self, tool_call_id: &str) -> bool {
         let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
@@ -671,7 +683,7 @@ impl Host {
         &self,
         name: &str,
         arguments: &serde_json::Value,
-    ) -> Result<ToolResult, HostError> {
+    ) -> Result<ToolResult, ToolCallError> {
         let id = self.new_call_id();
         self.call_tool_as(&id, name, arguments, "api", Arc::default())
             .await
@@ -689,7 +701,7 @@ impl Host {
         arguments: &serde_json::Value,
         source: &str,
         cancel: Arc<tokio::sync::Notify>,
-    ) -> Result<ToolResult, HostError> {
+    ) -> Result<ToolResult, ToolCallError> {
         self.call(CallRequest {
             tool_call_id,
             name,
@@ -717,10 +729,10 @@ impl Host {
     /// the event log (nothing for an unknown tool or non-object arguments,
     /// which are refused first).
     ///
-    /// Errors: [`HostError::UnknownTool`], [`HostError::InvalidArguments`],
-    /// [`HostError::Plugin`] (trap, limit, too much output),
-    /// [`HostError::Cancelled`].
-    pub async fn call(&self, request: CallRequest<'_>) -> Result<ToolResult, HostError> {
+    /// Errors: [`ToolCallError::UnknownTool`], [`ToolCallError::InvalidArguments`],
+    /// [`ToolCallError::Plugin`] (trap, limit, too much output),
+    /// [`ToolCallError::Cancelled`].
+    pub async fn call(&self, request: CallRequest<'_>) -> Result<ToolResult, ToolCallError> {
         let CallRequest {
             tool_call_id,
             name,
@@ -730,7 +742,7 @@ impl Host {
             client,
         } = request;
         let Some(entry) = self.tools.iter().find(|t| t.name == name) else {
-            return Err(HostError::UnknownTool {
+            return Err(ToolCallError::UnknownTool {
                 name: name.to_string(),
                 available: self
                     .tools
@@ -741,7 +753,7 @@ impl Host {
             });
         };
         if !arguments.is_object() {
-            return Err(HostError::InvalidArguments {
+            return Err(ToolCallError::InvalidArguments {
                 tool: name.to_string(),
                 message: "arguments must be a JSON object".into(),
             });
@@ -793,7 +805,7 @@ impl Host {
             .unwrap_or_else(|e| e.into_inner())
             .remove(tool_call_id);
         let result = match outcome {
-            None => Err(HostError::Cancelled(tool_call_id.to_string())),
+            None => Err(ToolCallError::Cancelled(tool_call_id.to_string())),
             Some(outcome) => map_outcome(name, outcome),
         };
         self.events.append(match &result {
@@ -811,7 +823,7 @@ impl Host {
             Err(e) => HostEventKind::ToolCallFailed {
                 tool_call_id: tool_call_id.to_string(),
                 error: e.to_string(),
-                cancelled: matches!(e, HostError::Cancelled(_)),
+                cancelled: matches!(e, ToolCallError::Cancelled(_)),
             },
         });
         result
@@ -821,7 +833,7 @@ impl Host {
 fn map_outcome(
     name: &str,
     outcome: Result<Result<ToolOutput, ToolError>, CallError>,
-) -> Result<ToolResult, HostError> {
+) -> Result<ToolResult, ToolCallError> {
     match outcome? {
         Ok(output) => Ok(ToolResult {
             content: output.content,
@@ -830,11 +842,11 @@ fn map_outcome(
                 .and_then(|s| serde_json::from_str(&s).ok()),
             is_error: output.is_error,
         }),
-        Err(ToolError::UnknownTool(t)) => Err(HostError::UnknownTool {
+        Err(ToolError::UnknownTool(t)) => Err(ToolCallError::UnknownTool {
             name: t,
             available: name.to_string(),
         }),
-        Err(ToolError::InvalidArguments(message)) => Err(HostError::InvalidArguments {
+        Err(ToolError::InvalidArguments(message)) => Err(ToolCallError::InvalidArguments {
             tool: name.to_string(),
             message,
         }),
@@ -964,12 +976,12 @@ struct Pending {
 /// Reads the manifest (see [`manifest_for`]) and the bytes of the plugin at
 /// `file`, refusing an id in `ids`.
 ///
-/// Errors: [`HostError::Manifest`], [`HostError::Config`] (id taken,
+/// Errors: [`StartError::Manifest`], [`StartError::Config`] (id taken,
 /// unreadable file).
-fn read_plugin(file: &Path, ids: &HashSet<String>) -> Result<(Manifest, Vec<u8>), HostError> {
+fn read_plugin(file: &Path, ids: &HashSet<String>) -> Result<(Manifest, Vec<u8>), StartError> {
     let manifest = manifest_for(file)?;
     if ids.contains(&manifest.id) {
-        return Err(HostError::Config(format!(
+        return Err(StartError::Config(format!(
             "plugin {}: id `{}` is already taken (ids must be unique; `bash` and `policy` are \
              built in)",
             file.display(),
@@ -977,7 +989,7 @@ fn read_plugin(file: &Path, ids: &HashSet<String>) -> Result<(Manifest, Vec<u8>)
         )));
     }
     let bytes = std::fs::read(file)
-        .map_err(|e| HostError::Config(format!("cannot read plugin {}: {e}", file.display())))?;
+        .map_err(|e| StartError::Config(format!("cannot read plugin {}: {e}", file.display())))?;
     Ok((manifest, bytes))
 }
 
@@ -995,9 +1007,9 @@ fn skip(skipped: &mut Vec<SkippedPlugin>, file: PathBuf, error: String) {
 /// `name.wasm` if it exists, else a deny-all manifest whose id is the file
 /// stem (which must then be a valid id).
 ///
-/// Errors: [`HostError::Manifest`] for an unreadable or invalid manifest, or
+/// Errors: [`StartError::Manifest`] for an unreadable or invalid manifest, or
 /// a file stem that is not a valid id when there is none.
-pub fn manifest_for(wasm: &Path) -> Result<Manifest, HostError> {
+pub fn manifest_for(wasm: &Path) -> Result<Manifest, StartError> {
     let toml = wasm.with_extension("toml");
     if toml.exists() {
         return Ok(Manifest::load(&toml)?);
@@ -1018,12 +1030,12 @@ pub fn manifest_for(wasm: &Path) -> Result<Manifest, HostError> {
     Ok(Manifest::deny_all(&stem))
 }
 
-fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf, HostError> {
+fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf, StartError> {
     let canonical = path
         .canonicalize()
-        .map_err(|e| HostError::Config(format!("{what} {}: {e}", path.display())))?;
+        .map_err(|e| StartError::Config(format!("{what} {}: {e}", path.display())))?;
     if !canonical.is_dir() {
-        return Err(HostError::Config(format!(
+        return Err(StartError::Config(format!(
             "{what} {} is not a directory",
             path.display()
         )));

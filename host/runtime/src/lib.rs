@@ -49,8 +49,8 @@ mod uri_template;
 // The host every front door drives: its configuration, calls and results.
 pub use catalog::{CompletionRef, PromptEntry, RequestError, ResourceEntry, TemplateEntry};
 pub use host::{
-    CallRequest, Host, HostConfig, HostError, RunningCall, SkippedPlugin, ToolEntry, ToolResult,
-    manifest_for,
+    CallRequest, Host, HostConfig, RunningCall, SkippedPlugin, StartError, ToolCallError,
+    ToolEntry, ToolResult, manifest_for,
 };
 pub use limits::{LimitExceeded, Limits};
 

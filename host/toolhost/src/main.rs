@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use toolhost_process::{SandboxMode, SandboxPolicy};
-use toolhost_runtime::{Host, HostConfig};
+use toolhost_runtime::{Host, HostConfig, ToolCallError};
 use toolhost_runtime::{HostEventKind, HostSessionLog, Lifecycle};
 use toolhost_runtime::{escape, escape_line};
 
@@ -389,10 +389,10 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     }
                 }
                 Err(
-                    e @ (toolhost_runtime::HostError::UnknownTool { .. }
-                    | toolhost_runtime::HostError::InvalidArguments { .. }),
+                    e
+                    @ (ToolCallError::UnknownTool { .. } | ToolCallError::InvalidArguments { .. }),
                 ) => usage_error(e.to_string()),
-                Err(e) => {
+                Err(e @ (ToolCallError::Plugin(_) | ToolCallError::Cancelled(_))) => {
                     eprintln!("toolhost: {}", escape(&e.to_string()));
                     ExitCode::from(1)
                 }

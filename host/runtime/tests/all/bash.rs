@@ -257,7 +257,7 @@ async fn bad_input_gets_clear_errors() {
         (json!({}), "command"),
     ] {
         match f.host.call_tool("bash", &args).await {
-            Err(toolhost_runtime::HostError::InvalidArguments { message, .. }) => {
+            Err(toolhost_runtime::ToolCallError::InvalidArguments { message, .. }) => {
                 assert!(message.contains(needle), "{args}: {message}")
             }
             other => panic!("{args}: expected invalid arguments, got {other:?}"),

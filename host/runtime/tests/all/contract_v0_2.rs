@@ -21,7 +21,7 @@ use toolhost_runtime::{
 };
 use toolhost_runtime::{CallError, Completions, MAX_CONTENT_BLOCKS, MAX_OUTPUT_BYTES};
 use toolhost_runtime::{
-    CallRequest, CompletionRef, ContractVersion, Host, HostConfig, HostError, RequestError,
+    CallRequest, CompletionRef, ContractVersion, Host, HostConfig, RequestError, ToolCallError,
     ToolResult,
 };
 use toolhost_test_fixtures::SERVER;
@@ -174,7 +174,7 @@ async fn call_with(
     tool: &str,
     arguments: serde_json::Value,
     client: Option<Arc<FakeClient>>,
-) -> Result<ToolResult, HostError> {
+) -> Result<ToolResult, ToolCallError> {
     let id = host.new_call_id();
     host.call(CallRequest {
         tool_call_id: &id,
@@ -417,7 +417,7 @@ async fn a_flooding_plugin_is_cut_off_at_the_limits() {
 async fn results_over_the_limits_are_errors() {
     let env = env("memory = \"128MiB\"\n").await;
     match env.host.call_tool("too_many", &json!({})).await {
-        Err(HostError::Plugin(CallError::TooManyBlocks {
+        Err(ToolCallError::Plugin(CallError::TooManyBlocks {
             plugin,
             what,
             count,
@@ -438,7 +438,7 @@ async fn results_over_the_limits_are_errors() {
         other => panic!("{other:?}"),
     }
     match env.host.call_tool("too_big", &json!({"mib": 17})).await {
-        Err(HostError::Plugin(CallError::OutputTooLarge {
+        Err(ToolCallError::Plugin(CallError::OutputTooLarge {
             plugin,
             bytes,
             limit,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use toolhost_runtime::CompileSource;
 use toolhost_runtime::LimitExceeded;
 use toolhost_runtime::{CallError, LoadError, MAX_OUTPUT_BYTES};
-use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
+use toolhost_runtime::{Host, HostConfig, StartError, ToolCallError, ToolResult};
 
 use toolhost_test_fixtures::HOSTILE;
 
@@ -35,7 +35,7 @@ fn config(files: Vec<PathBuf>, ws: &Path, state: &Path) -> HostConfig {
 }
 
 /// Like [`env`] but returns the host's `Result` (plus the temp dirs to keep).
-async fn try_env(manifest: Option<&str>) -> (Result<Host, HostError>, [tempfile::TempDir; 3]) {
+async fn try_env(manifest: Option<&str>) -> (Result<Host, StartError>, [tempfile::TempDir; 3]) {
     let dir = hostile_dir(manifest);
     let (ws, state) = dirs();
     let cfg = config(
@@ -63,7 +63,11 @@ async fn env(manifest: Option<&str>) -> Env {
     }
 }
 
-async fn call(host: &Host, tool: &str, args: serde_json::Value) -> Result<ToolResult, HostError> {
+async fn call(
+    host: &Host,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<ToolResult, ToolCallError> {
     host.call_tool(tool, &args).await
 }
 
@@ -83,9 +87,9 @@ async fn assert_host_alive(host: &Host) {
     assert_eq!(out.text(), "hello");
 }
 
-fn limit_of(result: Result<ToolResult, HostError>) -> LimitExceeded {
+fn limit_of(result: Result<ToolResult, ToolCallError>) -> LimitExceeded {
     match result {
-        Err(HostError::Plugin(CallError::Limit { plugin, limit })) => {
+        Err(ToolCallError::Plugin(CallError::Limit { plugin, limit })) => {
             assert_eq!(plugin, "hostile");
             limit
         }
@@ -151,7 +155,7 @@ async fn deep_recursion_hits_the_stack_limit() {
     // With frames in linear memory, Rust's shadow stack runs out first: a
     // guest fault (out-of-bounds trap), contained all the same.
     match call(&env.host, "recurse", serde_json::json!({"frames": true})).await {
-        Err(HostError::Plugin(CallError::Trap { message, .. })) => {
+        Err(ToolCallError::Plugin(CallError::Trap { message, .. })) => {
             assert!(message.contains("out of bounds"), "{message}")
         }
         other => panic!("{other:?}"),
@@ -163,7 +167,7 @@ async fn deep_recursion_hits_the_stack_limit() {
 async fn huge_output_is_refused_by_the_host_cap() {
     let env = env(None).await;
     match call(&env.host, "huge", serde_json::json!({"mib": 20})).await {
-        Err(HostError::Plugin(CallError::OutputTooLarge {
+        Err(ToolCallError::Plugin(CallError::OutputTooLarge {
             plugin,
             bytes,
             limit,
@@ -186,7 +190,7 @@ async fn huge_output_is_refused_by_the_host_cap() {
 async fn a_panic_is_a_trap_and_the_instance_is_discarded() {
     let env = env(None).await;
     match call(&env.host, "trap", serde_json::json!({})).await {
-        Err(HostError::Plugin(CallError::Trap { plugin, message })) => {
+        Err(ToolCallError::Plugin(CallError::Trap { plugin, message })) => {
             assert_eq!(plugin, "hostile");
             assert!(message.contains("unreachable"), "{message}");
             // The report carries the guest's last stderr lines: the panic
@@ -453,7 +457,7 @@ async fn a_policy_component_is_refused_as_a_tool_plugin() {
         .err()
         .expect("a policy component is not a tool plugin");
     match &err {
-        HostError::Load(LoadError::WrongWorld { plugin, .. }) => assert_eq!(plugin, "notatool"),
+        StartError::Load(LoadError::WrongWorld { plugin, .. }) => assert_eq!(plugin, "notatool"),
         other => panic!("{other:?}"),
     }
     let message = err.to_string();
@@ -486,7 +490,7 @@ async fn a_sha256_pin_must_match() {
     let wrong = "0".repeat(64);
     let (host, _dir) = try_env(Some(&hostile_manifest(&format!("sha256 = \"{wrong}\"\n")))).await;
     match host.err().expect("pin mismatch refused") {
-        HostError::Load(LoadError::Sha256Mismatch {
+        StartError::Load(LoadError::Sha256Mismatch {
             plugin,
             expected,
             actual,
@@ -626,7 +630,7 @@ async fn ready_instances_keep_the_limits_and_serve_one_call_each() {
         "a limit hit discards only that instance"
     );
     match call(&env.host, "trap", serde_json::json!({})).await {
-        Err(HostError::Plugin(CallError::Trap { message, .. })) => assert!(
+        Err(ToolCallError::Plugin(CallError::Trap { message, .. })) => assert!(
             message.contains("the hostile plugin panics on purpose"),
             "{message}"
         ),

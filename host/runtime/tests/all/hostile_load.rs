@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use toolhost_runtime::{Host, HostConfig, HostError};
+use toolhost_runtime::{Host, HostConfig, StartError};
 use toolhost_runtime::{LoadError, MAX_DESCRIPTION_BYTES, MAX_TOOL_NAME_LEN, MAX_TOOLS_PER_PLUGIN};
 
 use crate::support::{add_hostile, dirs, use_cache};
@@ -113,7 +113,7 @@ async fn an_explicit_plugin_whose_describe_traps_is_an_error() {
     let mut cfg = config(ws.path(), state.path());
     cfg.plugins = vec![wasm];
     match Host::new(cfg).await {
-        Err(HostError::Load(LoadError::Describe { plugin, message })) => {
+        Err(StartError::Load(LoadError::Describe { plugin, message })) => {
             assert_eq!(plugin, "hostile");
             assert!(message.contains("trapped"), "{message}");
         }
@@ -134,7 +134,7 @@ async fn a_hundred_thousand_tools_are_refused_with_a_named_limit() {
     let mut cfg = config(ws.path(), state.path());
     cfg.plugins = vec![many.clone()];
     match Host::new(cfg).await {
-        Err(HostError::Load(e @ LoadError::TooManyTools { .. })) => {
+        Err(StartError::Load(e @ LoadError::TooManyTools { .. })) => {
             let LoadError::TooManyTools {
                 ref plugin,
                 count,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use toolhost_process::Caller;
 use toolhost_runtime::{EVENT_FIELD_MAX, HostSessionLog, OMITTED_KEY};
-use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
+use toolhost_runtime::{Host, HostConfig, ToolCallError, ToolResult};
 use toolhost_test_fixtures::HOSTILE;
 
 use crate::support::{ALLOW_ALL, dirs, use_cache};
@@ -73,7 +73,7 @@ async fn call(
     plugin: &str,
     tool: &str,
     args: serde_json::Value,
-) -> Result<ToolResult, HostError> {
+) -> Result<ToolResult, ToolCallError> {
     let name = tool_name(host, plugin, tool);
     host.call_tool(&name, &args).await
 }
@@ -392,7 +392,7 @@ async fn starts_cancelled_by_the_wall_limit_leave_no_process() {
         )
         .await;
         assert!(
-            matches!(&result, Err(HostError::Plugin(e)) if e.to_string().contains("wall time limit")),
+            matches!(&result, Err(ToolCallError::Plugin(e)) if e.to_string().contains("wall time limit")),
             "{result:?}"
         );
     }

@@ -19,7 +19,7 @@ use toolhost_process::{
 };
 use toolhost_runtime::CallError;
 use toolhost_runtime::HostSessionLog;
-use toolhost_runtime::{Host, HostConfig, HostError, ToolResult};
+use toolhost_runtime::{Host, HostConfig, ToolCallError, ToolResult};
 use toolhost_test_fixtures::HOSTILE;
 
 const HOST: Caller = Caller::Host;
@@ -279,7 +279,11 @@ async fn env(manifest: &str) -> Env {
     }
 }
 
-async fn call(host: &Host, tool: &str, args: serde_json::Value) -> Result<ToolResult, HostError> {
+async fn call(
+    host: &Host,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<ToolResult, ToolCallError> {
     host.call_tool(tool, &args).await
 }
 
@@ -369,9 +373,9 @@ async fn a_plugin_granted_cat_cannot_read_another_plugins_output_or_host_state()
 const PREOPEN: &str = "id = \"hostile\"\ncontract = \"0.1.0\"\n\
     [[preopen]]\nhost = \"granted/inner\"\nguest = \"/inner\"\nmode = \"read-write\"\n";
 
-fn refused(result: Result<ToolResult, HostError>, host_dir: &Path, why: &str) {
+fn refused(result: Result<ToolResult, ToolCallError>, host_dir: &Path, why: &str) {
     match result {
-        Err(HostError::Plugin(e @ CallError::Host { .. })) => assert_eq!(
+        Err(ToolCallError::Plugin(e @ CallError::Host { .. })) => assert_eq!(
             e.to_string(),
             format!(
                 "plugin `hostile` could not run: preopen /inner ({}) is no longer the \

@@ -68,7 +68,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use toolhost_runtime::HostEventKind;
-use toolhost_runtime::{Host, HostError};
+use toolhost_runtime::{Host, ToolCallError};
 
 mod client;
 pub mod http;
@@ -684,19 +684,18 @@ impl ServerHandler for McpServer {
 /// for an unknown tool or arguments the plugin refuses ("Tools", "Error
 /// Handling").
 fn to_mcp_result(
-    result: Result<toolhost_runtime::ToolResult, HostError>,
+    result: Result<toolhost_runtime::ToolResult, ToolCallError>,
 ) -> Result<CallToolResponse, McpError> {
     match result {
         Ok(r) => Ok(crate::content::call_tool_result(&r).into()),
-        Err(e @ (HostError::UnknownTool { .. } | HostError::InvalidArguments { .. })) => {
+        Err(e @ (ToolCallError::UnknownTool { .. } | ToolCallError::InvalidArguments { .. })) => {
             Err(McpError::invalid_params(e.to_string(), None))
         }
-        Err(e @ (HostError::Plugin(_) | HostError::Cancelled(_))) => {
+        Err(e @ (ToolCallError::Plugin(_) | ToolCallError::Cancelled(_))) => {
             let mut out = CallToolResult::error(vec![ContentBlock::text(e.to_string())]);
             out.is_error = Some(true);
             Ok(out.into())
         }
-        Err(e) => Err(McpError::internal_error(e.to_string(), None)),
     }
 }
 
