@@ -61,7 +61,7 @@ async fn socket_is_private_and_lists_and_replays() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 
-    host.call_tool("bash", &json!({"command": "echo one"}))
+    host.call_tool("bash", json!({"command": "echo one"}))
         .await
         .unwrap();
     let mut c = connect(state.path(), &host).await;
@@ -107,7 +107,7 @@ async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
     // A call to cancel from the control socket.
     let h = host.clone();
     let call = tokio::spawn(async move {
-        h.call_tool("bash", &json!({"command": "echo started; sleep 30"}))
+        h.call_tool("bash", json!({"command": "echo started; sleep 30"}))
             .await
     });
     let mut tc = None;
@@ -134,7 +134,7 @@ async fn attached_client_follows_live_and_cancels_and_detaches_calls() {
     // A call to detach into the background.
     let h = host.clone();
     let call = tokio::spawn(async move {
-        h.call_tool("bash", &json!({"command": "echo bg; sleep 2; echo later"}))
+        h.call_tool("bash", json!({"command": "echo bg; sleep 2; echo later"}))
             .await
     });
     let mut tc2 = None;
@@ -357,7 +357,7 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
     let call = {
         let host = host.clone();
         tokio::spawn(async move {
-            host.call_tool("bash", &json!({"command": "touch approved"}))
+            host.call_tool("bash", json!({"command": "touch approved"}))
                 .await
         })
     };
@@ -384,7 +384,7 @@ async fn an_attached_client_approves_a_policy_ask_and_the_command_runs() {
     let call = {
         let host = host.clone();
         tokio::spawn(async move {
-            host.call_tool("bash", &json!({"command": "touch rejected"}))
+            host.call_tool("bash", json!({"command": "touch rejected"}))
                 .await
         })
     };
@@ -489,7 +489,7 @@ async fn a_command_of_the_host_cannot_use_the_control_socket() {
             elsewhere.display()
         );
         let result = host
-            .call_tool("bash", &json!({ "command": command }))
+            .call_tool("bash", json!({ "command": command }))
             .await
             .unwrap();
         assert!(!result.text().contains("answered"), "{result:?}");

@@ -12,12 +12,18 @@ fn p1_plugin_call(c: &mut Criterion) {
     let (_host, plugin, bare) = rt
         .block_on(plugin_call::setup(&fixture))
         .expect("plugin setup");
+    let list_shells = plugin
+        .tools()
+        .iter()
+        .find(|t| t.name == "list_shells")
+        .expect("list_shells")
+        .clone();
     let mut g = c.benchmark_group("P1");
     // Back to back: each call's background refill overlaps the next call
     // (`toolhost-bench --only P1` also measures calls spaced apart).
     g.bench_function("toolhost list_shells (fresh instance, made ahead)", |b| {
         b.iter(|| {
-            rt.block_on(plugin.call("list_shells", "p1", "{}", None))
+            rt.block_on(plugin.call(&list_shells, "p1", "{}".to_string(), None))
                 .expect("call")
                 .expect("list_shells")
         })

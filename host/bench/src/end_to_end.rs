@@ -60,7 +60,7 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
     let host = fixture.host(None).await?;
     let args = json!({"command": "true"});
     // The shell the bash tool runs (its structured result names it).
-    let first = host.call_tool("bash", &args).await?;
+    let first = host.call_tool("bash", args.clone()).await?;
     let shell: PathBuf = first
         .structured
         .as_ref()
@@ -69,7 +69,7 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
         .context("the bash tool's result names no shell")?
         .into();
     for _ in 0..calls.clamp(5, 30) {
-        host.call_tool("bash", &args).await?;
+        host.call_tool("bash", args.clone()).await?;
         raw_shell_true(&shell).await?;
         raw_true().await?;
     }
@@ -100,7 +100,7 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
     };
     for _ in 0..calls {
         let t = Instant::now();
-        let result = host.call_tool("bash", &args).await?;
+        let result = host.call_tool("bash", args.clone()).await?;
         ours.push(t.elapsed());
         ensure!(!result.is_error, "bash `true` failed: {}", result.text());
         let t = Instant::now();
@@ -112,7 +112,7 @@ pub async fn run(calls: usize) -> Result<Vec<Row>> {
         parts[0].push(session_true(&confined).await?);
         parts[1].push(session_true(&open).await?);
         let t = Instant::now();
-        lenient.call_tool("bash", &args).await?;
+        lenient.call_tool("bash", args.clone()).await?;
         parts[2].push(t.elapsed());
         let t = Instant::now();
         let prepared = SandboxPolicy::default().prepare(&prepare_paths)?;

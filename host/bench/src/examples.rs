@@ -153,7 +153,7 @@ pub(crate) async fn greet_mcp(client: &RmcpClient, tool: &str) -> Result<()> {
 
 /// One `greet` through `Host::call_tool`, checked.
 pub(crate) async fn greet_host(host: &Host, tool: &str) -> Result<()> {
-    let result = host.call_tool(tool, &json!({ "name": NAME })).await?;
+    let result = host.call_tool(tool, json!({ "name": NAME })).await?;
     ensure!(
         !result.is_error && result.text() == GREETING,
         "{tool} answered {:?}",
@@ -164,11 +164,16 @@ pub(crate) async fn greet_host(host: &Host, tool: &str) -> Result<()> {
 
 /// One `greet` through `ToolPlugin::call`, checked.
 pub(crate) async fn greet_plugin(plugin: &ToolPlugin) -> Result<()> {
+    let greet = plugin
+        .tools()
+        .iter()
+        .find(|t| t.name == "greet")
+        .context("the plugin has no greet tool")?;
     let out = plugin
         .call(
-            "greet",
+            greet,
             "call_bench",
-            &json!({ "name": NAME }).to_string(),
+            json!({ "name": NAME }).to_string(),
             None,
         )
         .await?

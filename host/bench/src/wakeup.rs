@@ -77,19 +77,17 @@ pub async fn guest_once(
     host: &std::sync::Arc<toolhost_runtime::Host>,
 ) -> Result<(Duration, Duration)> {
     let id = host.new_call_id();
+    let request = toolhost_runtime::CallRequest {
+        tool_call_id: id.clone(),
+        tool: host.tool("bash").context("the host has no bash tool")?,
+        arguments: serde_json::Map::from_iter([("command".into(), json!("exec sleep 1000"))]),
+        source: "api",
+        cancel: Default::default(),
+        client: None,
+    };
     let call = {
         let host = host.clone();
-        let id = id.clone();
-        tokio::spawn(async move {
-            host.call_tool_as(
-                &id,
-                "bash",
-                &json!({"command": "exec sleep 1000"}),
-                "api",
-                Default::default(),
-            )
-            .await
-        })
+        tokio::spawn(async move { host.call(request).await })
     };
     let started = Instant::now();
     let pid = loop {

@@ -246,16 +246,19 @@ impl ToolResult {
     }
 }
 
-/// One tool call as a front door asks for it ([`Host::call`]).
-pub struct CallRequest<'a> {
+/// One tool call as a front door asks for it ([`Host::call`]): the tool as
+/// [`Host::tool`] found it and the arguments as the front door parsed them,
+/// both moved down the call path (nothing looks the tool up or parses the
+/// arguments again).
+pub struct CallRequest {
     /// The call's id, from [`Host::new_call_id`].
-    pub tool_call_id: &'a str,
-    /// The tool's served name.
-    pub name: &'a str,
-    /// The arguments; must be a JSON object.
-    pub arguments: &'a serde_json::Value,
+    pub tool_call_id: String,
+    /// The tool, from [`Host::tool`].
+    pub tool: Arc<ToolEntry>,
+    /// The arguments (a JSON object).
+    pub arguments: serde_json::Map<String, serde_json::Value>,
     /// The front door (`mcp`, `cli`, `api`), recorded in the event log.
-    pub source: &'a str,
+    pub source: &'static str,
     /// Notified to cancel the call (also by [`Host::cancel_call`]).
     pub cancel: Arc<tokio::sync::Notify>,
     /// The MCP client behind the call, which a contract 0.2.0 plugin reaches
@@ -299,7 +302,9 @@ pub struct Host {
     plugins: Vec<Arc<ToolPlugin>>,
     skipped: Vec<SkippedPlugin>,
     refused: Vec<RefusedTool>,
-    tools: Vec<ToolEntry>,
+    tools: Vec<Arc<ToolEntry>>,
+    /// Index of each tool in `tools` by its served name ([`Host::tool`]).
+    tool_index: HashMap<String, usize>,
     catalog: Arc<Catalog>,
     tools_version: tokio::sync::watch::Sender<u64>,
     next_call: AtomicU64,
@@ -475,6 +480,12 @@ impl Host {
             }
         }
         let (tools, mut refused) = merge_tools(&plugins);
+        let tools: Vec<Arc<ToolEntry>> = tools.into_iter().map(Arc::new).collect();
+        let tool_index = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
         let mut all_refused: Vec<RefusedTool> = plugins
             .iter()
             .flat_map(|p| p.refused_tools().iter().cloned())
@@ -500,6 +511,7 @@ impl Host {
             skipped,
             refused: all_refused,
             tools,
+            tool_index,
             catalog,
             tools_version: tokio::sync::watch::channel(0).0,
             // Ids never repeat within one log: a resumed one continues above its highest.
@@ -583,8 +595,27 @@ impl Host {
     }
 
     /// The tools of all loaded plugins.
-    pub fn tools(&self) -> &[ToolEntry] {
+    pub fn tools(&self) -> &[Arc<ToolEntry>] {
         &self.tools
+    }
+
+    /// The tool served as `name` (one map lookup), for [`CallRequest::tool`];
+    /// `None` if no loaded plugin offers it ([`Host::unknown_tool`] says so).
+    pub fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
+        self.tool_index.get(name).map(|&i| self.tools[i].clone())
+    }
+
+    /// [`ToolCallError::UnknownTool`] for `name`, listing the tools that exist.
+    pub fn unknown_tool(&self, name: &str) -> ToolCallError {
+        ToolCallError::UnknownTool {
+            name: name.to_string(),
+            available: self
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
     }
 
     /// The session engine.
@@ -676,46 +707,39 @@ impl Host {
             .await
     }
 
-    /// Calls tool `name` with `arguments` (must be a JSON object) under a
-    /// fresh tool-call id, as the embedder (`source` `api`). See
-    /// [`Host::call_tool_as`].
+    /// Calls tool `name` with `arguments` under a fresh tool-call id, as the
+    /// embedder (`source` `api`) with no client and no cancel: [`Host::tool`],
+    /// then [`Host::call`].
+    ///
+    /// Errors: [`ToolCallError::UnknownTool`] (checked first),
+    /// [`ToolCallError::InvalidArguments`] when `arguments` is not a JSON
+    /// object; then as [`Host::call`].
     pub async fn call_tool(
         &self,
         name: &str,
-        arguments: &serde_json::Value,
+        arguments: serde_json::Value,
     ) -> Result<ToolResult, ToolCallError> {
-        let id = self.new_call_id();
-        self.call_tool_as(&id, name, arguments, "api", Arc::default())
-            .await
-    }
-
-    /// Calls tool `name` with `arguments` as tool call `tool_call_id`, coming
-    /// through front door `source`, with no client: [`Host::call`] with
-    /// [`CallRequest::client`] `None`.
-    ///
-    /// Errors: as [`Host::call`].
-    pub async fn call_tool_as(
-        &self,
-        tool_call_id: &str,
-        name: &str,
-        arguments: &serde_json::Value,
-        source: &str,
-        cancel: Arc<tokio::sync::Notify>,
-    ) -> Result<ToolResult, ToolCallError> {
+        let tool = self.tool(name).ok_or_else(|| self.unknown_tool(name))?;
+        let serde_json::Value::Object(arguments) = arguments else {
+            return Err(ToolCallError::InvalidArguments {
+                tool: name.to_string(),
+                message: "arguments must be a JSON object".into(),
+            });
+        };
         self.call(CallRequest {
-            tool_call_id,
-            name,
+            tool_call_id: self.new_call_id(),
+            tool,
             arguments,
-            source,
-            cancel,
+            source: "api",
+            cancel: Arc::default(),
             client: None,
         })
         .await
     }
 
-    /// Runs `request`: tool `name` with `arguments` (must be a JSON object)
-    /// as tool call `tool_call_id` (from [`Host::new_call_id`]), coming
-    /// through front door `source`, with the MCP client `client` behind it.
+    /// Runs `request`: its `tool` with `arguments` as tool call
+    /// `tool_call_id` (from [`Host::new_call_id`]), coming through front door
+    /// `source`, with the MCP client `client` behind it.
     /// Runs the plugin in a fresh instance, and when the call returns kills
     /// any foreground process it left running without detaching it.
     ///
@@ -726,38 +750,23 @@ impl Host {
     /// Records `tool_call_started` and then exactly one of
     /// `tool_call_settled` (its text is the content as
     /// [`ToolResult::render_terminal`] shows it, cut) / `tool_call_failed` in
-    /// the event log (nothing for an unknown tool or non-object arguments,
-    /// which are refused first).
+    /// the event log.
     ///
-    /// Errors: [`ToolCallError::UnknownTool`], [`ToolCallError::InvalidArguments`],
+    /// Errors: [`ToolCallError::UnknownTool`] and
+    /// [`ToolCallError::InvalidArguments`] when the plugin says so,
     /// [`ToolCallError::Plugin`] (trap, limit, too much output),
     /// [`ToolCallError::Cancelled`].
-    pub async fn call(&self, request: CallRequest<'_>) -> Result<ToolResult, ToolCallError> {
+    pub async fn call(&self, request: CallRequest) -> Result<ToolResult, ToolCallError> {
         let CallRequest {
             tool_call_id,
-            name,
+            tool,
             arguments,
             source,
             cancel,
             client,
         } = request;
-        let Some(entry) = self.tools.iter().find(|t| t.name == name) else {
-            return Err(ToolCallError::UnknownTool {
-                name: name.to_string(),
-                available: self
-                    .tools
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        };
-        if !arguments.is_object() {
-            return Err(ToolCallError::InvalidArguments {
-                tool: name.to_string(),
-                message: "arguments must be a JSON object".into(),
-            });
-        }
+        let tool_call_id = tool_call_id.as_str();
+        let name = tool.name.as_str();
         let info = RunningCall {
             tool_call_id: tool_call_id.to_string(),
             tool: name.to_string(),
@@ -771,16 +780,18 @@ impl Host {
                 cancel: cancel.clone(),
             },
         );
+        // The plugin gets the arguments as JSON text; the event log keeps the
+        // object itself (moved, not copied).
+        let arguments_text = serde_json::to_string(&arguments).unwrap_or_default();
         self.events.append(HostEventKind::ToolCallStarted {
             tool_call_id: tool_call_id.to_string(),
             tool: name.to_string(),
-            arguments: arguments.clone(),
+            arguments: serde_json::Value::Object(arguments),
             source: source.to_string(),
         });
-        let arguments_text = arguments.to_string();
-        let call = entry
+        let call = tool
             .plugin
-            .call(&entry.plugin_tool, tool_call_id, &arguments_text, client);
+            .call(&tool.spec, tool_call_id, arguments_text, client);
         let outcome = tokio::select! {
             outcome = call => Some(outcome),
             () = cancel.notified() => None,

@@ -342,7 +342,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             // process groups it started (they would otherwise outlive us,
             // with nobody left to enforce their timeout), then exit 128+n.
             let outcome = tokio::select! {
-                outcome = host.call_tool(&tool, &arguments) => outcome,
+                outcome = host.call_tool(&tool, arguments) => outcome,
                 signal = termination_signal() => {
                     host.sessions().shutdown().await;
                     return ExitCode::from(128 + signal);

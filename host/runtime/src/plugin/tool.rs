@@ -409,7 +409,10 @@ impl ToolPlugin {
         Ok(items)
     }
 
-    /// Runs one tool call in a fresh instance under the plugin's limits.
+    /// Runs tool `spec` (one of [`ToolPlugin::tools`], as the host's tool
+    /// entry holds it: no lookup by name) with `arguments` (a JSON object's
+    /// text, moved into the call) in a fresh instance under the plugin's
+    /// limits.
     /// `client` is the MCP client behind the call (`None`: none, as for
     /// `toolhost call`), reached through a 0.2.0 plugin's `client` import
     /// under the manifest's grants and the limits of
@@ -427,11 +430,12 @@ impl ToolPlugin {
     /// instance is discarded; the plugin stays loaded.
     pub async fn call(
         &self,
-        tool: &str,
+        spec: &ToolSpec,
         tool_call_id: &str,
-        arguments: &str,
+        arguments: String,
         client: Option<Arc<dyn CallClient>>,
     ) -> Result<Result<ToolOutput, ToolError>, CallError> {
+        let tool = spec.name.as_str();
         let info = CallInfo {
             plugin: self.id.clone(),
             manifest: self.manifest.clone(),
@@ -447,7 +451,7 @@ impl ToolPlugin {
         let call = v2::ToolCall {
             tool_call_id: tool_call_id.to_string(),
             name: tool.to_string(),
-            arguments: arguments.to_string(),
+            arguments,
         };
         // The wall time runs from here: waiting for a ready instance being
         // made counts, and what is left of it bounds the rest of the call.
@@ -481,7 +485,7 @@ impl ToolPlugin {
         // made after the result is back, off the call path.
         self.instances
             .give_back(instance, made_here && result.is_ok());
-        self.check_tool_output(tool, result.map_err(wall_limit)?)
+        self.check_tool_output(spec, result.map_err(wall_limit)?)
     }
 
     /// Waits until the instance for this plugin's next tool call is made (or
@@ -503,7 +507,7 @@ impl ToolPlugin {
     /// [`ToolPlugin::call`]).
     fn check_tool_output(
         &self,
-        tool: &str,
+        spec: &ToolSpec,
         result: Result<ToolOutput, ToolError>,
     ) -> Result<Result<ToolOutput, ToolError>, CallError> {
         let bytes = match &result {
@@ -518,10 +522,8 @@ impl ToolPlugin {
         };
         self.check_bytes(bytes)?;
         let mut result = result;
-        let declares_schema = self
-            .tools
-            .iter()
-            .any(|t| t.name == tool && t.output_schema.is_some());
+        let tool = spec.name.as_str();
+        let declares_schema = spec.output_schema.is_some();
         if let Ok(out) = &mut result
             && declares_schema
             && !out.is_error

@@ -32,7 +32,7 @@ pub async fn fixture() -> Fixture {
 impl Fixture {
     pub async fn call(&self, tool: &str, args: Value) -> ToolResult {
         self.host
-            .call_tool(tool, &args)
+            .call_tool(tool, args.clone())
             .await
             .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
     }
@@ -256,7 +256,7 @@ async fn bad_input_gets_clear_errors() {
         (json!({"command": "true", "bogus": 1}), "bogus"),
         (json!({}), "command"),
     ] {
-        match f.host.call_tool("bash", &args).await {
+        match f.host.call_tool("bash", args.clone()).await {
             Err(toolhost_runtime::ToolCallError::InvalidArguments { message, .. }) => {
                 assert!(message.contains(needle), "{args}: {message}")
             }
@@ -335,7 +335,7 @@ async fn background_denial_is_reported_by_bash_output() {
     let started = host
         .call_tool(
             "bash",
-            &serde_json::json!({ "command": command, "run_in_background": true }),
+            serde_json::json!({ "command": command, "run_in_background": true }),
         )
         .await
         .unwrap();
@@ -348,7 +348,7 @@ async fn background_denial_is_reported_by_bash_output() {
     let result = host
         .call_tool(
             "bash_output",
-            &serde_json::json!({ "session_id": id, "wait_ms": 10_000 }),
+            serde_json::json!({ "session_id": id, "wait_ms": 10_000 }),
         )
         .await
         .unwrap();

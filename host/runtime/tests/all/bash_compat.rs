@@ -103,8 +103,8 @@ async fn the_builtin_bash_answers_as_the_v0_1_0_binary() {
         json!({"command": "seq 1 200000"}),
     ];
     for args in corpus {
-        let builtin = host.call_tool("bash", &args).await.unwrap();
-        let fixture = host.call_tool("bash_v1__bash", &args).await.unwrap();
+        let builtin = host.call_tool("bash", args.clone()).await.unwrap();
+        let fixture = host.call_tool("bash_v1__bash", args.clone()).await.unwrap();
         assert_eq!(seen(&builtin), seen(&fixture), "{args}");
         assert_eq!(builtin.is_error, fixture.is_error, "{args}");
     }

@@ -175,11 +175,13 @@ async fn call_with(
     arguments: serde_json::Value,
     client: Option<Arc<FakeClient>>,
 ) -> Result<ToolResult, ToolCallError> {
-    let id = host.new_call_id();
+    let serde_json::Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object");
+    };
     host.call(CallRequest {
-        tool_call_id: &id,
-        name: tool,
-        arguments: &arguments,
+        tool_call_id: host.new_call_id(),
+        tool: host.tool(tool).expect("the tool exists"),
+        arguments,
         source: "test",
         cancel: Arc::default(),
         client: client.map(|c| c as Arc<dyn CallClient>),
@@ -233,7 +235,7 @@ async fn a_tool_returns_every_kind_of_content_block_exactly() {
         )]
     );
 
-    let out = env.host.call_tool("content", &json!({})).await.unwrap();
+    let out = env.host.call_tool("content", json!({})).await.unwrap();
     assert_eq!(
         out.content,
         vec![
@@ -366,7 +368,7 @@ async fn with_the_grants_elicit_and_sample_reach_the_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_client_elicit_and_sample_are_unsupported() {
     let env = env(GRANTS).await;
-    let out = env.host.call_tool("client", &json!({})).await.unwrap();
+    let out = env.host.call_tool("client", json!({})).await.unwrap();
     let text = out.text();
     let lines: Vec<&str> = text.lines().collect();
     let unsupported = "unsupported: no MCP client is behind this call (e.g. `toolhost call`, \
@@ -416,7 +418,7 @@ async fn a_flooding_plugin_is_cut_off_at_the_limits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_over_the_limits_are_errors() {
     let env = env("memory = \"128MiB\"\n").await;
-    match env.host.call_tool("too_many", &json!({})).await {
+    match env.host.call_tool("too_many", json!({})).await {
         Err(ToolCallError::Plugin(CallError::TooManyBlocks {
             plugin,
             what,
@@ -437,7 +439,7 @@ async fn results_over_the_limits_are_errors() {
         }
         other => panic!("{other:?}"),
     }
-    match env.host.call_tool("too_big", &json!({"mib": 17})).await {
+    match env.host.call_tool("too_big", json!({"mib": 17})).await {
         Err(ToolCallError::Plugin(CallError::OutputTooLarge {
             plugin,
             bytes,
@@ -452,12 +454,12 @@ async fn results_over_the_limits_are_errors() {
     // Just under the limit is fine.
     let out = env
         .host
-        .call_tool("too_big", &json!({"mib": 15}))
+        .call_tool("too_big", json!({"mib": 15}))
         .await
         .unwrap();
     assert!(matches!(&out.content[..], [ContentBlock::Image(m)] if m.data.len() == 15 << 20));
     // A tool that declares an output schema must give structured content.
-    let out = env.host.call_tool("schema", &json!({})).await.unwrap();
+    let out = env.host.call_tool("schema", json!({})).await.unwrap();
     assert!(out.is_error);
     assert_eq!(
         out.content,
@@ -472,7 +474,7 @@ async fn results_over_the_limits_are_errors() {
     );
     let out = env
         .host
-        .call_tool("schema", &json!({"give": true}))
+        .call_tool("schema", json!({"give": true}))
         .await
         .unwrap();
     assert!(!out.is_error);

@@ -68,7 +68,7 @@ async fn call(
     tool: &str,
     args: serde_json::Value,
 ) -> Result<ToolResult, ToolCallError> {
-    host.call_tool(tool, &args).await
+    host.call_tool(tool, args).await
 }
 
 /// The host carries on: the bash plugin runs a real command and the hostile

@@ -67,7 +67,7 @@ async fn env(exec: &str, policy: &str) -> Env {
 
 async fn exec(env: &Env, args: serde_json::Value) -> ToolResult {
     env.host
-        .call_tool("exec", &args)
+        .call_tool("exec", args)
         .await
         .expect("the exec tool answers")
 }
@@ -374,7 +374,7 @@ async fn a_tool_call_id_is_the_calls_own_or_none() {
     let env = env("exec = [\"sleep *\"]\n", ALLOW_ALL).await;
     // Another call in progress: the built-in bash tool running `sleep 30`.
     let bash_args = serde_json::json!({"command": "sleep 30"});
-    let bash = env.host.call_tool("bash", &bash_args);
+    let bash = env.host.call_tool("bash", bash_args);
     let attack = async {
         let deadline = Instant::now() + Duration::from_secs(20);
         let victim = loop {

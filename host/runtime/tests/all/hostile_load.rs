@@ -21,7 +21,7 @@ fn config(ws: &Path, state: &Path) -> HostConfig {
 /// The built-in bash tool still runs a real command.
 async fn assert_bash_runs(host: &Host) {
     let out = host
-        .call_tool("bash", &serde_json::json!({"command": "echo still-alive"}))
+        .call_tool("bash", serde_json::json!({"command": "echo still-alive"}))
         .await
         .expect("bash");
     assert_eq!(out.text().trim_end(), "still-alive");
@@ -60,7 +60,7 @@ async fn describe_cannot_start_processes() {
     );
     // The same grant works in a tool call: only `describe` lacks authority.
     let out = host
-        .call_tool("exec", &serde_json::json!({"command": "touch call-marker"}))
+        .call_tool("exec", serde_json::json!({"command": "touch call-marker"}))
         .await
         .unwrap();
     assert!(!out.is_error, "{}", out.text());
@@ -97,7 +97,7 @@ async fn a_trapping_or_hanging_describe_is_skipped_and_the_rest_load() {
     assert_eq!(hello.plugin.id(), "good");
     assert_bash_runs(&host).await;
     let out = host
-        .call_tool("hello", &serde_json::json!({}))
+        .call_tool("hello", serde_json::json!({}))
         .await
         .unwrap();
     assert_eq!(out.text(), "hello");
@@ -233,7 +233,7 @@ async fn bad_tool_names_are_refused_and_bash_stays_bash() {
 
     assert_bash_runs(&host).await;
     let out = host
-        .call_tool("hello", &serde_json::json!({}))
+        .call_tool("hello", serde_json::json!({}))
         .await
         .unwrap();
     assert_eq!(out.text(), "hello");
@@ -290,7 +290,7 @@ async fn a_plugin_cannot_squat_another_plugins_prefixed_name() {
 
     // The call reaches `zzz`: it sees its own env, not `aaa`'s.
     let out = host
-        .call_tool("zzz__env", &serde_json::json!({}))
+        .call_tool("zzz__env", serde_json::json!({}))
         .await
         .expect("zzz__env");
     assert!(out.text().contains("zzz-itself"), "{out:?}");

@@ -75,14 +75,14 @@ async fn call(
     args: serde_json::Value,
 ) -> Result<ToolResult, ToolCallError> {
     let name = tool_name(host, plugin, tool);
-    host.call_tool(&name, &args).await
+    host.call_tool(&name, args).await
 }
 
 /// The built-in bash answers a real command within [`HANG_GUARD`].
 async fn assert_bash_answers(host: &Host) {
     let out = tokio::time::timeout(
         HANG_GUARD,
-        host.call_tool("bash", &serde_json::json!({"command": "echo bash-ok"})),
+        host.call_tool("bash", serde_json::json!({"command": "echo bash-ok"})),
     )
     .await
     .expect("bash answers")
@@ -158,7 +158,7 @@ async fn many_blocking_calls_of_one_plugin_do_not_starve_the_others() {
         let name = name.clone();
         calls.spawn(async move {
             env.host
-                .call_tool(&name, &serde_json::json!({"ms": 3000}))
+                .call_tool(&name, serde_json::json!({"ms": 3000}))
                 .await
         });
     }
@@ -442,7 +442,7 @@ async fn bash_calls_beyond_their_share_of_the_pool_wait_instead_of_failing() {
             let host = host.clone();
             tokio::spawn(async move {
                 let command = format!("sleep 0.2; echo call-{i}");
-                host.call_tool("bash", &serde_json::json!({ "command": command }))
+                host.call_tool("bash", serde_json::json!({ "command": command }))
                     .await
             })
         })

@@ -284,7 +284,7 @@ async fn call(
     tool: &str,
     args: serde_json::Value,
 ) -> Result<ToolResult, ToolCallError> {
-    host.call_tool(tool, &args).await
+    host.call_tool(tool, args).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -206,8 +206,8 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
             format!("Invalid Request: {what}"),
         );
     };
-    let id = obj.get("id").cloned();
-    let reply_id = match &id {
+    let has_id = obj.contains_key("id");
+    let reply_id = match obj.get("id") {
         Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
         _ => Value::Null,
     };
@@ -227,7 +227,7 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
         );
     }
     if method.is_some()
-        && let Some(bad) = &id
+        && let Some(bad) = obj.get("id")
         && !matches!(bad, Value::String(_) | Value::Number(_))
     {
         return reject(
@@ -236,7 +236,11 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
             "Invalid Request: `id` must be a string or a number (MCP: never null)".into(),
         );
     }
-    match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value.clone()) {
+    // What the error texts below need, kept before the value moves into the
+    // typed message (rmcp's types, converted from the one parse above).
+    let method = method.and_then(Value::as_str).map(str::to_string);
+    let is_response = obj.contains_key("result") || obj.contains_key("error");
+    match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
         Ok(rmcp::model::JsonRpcMessage::Request(r))
             if matches!(&r.request, rmcp::model::ClientRequest::CustomRequest(c)
                 if KNOWN_METHODS.contains(&c.method.as_str())) =>
@@ -251,16 +255,16 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
             )
         }
         Ok(message) => Incoming::Message(Box::new(message)),
-        Err(e) => match (method.and_then(Value::as_str), &id) {
-            (Some(method), Some(_)) => reject(
+        Err(e) => match (method, has_id) {
+            (Some(method), true) => reject(
                 reply_id,
                 codes::INVALID_PARAMS,
                 format!("Invalid params for `{method}`: {e}"),
             ),
-            (None, Some(_)) if obj.contains_key("result") || obj.contains_key("error") => {
+            (None, true) if is_response => {
                 Incoming::Ignore(format!("a malformed response from the client: {e}"))
             }
-            (Some(method), None) => {
+            (Some(method), false) => {
                 Incoming::Ignore(format!("a malformed `{method}` notification: {e}"))
             }
             _ => reject(
@@ -495,15 +499,16 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let host = self.shared.host.clone();
-        let name = request.name.to_string();
-        if !host.tools().iter().any(|t| t.name == name) {
+        // The one lookup of the tool: the entry travels with the call.
+        let Some(tool) = host.tool(&request.name) else {
             let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
             return Err(McpError::invalid_params(
-                format!("Unknown tool: {name}"),
+                format!("Unknown tool: {}", request.name),
                 Some(json!({ "available": available })),
             ));
-        }
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        };
+        // rmcp's parse gave the arguments as an object; they move, uncopied.
+        let arguments = request.arguments.unwrap_or_default();
         let tool_call_id = host.new_call_id();
         let cursor = host.events().last_seq();
         let cancel = Arc::new(tokio::sync::Notify::new());
@@ -517,19 +522,16 @@ impl ServerHandler for McpServer {
                 .elicitation
                 .route(&tool_call_id, &context.peer, &context.id);
             let host = host.clone();
-            let id = tool_call_id.clone();
-            let cancel = cancel.clone();
+            let request = toolhost_runtime::CallRequest {
+                tool_call_id: tool_call_id.clone(),
+                tool,
+                arguments,
+                source: "mcp",
+                cancel: cancel.clone(),
+                client: Some(client),
+            };
             tokio::spawn(async move {
-                let result = host
-                    .call(toolhost_runtime::CallRequest {
-                        tool_call_id: &id,
-                        name: &name,
-                        arguments: &arguments,
-                        source: "mcp",
-                        cancel,
-                        client: Some(client),
-                    })
-                    .await;
+                let result = host.call(request).await;
                 drop(route);
                 drop(guard);
                 let _ = tx.send(result);
