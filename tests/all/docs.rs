@@ -480,10 +480,6 @@ fn code_comments_cite_no_ticket_numbers() {
 /// longer on this list, so its new place is checked).
 const SECTION_CITATIONS_ALLOWED: &[(&str, &str)] = &[
     (
-        "host/runtime/src/host_session.rs",
-        "moving to its own crate",
-    ),
-    (
         "host/runtime/src/host.rs",
         "reshaped with the host-session move",
     ),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use toolhost_host_session::{self as host_session, HostEventKind, HostSessionLog};
 use toolhost_process::HeldDir;
 use toolhost_process::{Caller, KilledBy, Sessions, SessionsConfig};
 
@@ -18,7 +19,7 @@ use crate::catalog::{
 use crate::contract::v0_2_0::ContentBlock;
 use crate::contract::v0_2_0::client::CallClient;
 use crate::engine::{EngineOptions, Runtime};
-use crate::host_session::{self, HostEventKind, HostSessionLog, LogObserver};
+use crate::event_bridge::LogObserver;
 use crate::manifest::{Manifest, ManifestError};
 use crate::permissions::Permissions;
 use crate::plugin::{

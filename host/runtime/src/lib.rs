@@ -21,7 +21,9 @@
 //!   preopens, env, limits);
 //! - `permissions`: the pipeline every process start passes (request
 //!   resolved → exec grant → policy → approver → spawn);
-//! - `host_session`: the event log of one host session;
+//! - `event_bridge`: process events and permission requests into the host
+//!   session's event log ([`LogObserver`]; the log itself is the
+//!   `toolhost-host-session` crate, re-exported below);
 //! - `display`: escaping plugin-provided text before a person reads it;
 //! - `catalog`: the resources, templates and prompts plugins offer, merged and
 //!   routed;
@@ -38,8 +40,8 @@ mod content;
 mod contract;
 mod display;
 mod engine;
+mod event_bridge;
 mod host;
-mod host_session;
 mod inspect;
 mod limits;
 mod permissions;
@@ -85,9 +87,11 @@ pub use permissions::{ApprovalOutcome, ApprovalRequest, Approver, Decision, Perm
 use toolhost_manifest as manifest;
 pub use toolhost_manifest::{ExecGrant, Manifest, parse_size, validate_id};
 
-// The host session's event log.
-pub use host_session::{
-    EVENT_FIELD_MAX, EVENTS_FILE, HostEvent, HostEventKind, HostSessionLog, Lifecycle, LogObserver,
+// The host session's event log (the `toolhost-host-session` crate) and the bridge
+// that feeds it.
+pub use event_bridge::LogObserver;
+pub use toolhost_host_session::{
+    EVENT_FIELD_MAX, EVENTS_FILE, HostEvent, HostEventKind, HostSessionLog, Lifecycle,
     MAX_REPLAY_EVENTS, OMITTED_KEY, Replay, hosts_dir, now_ms, validate_host_session_id,
 };
 

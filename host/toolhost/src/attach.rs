@@ -279,7 +279,7 @@ pub fn describe(event: &HostEvent) -> String {
             ..
         } => {
             let who = session_id.as_deref().unwrap_or("host");
-            // Each kind says where the bytes went (host_session.rs, `Omitted`).
+            // Each kind says where the bytes went (`HostEventKind::Omitted`).
             let range = match (offset, len) {
                 (Some(o), Some(l)) => format!(" bytes {o}..{}", o.saturating_add(*l)),
                 _ => String::new(),

@@ -1,0 +1,59 @@
+//! The host-session event log: the events of one host session (one `toolhost
+//! serve` and everything its tool calls do), kept in one append-only log. No
+//! wasmtime; the runtime feeds it (its `LogObserver` turns process and permission
+//! events into [`HostEventKind`]s) and the front doors replay it. Rules:
+//!
+//! - seq starts at 1 and rises by exactly one per event, across restarts of
+//!   the same host session (see [`HostSessionLog::open`]);
+//! - every event is written to `<state-dir>/hosts/<host-session-id>/events.jsonl`
+//!   (one JSON object per line, see [`HostEvent`]) before [`HostSessionLog::append`]
+//!   returns, so a crash loses at most the line being written;
+//! - memory keeps only the newest [`MEMORY_EVENTS`] events; older ones are
+//!   read back from the file on replay;
+//! - [`HostSessionLog::replay`] answers `{first_retained_seq, snapshot_seq,
+//!   history_complete, events}` for any cursor; clients apply the events
+//!   after their cursor exactly once (see `toolhost::attach::Follower`).
+//!
+//! Output bytes are inlined (as lossily decoded UTF-8) only up to
+//! [`INLINE_OUTPUT_MAX`] bytes per chunk; larger chunks become
+//! [`HostEventKind::PayloadOmitted`], which points into the session's
+//! byte-exact `output.log`.
+//!
+//! Its modules are private; the `pub use` list below is the crate's API, grouped
+//! by the module that owns each item:
+//!
+//! - `event`: the event types and the bounds on their fields;
+//! - `record`: an event as the log holds it (its JSON text) and a replay's answer;
+//! - `store`: [`HostSessionLog`], the file store: open, resume, append, replay;
+//! - `memory`: the newest events in memory and the file's offset index;
+//! - `load`: an existing file read back and checked when it is opened;
+//! - `recovery`: what a crashed host left open, closed on resume;
+//! - `read`: a replay's events read back from the file;
+//! - `error`: [`HostSessionLogError`].
+//!
+//! Format, event kinds and restart as an operator sees them:
+//! docs/event-log.md.
+
+mod error;
+mod event;
+mod load;
+mod memory;
+mod read;
+mod record;
+mod recovery;
+mod store;
+
+// The events and the bounds on them.
+pub use event::{
+    EVENT_FIELD_MAX, HostEvent, HostEventKind, INLINE_OUTPUT_MAX, Lifecycle, OMITTED_KEY,
+    SETTLED_TEXT_MAX, now_ms,
+};
+
+// An event as recorded, and a replay's answer.
+pub use record::{MAX_REPLAY_EVENTS, RecordedEvent, Replay};
+
+// The file store: where it lives, and what opening it found.
+pub use error::HostSessionLogError;
+pub use memory::{MEMORY_BYTES, MEMORY_EVENTS};
+pub use recovery::Recovery;
+pub use store::{EVENTS_FILE, HostSessionLog, hosts_dir, validate_host_session_id};

@@ -1,0 +1,166 @@
+//! The bridge from process events into the host-session log: [`LogObserver`] turns
+//! what `toolhost-process` reports of its sessions ([`toolhost_process::SessionObserver`])
+//! and what the permission pipeline asks and hears
+//! ([`crate::permissions::PermissionObserver`]) into [`HostEventKind`]s appended to a
+//! [`HostSessionLog`] (the `toolhost-host-session` crate).
+
+use toolhost_host_session::{HostEventKind, HostSessionLog, INLINE_OUTPUT_MAX};
+
+/// Feeds process-session events and permission requests into an
+/// [`HostSessionLog`] (install it as [`toolhost_process::SessionsConfig::observer`]
+/// and with [`crate::permissions::Permissions::set_observer`]).
+#[derive(Debug, Clone)]
+pub struct LogObserver {
+    log: std::sync::Arc<HostSessionLog>,
+}
+
+impl LogObserver {
+    /// An observer appending to `log`.
+    pub fn new(log: std::sync::Arc<HostSessionLog>) -> LogObserver {
+        LogObserver { log }
+    }
+}
+
+impl toolhost_process::SessionObserver for LogObserver {
+    fn on_event(
+        &self,
+        _session: &toolhost_process::SessionId,
+        _event: &toolhost_process::SessionEvent,
+    ) {
+        // Everything is recorded by `on_session_event`, which knows more.
+    }
+
+    fn on_session_event(
+        &self,
+        s: &toolhost_process::ObservedSession<'_>,
+        event: &toolhost_process::SessionEvent,
+    ) {
+        use toolhost_process::{OutputStream, SessionEventKind as K, SessionStatus};
+        let session_id = s.id.to_string();
+        let tool_call_id = s.tool_call_id.map(str::to_string);
+        let kind = match &event.kind {
+            K::Started(started) => HostEventKind::ProcessStarted {
+                session_id,
+                tool_call_id,
+                command: s.command.to_string(),
+                pid: started.pid,
+                start_time: toolhost_process::process_start_time(started.pid),
+                sandbox: started.sandbox.clone(),
+            },
+            K::Output(chunk) => {
+                let stream = match chunk.stream {
+                    OutputStream::Stdout => "stdout",
+                    OutputStream::Stderr => "stderr",
+                }
+                .to_string();
+                if chunk.data.len() <= INLINE_OUTPUT_MAX {
+                    HostEventKind::ProcessOutput {
+                        session_id,
+                        tool_call_id,
+                        stream,
+                        offset: chunk.offset,
+                        len: chunk.data.len() as u64,
+                        text: String::from_utf8_lossy(&chunk.data).into_owned(),
+                    }
+                } else {
+                    HostEventKind::PayloadOmitted {
+                        session_id,
+                        tool_call_id,
+                        stream,
+                        offset: chunk.offset,
+                        len: chunk.data.len() as u64,
+                        path: s.output_path.display().to_string(),
+                    }
+                }
+            }
+            K::Detached(info) => HostEventKind::Detached {
+                session_id,
+                tool_call_id: info.tool_call_id.clone().or(tool_call_id),
+                reason: info.reason.clone(),
+            },
+            K::Exited(exit) => HostEventKind::ProcessExited {
+                session_id,
+                tool_call_id,
+                status: match exit.reason.status() {
+                    SessionStatus::Running => "running",
+                    SessionStatus::Exited => "exited",
+                    SessionStatus::TimedOut => "timed_out",
+                    SessionStatus::Killed => "killed",
+                    SessionStatus::Failed => "failed",
+                }
+                .to_string(),
+                code: exit.code,
+                signal: exit.signal.clone(),
+                summary: exit.to_string(),
+            },
+            // The session's own memory trimming; the host log has its own.
+            K::Omitted(_) => return,
+        };
+        self.log.append(kind);
+    }
+
+    fn on_session_evicted(&self, s: &toolhost_process::ObservedSession<'_>, reason: &str) {
+        self.evicted(s, reason);
+    }
+
+    fn on_output_omitted(
+        &self,
+        s: &toolhost_process::ObservedSession<'_>,
+        omission: &toolhost_process::OutputOmission,
+    ) {
+        self.log.append(HostEventKind::Omitted {
+            what: "output".into(),
+            offset: Some(omission.offset),
+            len: Some(omission.len),
+            session_id: Some(s.id.to_string()),
+            tool_call_id: s.tool_call_id.map(str::to_string),
+            reason: omission.reason.clone(),
+        });
+    }
+}
+
+impl LogObserver {
+    /// Records that a finished session was evicted (see
+    /// [`toolhost_process::SessionObserver::on_session_evicted`]).
+    fn evicted(&self, s: &toolhost_process::ObservedSession<'_>, reason: &str) {
+        self.log.append(HostEventKind::Omitted {
+            what: "session".into(),
+            offset: None,
+            len: None,
+            session_id: Some(s.id.to_string()),
+            tool_call_id: s.tool_call_id.map(str::to_string),
+            reason: reason.to_string(),
+        });
+    }
+}
+
+impl crate::permissions::PermissionObserver for LogObserver {
+    fn requested(&self, r: &crate::permissions::ApprovalRequest) {
+        self.log.append(HostEventKind::PermissionRequested {
+            request_id: r.request_id.clone(),
+            tool_call_id: r.tool_call_id.clone(),
+            plugin: r.plugin.clone(),
+            tool: r.tool.clone(),
+            command: r.command.clone(),
+            cwd: r.cwd.clone(),
+            prompt: r.prompt.clone(),
+            options: crate::permissions::APPROVAL_OPTIONS
+                .iter()
+                .map(|o| o.to_string())
+                .collect(),
+        });
+    }
+
+    fn resolved(
+        &self,
+        r: &crate::permissions::ApprovalRequest,
+        outcome: crate::permissions::ApprovalOutcome,
+        by: &str,
+    ) {
+        self.log.append(HostEventKind::PermissionResolved {
+            request_id: r.request_id.clone(),
+            outcome: outcome.as_str().to_string(),
+            by: by.to_string(),
+        });
+    }
+}
