@@ -97,7 +97,8 @@ impl HostSessionLog {
     /// one, cuts a torn last line (a crash mid-write; recorded as an
     /// [`HostEventKind::Omitted`] `event_line`), keeps the newest events in memory
     /// and continues at the next seq. When the previous run did not record
-    /// `stopped` or `failed` last, a [`Lifecycle::Interrupted`] event is appended.
+    /// `stopped` or `failed` last, a
+    /// [`Lifecycle::Interrupted`](crate::Lifecycle::Interrupted) event is appended.
     /// Every tool call and process session the log left open is then closed: the
     /// old processes are killed ([`toolhost_process::kill_survivors`]) and
     /// each session gets a `process_exited` with status `interrupted`, each call a
