@@ -770,3 +770,59 @@ async fn list_shells_is_bounded_and_says_what_it_leaves_out() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Two calls in progress at once on one connection, each with its own
+/// progress token: each token's notifications count only its own call's
+/// output (1,000 and 2,345 bytes), never the other's. Each command writes its
+/// bytes and waits for the test's go-ahead, given once both counts arrived.
+#[tokio::test]
+async fn concurrent_calls_each_get_only_their_own_progress() {
+    let (ws, state) = dirs();
+    let (client, recorder) = client(ws.path(), state.path()).await;
+    let start = |bytes: u32| {
+        let command = format!("printf '%0{bytes}d' 0; until test -e go; do sleep 0.01; done");
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(call(
+            "bash",
+            json!({"command": command}),
+        )));
+        client.send_cancellable_request(request, PeerRequestOptions::no_options())
+    };
+    let a = start(1000).await.unwrap();
+    let b = start(2345).await.unwrap();
+    let seen = |token: &rmcp::model::ProgressToken| -> Vec<(f64, Option<String>)> {
+        recorder
+            .progress
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| &p.progress_token == token)
+            .map(|p| (p.progress, p.message.clone()))
+            .collect()
+    };
+    let done = |token, bytes: f64| seen(token).last().is_some_and(|(p, _)| *p == bytes);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(done(&a.progress_token, 1000.0) && done(&b.progress_token, 2345.0)) {
+        assert!(
+            Instant::now() < deadline,
+            "progress never reached the output: {:?} {:?}",
+            seen(&a.progress_token),
+            seen(&b.progress_token)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    for (handle, bytes) in [(a, 1000.0), (b, 2345.0)] {
+        let token = handle.progress_token.clone();
+        match handle.await_response().await.unwrap() {
+            rmcp::model::ServerResult::CallToolResult(r) => assert_eq!(r.is_error, Some(false)),
+            other => panic!("not a tool result: {other:?}"),
+        }
+        let seen = seen(&token);
+        assert!(seen.iter().all(|(p, _)| *p <= bytes), "{seen:?}");
+        assert_eq!(
+            seen.last().unwrap(),
+            &(bytes, Some(format!("{bytes} bytes of output")))
+        );
+    }
+    client.cancel().await.unwrap();
+}

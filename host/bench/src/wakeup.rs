@@ -84,6 +84,7 @@ pub async fn guest_once(
         source: "api",
         cancel: Default::default(),
         client: None,
+        progress: None,
     };
     let call = {
         let host = host.clone();

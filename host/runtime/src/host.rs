@@ -13,6 +13,7 @@ use toolhost_process::{Caller, KilledBy, Sessions, SessionsConfig};
 
 use crate::builtin;
 use crate::call::Services;
+use crate::call_sink::{CallProgress, CallSinks, Listeners};
 use crate::catalog::{
     Catalog, CompletionRef, PromptEntry, RequestError, ResourceEntry, TemplateEntry,
 };
@@ -38,7 +39,9 @@ pub struct HostConfig {
     /// `--allow-network`, ...), the session limits (`--max-sessions`), the output
     /// caps (`--output-cap`, `--output-cap-policy`) and the commands' open-file
     /// limit. [`Host::new`] canonicalises `workspace` and `state_dir` and sets what
-    /// the host owns: `observer` (the event log's [`LogObserver`]),
+    /// the host owns: `observer` (every listener of process events: each
+    /// call's own sink, [`CallRequest::progress`], and the event log's
+    /// [`LogObserver`]),
     /// `builtin_plugins` (the built-in `bash`, exempt from the per-plugin quotas),
     /// and `output_log_head_bytes` to at most a quarter of `output_log_max_bytes`.
     pub sessions: SessionsConfig,
@@ -268,6 +271,12 @@ pub struct CallRequest {
     /// (the CLI): progress and log messages go to the host log, elicitation
     /// and sampling answer `unsupported`.
     pub client: Option<Arc<dyn CallClient>>,
+    /// The call's own sink of live events (`None`: none): from the call's
+    /// start to its end, [`CallProgress::Output`] for every chunk of output
+    /// its foreground processes write, delivered where the session engine
+    /// reports it (never read back from the event log). The MCP door turns it
+    /// into `notifications/progress`.
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<CallProgress>>,
 }
 
 /// A tool the host offers: which plugin, under which (possibly prefixed) name.
@@ -311,6 +320,8 @@ pub struct Host {
     next_call: AtomicU64,
     events: Arc<HostSessionLog>,
     calls: Mutex<HashMap<String, CallSlot>>,
+    /// The progress sinks of the calls in progress that have one.
+    call_sinks: Arc<CallSinks>,
 }
 
 impl Host {
@@ -388,7 +399,13 @@ impl Host {
             .clone()
             .unwrap_or_else(|| Arc::new(HostSessionLog::in_memory("hs_oneshot")));
         let observer = Arc::new(LogObserver::new(events.clone()));
-        config.sessions.observer = Some(observer.clone());
+        // Process events go to the sink of the call they belong to and to the
+        // event log side by side; the log is never read back for a live call.
+        let call_sinks = Arc::new(CallSinks::default());
+        config.sessions.observer = Some(Arc::new(Listeners {
+            calls: call_sinks.clone(),
+            log: observer.clone(),
+        }));
         // The built-in bash is exempt from the per-plugin session quotas and may use
         // the slots kept for the host (`SessionsConfig::reserved_sessions`).
         config.sessions.builtin_plugins = vec![builtin::BASH_ID.into()];
@@ -519,6 +536,7 @@ impl Host {
             next_call: AtomicU64::new(events.recovery().last_tool_call + 1),
             events,
             calls: Mutex::new(HashMap::new()),
+            call_sinks,
         })
     }
 
@@ -720,6 +738,8 @@ impl Host {
         name: &str,
         arguments: serde_json::Value,
     ) -> Result<ToolResult, ToolCallError> {
+        // The id first, so a refused call uses one up as it always has.
+        let tool_call_id = self.new_call_id();
         let tool = self.tool(name).ok_or_else(|| self.unknown_tool(name))?;
         let serde_json::Value::Object(arguments) = arguments else {
             return Err(ToolCallError::InvalidArguments {
@@ -728,12 +748,13 @@ impl Host {
             });
         };
         self.call(CallRequest {
-            tool_call_id: self.new_call_id(),
+            tool_call_id,
             tool,
             arguments,
             source: "api",
             cancel: Arc::default(),
             client: None,
+            progress: None,
         })
         .await
     }
@@ -765,6 +786,7 @@ impl Host {
             source,
             cancel,
             client,
+            progress,
         } = request;
         let tool_call_id = tool_call_id.as_str();
         let name = tool.name.as_str();
@@ -781,6 +803,7 @@ impl Host {
                 cancel: cancel.clone(),
             },
         );
+        let sink = progress.map(|sink| self.call_sinks.register(tool_call_id, sink));
         // The plugin gets the arguments as JSON text; the event log keeps the
         // object itself (moved, not copied).
         let arguments_text = serde_json::to_string(&arguments).unwrap_or_default();
@@ -812,6 +835,7 @@ impl Host {
             }
         }
         sessions.end_call(tool_call_id).await;
+        drop(sink);
         self.calls
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -35,6 +35,7 @@
 
 mod builtin;
 mod call;
+mod call_sink;
 mod catalog;
 mod content;
 mod contract;
@@ -49,6 +50,7 @@ mod plugin;
 mod uri_template;
 
 // The host every front door drives: its configuration, calls and results.
+pub use call_sink::CallProgress;
 pub use catalog::{CompletionRef, PromptEntry, RequestError, ResourceEntry, TemplateEntry};
 pub use host::{
     CallRequest, Host, HostConfig, RunningCall, SkippedPlugin, StartError, ToolCallError,

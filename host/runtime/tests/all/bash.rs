@@ -361,3 +361,48 @@ async fn background_denial_is_reported_by_bash_output() {
     );
     assert!(!outside.path().join("x").exists());
 }
+
+/// Two calls at once, each with its own progress sink
+/// (`CallRequest::progress`): each sink receives exactly its own call's
+/// output bytes, never the other's. Each command writes its bytes, then waits
+/// until the other has written its own, so the two calls' processes overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_calls_progress_sink_counts_only_its_own_output() {
+    use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+    use toolhost_runtime::{CallProgress, CallRequest};
+    let f = fixture().await;
+    let request = |command: &str| {
+        let (sink, events) = unbounded_channel();
+        let arguments = serde_json::Map::from_iter([("command".into(), json!(command))]);
+        let request = CallRequest {
+            tool_call_id: f.host.new_call_id(),
+            tool: f.host.tool("bash").expect("bash"),
+            arguments,
+            source: "api",
+            cancel: Default::default(),
+            client: None,
+            progress: Some(sink),
+        };
+        (request, events)
+    };
+    let (a, mut a_events) =
+        request("printf '%01000d' 0; touch a; until test -e b; do sleep 0.01; done");
+    let (b, mut b_events) =
+        request("printf '%02345d' 0; touch b; until test -e a; do sleep 0.01; done");
+    let (a, b) = tokio::join!(f.host.call(a), f.host.call(b));
+    let (a, b) = (a.expect("a"), b.expect("b"));
+    assert!(!a.is_error && !b.is_error, "{a:?} {b:?}");
+    assert_eq!(structured(&a)["output_bytes"], 1000);
+    assert_eq!(structured(&b)["output_bytes"], 2345);
+    // The sinks closed with their calls: everything they got is queued.
+    let total = |events: &mut UnboundedReceiver<CallProgress>| {
+        let mut sum = 0;
+        while let Ok(CallProgress::Output { bytes }) = events.try_recv() {
+            sum += bytes;
+        }
+        assert!(events.is_closed(), "the sink outlived its call");
+        sum
+    };
+    assert_eq!(total(&mut a_events), 1000);
+    assert_eq!(total(&mut b_events), 2345);
+}

@@ -185,6 +185,7 @@ async fn call_with(
         source: "test",
         cancel: Arc::default(),
         client: client.map(|c| c as Arc<dyn CallClient>),
+        progress: None,
     })
     .await
 }

@@ -26,8 +26,9 @@
 //!   (Invalid params), as the spec's tools section shows; a plugin trap or
 //!   limit is a result with `isError: true` so the agent can read it.
 //! - A call whose `_meta.progressToken` is set gets `notifications/progress`
-//!   with `progress` = output bytes its foreground processes wrote so far
-//!   (sent when it grows, at most every [`PROGRESS_INTERVAL`]).
+//!   with `progress` = output bytes its foreground processes wrote so far,
+//!   counted from the call's own sink (`CallRequest::progress`), sent when it
+//!   grows, at most every [`PROGRESS_INTERVAL`].
 //! - `notifications/cancelled` for a call in progress cancels it
 //!   ([`Host::cancel_call`]: the process group of the call's foreground runs
 //!   is killed) and no response is sent, as the spec's cancellation section
@@ -67,7 +68,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use toolhost_runtime::HostEventKind;
+use toolhost_runtime::CallProgress;
 use toolhost_runtime::{Host, ToolCallError};
 
 mod client;
@@ -510,7 +511,14 @@ impl ServerHandler for McpServer {
         // rmcp's parse gave the arguments as an object; they move, uncopied.
         let arguments = request.arguments.unwrap_or_default();
         let tool_call_id = host.new_call_id();
-        let cursor = host.events().last_seq();
+        // The call's own progress sink, when the client asked for progress.
+        let (progress_sink, progress) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, events) = tokio::sync::mpsc::unbounded_channel();
+                (Some(sink), Some((token, events)))
+            }
+            None => (None, None),
+        };
         let cancel = Arc::new(tokio::sync::Notify::new());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let client = self.client_for(&context);
@@ -529,6 +537,7 @@ impl ServerHandler for McpServer {
                 source: "mcp",
                 cancel: cancel.clone(),
                 client: Some(client),
+                progress: progress_sink,
             };
             tokio::spawn(async move {
                 let result = host.call(request).await;
@@ -537,11 +546,9 @@ impl ServerHandler for McpServer {
                 let _ = tx.send(result);
             });
         }
-        let progress = context.meta.get_progress_token().map(|token| {
+        let progress = progress.map(|(token, events)| {
             tokio::spawn(progress_pump(
-                host.clone(),
-                tool_call_id.clone(),
-                cursor,
+                events,
                 token,
                 context.peer.clone(),
                 plugin_reports_progress,
@@ -701,40 +708,28 @@ fn to_mcp_result(
     }
 }
 
-/// Sends `notifications/progress` for `tool_call_id`: progress = output bytes
-/// of its processes so far (from the event log, after `cursor`).
+/// Sends `notifications/progress` for one call: progress = output bytes of
+/// its processes so far, summed from the call's own sink
+/// ([`toolhost_runtime::CallRequest::progress`]), at most one notification
+/// every [`PROGRESS_INTERVAL`]. Ends when the call does (the sink closes) or
+/// a contract 0.2.0 plugin reports its own progress.
 async fn progress_pump(
-    host: Arc<Host>,
-    tool_call_id: String,
-    mut cursor: u64,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<CallProgress>,
     token: ProgressToken,
     peer: Peer<RoleServer>,
     plugin_reports_progress: Arc<AtomicBool>,
 ) {
-    let mut changes = host.events().subscribe();
     let mut bytes = 0u64;
     let mut sent = 0u64;
-    loop {
-        let replay = host
-            .events()
-            .replay(cursor, toolhost_runtime::MAX_REPLAY_EVENTS);
-        for recorded in &replay.events {
-            cursor = recorded.seq;
-            // Most events belong to other calls: skip them undecoded.
-            if !recorded.json().contains(tool_call_id.as_str()) {
-                continue;
+    while let Some(first) = events.recv().await {
+        // Everything that arrived while the last notification waited out
+        // its interval counts in this one.
+        let mut next = Some(first);
+        while let Some(event) = next {
+            match event {
+                CallProgress::Output { bytes: n } => bytes += n,
             }
-            let Ok(event) = recorded.event() else {
-                continue;
-            };
-            if event.kind.tool_call_id() != Some(tool_call_id.as_str()) {
-                continue;
-            }
-            if let HostEventKind::ProcessOutput { len, .. }
-            | HostEventKind::PayloadOmitted { len, .. } = &event.kind
-            {
-                bytes += len;
-            }
+            next = events.try_recv().ok();
         }
         // A plugin that reports its own progress (contract 0.2.0) owns the
         // token from then on: mixing in output bytes would not grow.
@@ -749,12 +744,6 @@ async fn progress_pump(
             }
             sent = bytes;
             tokio::time::sleep(PROGRESS_INTERVAL).await;
-        }
-        if !replay.history_complete {
-            continue;
-        }
-        if changes.changed().await.is_err() {
-            return;
         }
     }
 }

@@ -1,0 +1,101 @@
+//! The live events of one tool call, delivered to a sink the call owns
+//! ([`CallRequest::progress`](crate::CallRequest::progress)), straight from
+//! where the session engine reports them: the event log is one listener of the
+//! same events ([`Listeners`]), never a source a front door reads back for a
+//! call in progress.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc::UnboundedSender;
+use toolhost_process::{ObservedSession, OutputOmission, SessionEvent, SessionObserver};
+
+/// What a tool call's sink receives while the call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallProgress {
+    /// One of the call's foreground processes wrote `bytes` bytes of output
+    /// (stdout or stderr, as the session's `output.log` counts them).
+    Output {
+        /// How many bytes this chunk held.
+        bytes: u64,
+    },
+}
+
+/// The sinks of the calls in progress that asked for one, by tool call id.
+#[derive(Debug, Default)]
+pub(crate) struct CallSinks {
+    sinks: Mutex<HashMap<String, UnboundedSender<CallProgress>>>,
+}
+
+/// Removes a call's sink when dropped (the call ended).
+pub(crate) struct SinkGuard {
+    sinks: Arc<CallSinks>,
+    tool_call_id: String,
+}
+
+impl Drop for SinkGuard {
+    fn drop(&mut self) {
+        self.sinks.lock().remove(&self.tool_call_id);
+    }
+}
+
+impl CallSinks {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, UnboundedSender<CallProgress>>> {
+        self.sinks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Delivers the events of call `tool_call_id` to `sink` until the guard
+    /// is dropped.
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        tool_call_id: &str,
+        sink: UnboundedSender<CallProgress>,
+    ) -> SinkGuard {
+        self.lock().insert(tool_call_id.to_string(), sink);
+        SinkGuard {
+            sinks: self.clone(),
+            tool_call_id: tool_call_id.to_string(),
+        }
+    }
+
+    /// Sends `progress` to the sink of call `tool_call_id`, if it has one (a
+    /// receiver that went away is ignored: the call runs on).
+    fn deliver(&self, tool_call_id: &str, progress: CallProgress) {
+        if let Some(sink) = self.lock().get(tool_call_id) {
+            let _ = sink.send(progress);
+        }
+    }
+}
+
+/// The session engine's one observer, handing each event to every listener:
+/// the sink of the call the session runs for in the foreground
+/// ([`CallSinks`]), then `log` (the host-session event log's bridge).
+pub(crate) struct Listeners {
+    pub(crate) calls: Arc<CallSinks>,
+    pub(crate) log: Arc<dyn SessionObserver>,
+}
+
+impl SessionObserver for Listeners {
+    fn on_event(&self, session: &toolhost_process::SessionId, event: &SessionEvent) {
+        self.log.on_event(session, event);
+    }
+
+    fn on_session_event(&self, session: &ObservedSession<'_>, event: &SessionEvent) {
+        if let (Some(tool_call_id), toolhost_process::SessionEventKind::Output(chunk)) =
+            (session.tool_call_id, &event.kind)
+        {
+            let bytes = chunk.data.len() as u64;
+            self.calls
+                .deliver(tool_call_id, CallProgress::Output { bytes });
+        }
+        self.log.on_session_event(session, event);
+    }
+
+    fn on_session_evicted(&self, session: &ObservedSession<'_>, reason: &str) {
+        self.log.on_session_evicted(session, reason);
+    }
+
+    fn on_output_omitted(&self, session: &ObservedSession<'_>, omission: &OutputOmission) {
+        self.log.on_output_omitted(session, omission);
+    }
+}
