@@ -475,20 +475,6 @@ fn code_comments_cite_no_ticket_numbers() {
     );
 }
 
-/// Files whose comments may still cite section titles, and why: each is being moved
-/// or split by work under way, and is fixed where it lands (a file that moves is no
-/// longer on this list, so its new place is checked).
-const SECTION_CITATIONS_ALLOWED: &[(&str, &str)] = &[
-    (
-        "host/runtime/src/host.rs",
-        "reshaped with the host-session move",
-    ),
-    (
-        "host/toolhost/src/mcp/mod.rs",
-        "reshaped with the per-call event sinks",
-    ),
-];
-
 #[test]
 fn code_comments_cite_no_section_titles() {
     let found: Vec<String> = findings(|c| {
@@ -499,14 +485,7 @@ fn code_comments_cite_no_section_titles() {
                 _ => None,
             })
             .collect()
-    })
-    .into_iter()
-    .filter(|f| {
-        !SECTION_CITATIONS_ALLOWED
-            .iter()
-            .any(|(file, _)| f.starts_with(&format!("{file}:")))
-    })
-    .collect();
+    });
     assert!(
         found.is_empty(),
         "comments cite a document's section title; name the type or function that holds \

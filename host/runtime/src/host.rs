@@ -294,7 +294,8 @@ pub struct ToolEntry {
 }
 
 /// A plugin file of [`HostConfig::plugins_dir`] that was not loaded, and
-/// why (ARCHITECTURE.md, "Plugins").
+/// why (ARCHITECTURE.md, invariant "One broken `--plugins-dir` plugin does not
+/// stop the host").
 #[derive(Debug, Clone)]
 pub struct SkippedPlugin {
     /// The component file.
@@ -511,7 +512,7 @@ impl Host {
         all_refused.append(&mut refused);
         let catalog = Arc::new(Catalog::build(&plugins));
         // A plugin may announce changes only of URIs a read routes to it
-        // (ARCHITECTURE.md, "Resources and prompts").
+        // (`Catalog::route`, asked by the plugin's `resource-updated`).
         for plugin in &plugins {
             let catalog = Arc::downgrade(&catalog);
             let id = plugin.id().to_string();
@@ -951,7 +952,9 @@ fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> (Vec<ToolEntry>, Vec<RefusedTool>
 }
 
 /// Refuses a plugin whose `[[preopen]]` contains the host's state dir (`state`)
-/// or lies inside it (ARCHITECTURE.md, "Where each invariant is enforced").
+/// or lies inside it (ARCHITECTURE.md, invariant "No preopen contains the state
+/// dir or lies inside it (so no plugin reads other sessions' logs or the
+/// compiled cache, or renames the state dir's parents)").
 /// Preopens are used by the host itself, in no mount namespace, so the state dir
 /// is not hidden from them as it is from confined commands: through one the plugin
 /// would read other sessions' `output.log`s and the host-session event logs, and

@@ -1,4 +1,4 @@
-//! `toolhost serve`: an MCP server (ARCHITECTURE.md, "Front doors"), built on
+//! `toolhost serve`: an MCP server (docs/mcp.md), built on
 //! rmcp, the official Rust SDK, following the MCP specification revision
 //! 2025-11-25 (<https://modelcontextprotocol.io/specification/2025-11-25>) and
 //! accepting clients of 2024-11-05, 2025-03-26 and 2025-06-18.
@@ -426,7 +426,7 @@ fn session_of(context: &RequestContext<RoleServer>) -> String {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> InitializeResult {
         // Resources (with subscriptions), prompts and completions come from
-        // contract 0.2.0 plugins (ARCHITECTURE.md, "Resources and prompts");
+        // contract 0.2.0 plugins (`Host::resources`, `Host::prompts`);
         // logging carries their `client.log` messages.
         let capabilities: ServerCapabilities = serde_json::from_value(json!({
             "tools": {"listChanged": true},
@@ -748,8 +748,9 @@ async fn progress_pump(
     }
 }
 
-/// The MCP clients as one permission approver (step 4 of the permission
-/// pipeline, ARCHITECTURE.md, "The path of one tool call"): a policy `ask`
+/// The MCP clients as one permission approver (an [`toolhost_runtime::Approver`]
+/// that `Permissions::check_start` asks after the policy plugin's `ask`,
+/// docs/permissions.md#approvers): a policy `ask`
 /// during a tool call goes to the client that made that call (its stdio
 /// connection or its HTTP session), when that client declared the
 /// `elicitation` capability (form mode, MCP 2025-11-25 "Client Features",
