@@ -297,6 +297,16 @@ impl Runtime {
             .is_some_and(|dir| self.cache_file(dir, bytes).exists())
     }
 
+    /// Where [`Runtime::compile`] keeps the compiled code of `bytes` (`None`
+    /// without a cache dir): what `toolhost plugin gc` keeps for each
+    /// installed component.
+    pub fn cache_path(&self, bytes: &[u8]) -> Option<PathBuf> {
+        self.inner
+            .cache_dir
+            .as_ref()
+            .map(|dir| self.cache_file(dir, bytes))
+    }
+
     /// The cache entry of `bytes` in `dir`: `<sha256>-<engine hash>.cwasm`.
     fn cache_file(&self, dir: &Path, bytes: &[u8]) -> PathBuf {
         let digest = crate::builtin::known_sha256(bytes)

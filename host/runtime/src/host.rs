@@ -60,7 +60,8 @@ pub struct HostConfig {
     /// (`--plugins-dir DIR`), in name order, except that one that fails to load
     /// (invalid manifest, duplicate id, not a component, `describe` trapped or
     /// hit a limit, ...) is skipped with the error ([`Host::skipped_plugins`])
-    /// and the others load.
+    /// and the others load. The plugins its `plugins.lock` names
+    /// (toolhost-installed) load after them, the same way.
     pub plugins_dir: Option<PathBuf>,
     /// The host session's event log (docs/event-log.md). `None`: an in-memory log
     /// (the one-shot CLI); `toolhost serve` opens a persisted one with
@@ -393,6 +394,25 @@ impl Host {
                 }
                 Err(e) if is_explicit => return Err(e),
                 Err(e) => skip(&mut skipped, file, e.to_string()),
+            }
+        }
+        // Then what `plugins.lock` names (`toolhost plugin add oci://...`), each
+        // blob re-hashed against the lock; skipped like a dir's files.
+        for (file, read) in crate::installed::locked_plugins(config.plugins_dir.as_deref(), &ids) {
+            match read.and_then(|(manifest, bytes)| {
+                check_preopens(&manifest, &state_held).map_err(|e| e.to_string())?;
+                Ok((manifest, bytes))
+            }) {
+                Ok((manifest, bytes)) => {
+                    ids.insert(manifest.id.clone());
+                    third_party.push(Pending {
+                        file,
+                        explicit: false,
+                        manifest,
+                        bytes,
+                    });
+                }
+                Err(e) => skip(&mut skipped, file, e),
             }
         }
         let events = config

@@ -411,6 +411,17 @@ impl Inspection {
         escape(&self.text_unescaped()).into_owned()
     }
 
+    /// What the plugin will be granted, as the `grants:` section of
+    /// [`Inspection::to_text`] (exec patterns, preopens, env, sandbox,
+    /// network, unix sockets, elicitation, sampling), escaped; `None` when
+    /// its manifest is invalid.
+    pub fn grants_text(&self) -> Option<String> {
+        let m = self.manifest.as_ref().ok()?;
+        let mut s = String::new();
+        grants(&mut s, m);
+        Some(escape(&s).into_owned())
+    }
+
     fn text_unescaped(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
@@ -550,91 +561,8 @@ impl Inspection {
                 );
                 let _ = writeln!(s, "  cpu        {} ms per call", m.limits.cpu.as_millis());
                 let _ = writeln!(s, "  wall       {} ms per call", m.limits.wall.as_millis());
-                let _ = writeln!(s, "\ngrants:");
-                let _ = writeln!(
-                    s,
-                    "  exec       {}",
-                    match &m.exec {
-                        ExecGrant::None => "none".to_string(),
-                        g => escape_line(&g.to_string()).into_owned(),
-                    }
-                );
-                if m.preopens.is_empty() {
-                    let _ = writeln!(s, "  preopens   none");
-                }
-                for p in &m.preopens {
-                    let _ = writeln!(
-                        s,
-                        "  preopen    {} -> {} ({})",
-                        escape_line(&p.host.display().to_string()),
-                        escape_line(&p.guest),
-                        p.mode.as_str()
-                    );
-                }
-                let keys: Vec<&str> = m.env.iter().map(|(k, _)| k.as_str()).collect();
-                let _ = writeln!(
-                    s,
-                    "  env        {}",
-                    if keys.is_empty() {
-                        "none".to_string()
-                    } else {
-                        escape_line(&keys.join(", ")).into_owned()
-                    }
-                );
-                // What its commands get under the default operator flags
-                // (`--sandbox workspace-write`, no `--allow-network`): the
-                // stricter of the two (`SandboxPolicy::stricter`).
-                let effective = m
-                    .sandbox_policy()
-                    .stricter(&toolhost_process::SandboxPolicy::default());
-                let _ = writeln!(
-                    s,
-                    "  sandbox    manifest asks {}; with the default flags its commands run under {}{}",
-                    m.sandbox
-                        .map_or("nothing beyond the operator's --sandbox", |s| s.as_str()),
-                    effective.mode.as_str(),
-                    if effective.network {
-                        ", network allowed"
-                    } else {
-                        ", network blocked"
-                    }
-                );
-                let _ = writeln!(
-                    s,
-                    "  network    {}",
-                    if m.network {
-                        "yes, if the operator passes --allow-network"
-                    } else {
-                        "no"
-                    }
-                );
-                let _ = writeln!(
-                    s,
-                    "  unix sockets {}",
-                    if m.unix_sockets {
-                        "yes, if the operator passes --allow-unix-sockets"
-                    } else {
-                        "no"
-                    }
-                );
-                let _ = writeln!(
-                    s,
-                    "  elicitation {}",
-                    if m.elicitation {
-                        "yes: may ask the user through the MCP client"
-                    } else {
-                        "no"
-                    }
-                );
-                let _ = writeln!(
-                    s,
-                    "  sampling   {}",
-                    if m.sampling {
-                        "yes: may ask the MCP client's LLM for completions"
-                    } else {
-                        "no"
-                    }
-                );
+                let _ = writeln!(s);
+                grants(&mut s, m);
             }
         }
         let _ = writeln!(s, "\nverdict:");
@@ -648,6 +576,96 @@ impl Inspection {
         }
         s
     }
+}
+
+/// The `grants:` section of [`Inspection::to_text`] for `m`, unescaped.
+fn grants(s: &mut String, m: &Manifest) {
+    use std::fmt::Write as _;
+    let _ = writeln!(s, "grants:");
+    let _ = writeln!(
+        s,
+        "  exec       {}",
+        match &m.exec {
+            ExecGrant::None => "none".to_string(),
+            g => escape_line(&g.to_string()).into_owned(),
+        }
+    );
+    if m.preopens.is_empty() {
+        let _ = writeln!(s, "  preopens   none");
+    }
+    for p in &m.preopens {
+        let _ = writeln!(
+            s,
+            "  preopen    {} -> {} ({})",
+            escape_line(&p.host.display().to_string()),
+            escape_line(&p.guest),
+            p.mode.as_str()
+        );
+    }
+    let keys: Vec<&str> = m.env.iter().map(|(k, _)| k.as_str()).collect();
+    let _ = writeln!(
+        s,
+        "  env        {}",
+        if keys.is_empty() {
+            "none".to_string()
+        } else {
+            escape_line(&keys.join(", ")).into_owned()
+        }
+    );
+    // What its commands get under the default operator flags
+    // (`--sandbox workspace-write`, no `--allow-network`): the
+    // stricter of the two (`SandboxPolicy::stricter`).
+    let effective = m
+        .sandbox_policy()
+        .stricter(&toolhost_process::SandboxPolicy::default());
+    let _ = writeln!(
+        s,
+        "  sandbox    manifest asks {}; with the default flags its commands run under {}{}",
+        m.sandbox
+            .map_or("nothing beyond the operator's --sandbox", |s| s.as_str()),
+        effective.mode.as_str(),
+        if effective.network {
+            ", network allowed"
+        } else {
+            ", network blocked"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  network    {}",
+        if m.network {
+            "yes, if the operator passes --allow-network"
+        } else {
+            "no"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  unix sockets {}",
+        if m.unix_sockets {
+            "yes, if the operator passes --allow-unix-sockets"
+        } else {
+            "no"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  elicitation {}",
+        if m.elicitation {
+            "yes: may ask the user through the MCP client"
+        } else {
+            "no"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  sampling   {}",
+        if m.sampling {
+            "yes: may ask the MCP client's LLM for completions"
+        } else {
+            "no"
+        }
+    );
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ mod engine;
 mod event_bridge;
 mod host;
 mod inspect;
+mod installed;
 mod limits;
 mod permissions;
 mod plugin;
