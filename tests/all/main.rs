@@ -31,6 +31,7 @@ mod mcp;
 mod mcp_http;
 mod mcp_robustness;
 mod plugin_cli;
+mod plugin_oci;
 mod policy_honesty;
 #[path = "../../host/process/tests/all/support.rs"]
 mod process_support;

@@ -7,11 +7,18 @@
 //! - `add FILE`: the same checks, then the component and its manifest are
 //!   copied into the plugins dir the host loads, compiled ahead of the first
 //!   call.
+//! - `add oci://REGISTRY/REPO:TAG` (or `@sha256:DIGEST`), `update ID`,
+//!   `publish FILE oci://…`: plugins from OCI registries, recorded in
+//!   `plugins.lock` ([`oci`]);
+//! - `list`, `remove ID`, `gc`: the installed set ([`lifecycle`]);
 //! - `new NAME --lang rust|python|js`: a starter project ([`toolhost::scaffold`]).
 //! - `wit --out DIR`: the contract, exactly as released.
 //!
 //! The commands: docs/cli.md#commands; what a plugin is checked for:
 //! docs/manifests.md#inspect-and-add.
+
+mod lifecycle;
+mod oci;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -55,14 +62,99 @@ pub enum PluginCommand {
     /// without compiling. Replaces an installed plugin of the same id. Exits
     /// 0 when added, 1 when the plugin cannot be loaded (nothing is copied),
     /// 2 for unreadable files or an unwritable plugins dir.
+    ///
+    /// With oci://REGISTRY/REPO:TAG or oci://REGISTRY/REPO@sha256:DIGEST, the
+    /// artifact is pulled (every digest checked, sizes capped, the signature
+    /// verified: refused unless signed by --verify-identity/--verify-issuer or
+    /// --verify-key, or --allow-unsigned), checked the same way, its grants
+    /// shown and confirmed (--yes for scripts), and recorded in the plugins
+    /// dir's plugins.lock; the manifest is --manifest, else the artifact's.
+    /// Exits 1 when it is refused, 2 for usage, network or I/O errors; nothing
+    /// is installed unless every check passed.
     Add {
-        /// The component file.
+        /// The component file, or an oci:// reference.
         file: PathBuf,
-        /// Its manifest (default: the `.toml` beside FILE; none: no grants).
+        /// Its manifest (default: the `.toml` beside FILE, or the artifact's;
+        /// none: no grants).
         #[arg(long, value_name = "FILE")]
         manifest: Option<PathBuf>,
         /// Where to install it (default: <state-dir>/plugins, which the host
         /// loads when it is given no --plugins-dir).
+        #[arg(long, value_name = "DIR")]
+        plugins_dir: Option<PathBuf>,
+        #[command(flatten)]
+        pull: oci::PullArgs,
+        /// Install without asking (oci:// only; the grants are still shown).
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        state: StateDir,
+    },
+    /// List the installed plugins: id, source, digest, signer and when it was
+    /// added (plugins.lock, then loose ID.wasm files).
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The plugins dir (default: <state-dir>/plugins).
+        #[arg(long, value_name = "DIR")]
+        plugins_dir: Option<PathBuf>,
+        #[command(flatten)]
+        state: StateDir,
+    },
+    /// Remove an installed plugin (its blob stays until `plugin gc`).
+    Remove {
+        /// The plugin id.
+        id: String,
+        /// The plugins dir (default: <state-dir>/plugins).
+        #[arg(long, value_name = "DIR")]
+        plugins_dir: Option<PathBuf>,
+        #[command(flatten)]
+        state: StateDir,
+    },
+    /// Re-resolve a registry plugin's tag: show the new digest and any change
+    /// in its grants, and apply it only when confirmed (--yes for scripts).
+    /// A digest-pinned plugin has nothing to update. The signature is checked
+    /// as it was at `add` unless flags say otherwise.
+    Update {
+        /// The plugin id.
+        id: String,
+        /// A new manifest for it (default: the one it was added with, or the
+        /// new artifact's).
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        #[command(flatten)]
+        pull: oci::PullArgs,
+        /// Apply without asking.
+        #[arg(long)]
+        yes: bool,
+        /// The plugins dir (default: <state-dir>/plugins).
+        #[arg(long, value_name = "DIR")]
+        plugins_dir: Option<PathBuf>,
+        #[command(flatten)]
+        state: StateDir,
+    },
+    /// Push a component in the CNCF wasm OCI layout (`oras pull` and `wkg oci
+    /// pull` read it back), its manifest as an annotation; checked as
+    /// `inspect` does first. Sign the printed digest with cosign.
+    Publish {
+        /// The component file (its manifest is the `.toml` beside it).
+        file: PathBuf,
+        /// Where: oci://REGISTRY/REPO:TAG.
+        target: String,
+        /// Its manifest instead of the one beside it.
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// Reach this registry (HOST:PORT) over plain HTTP (repeatable).
+        #[arg(long = "insecure-registry", value_name = "HOST:PORT")]
+        insecure_registry: Vec<String>,
+        #[command(flatten)]
+        state: StateDir,
+    },
+    /// Remove blobs no installed plugin uses, and compiled code (in
+    /// <state-dir>/compiled) of no installed or built-in plugin.
+    Gc {
+        /// The plugins dir (default: <state-dir>/plugins).
         #[arg(long, value_name = "DIR")]
         plugins_dir: Option<PathBuf>,
         #[command(flatten)]
@@ -146,9 +238,27 @@ pub async fn run(command: PluginCommand) -> ExitCode {
             file,
             manifest,
             plugins_dir,
+            pull,
+            yes,
             state,
         } => {
             let state_dir = state.dir();
+            let dir = plugins_dir
+                .clone()
+                .unwrap_or_else(|| default_plugins_dir(&state_dir));
+            if let Some(source) = file.to_str().filter(|f| f.starts_with("oci://")) {
+                return match oci::add(source, manifest, &pull, yes, &dir, &state_dir).await {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(f) => f.report(),
+                };
+            }
+            if pull.any() {
+                eprintln!(
+                    "toolhost: --insecure-registry, --allow-unsigned, --verify-*, \
+                     --trusted-root and --max-size apply to oci:// sources only"
+                );
+                return ExitCode::from(2);
+            }
             let report = match check(&file, manifest, &state_dir).await {
                 Ok(r) => r,
                 Err(code) => return code,
@@ -156,7 +266,6 @@ pub async fn run(command: PluginCommand) -> ExitCode {
             if let Some(why) = report.load_error() {
                 return cannot_load(&file, why);
             }
-            let dir = plugins_dir.unwrap_or_else(|| default_plugins_dir(&state_dir));
             match install(&report, &dir) {
                 Ok(installed) => {
                     let tools = report.tools.as_deref().unwrap_or_default();
@@ -189,6 +298,38 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                 }
             }
         }
+        PluginCommand::List {
+            json,
+            plugins_dir,
+            state,
+        } => done(lifecycle::list(&plugins_dir_or(plugins_dir, &state), json)),
+        PluginCommand::Remove {
+            id,
+            plugins_dir,
+            state,
+        } => done(lifecycle::remove(&id, &plugins_dir_or(plugins_dir, &state))),
+        PluginCommand::Update {
+            id,
+            manifest,
+            pull,
+            yes,
+            plugins_dir,
+            state,
+        } => {
+            let dir = plugins_dir_or(plugins_dir, &state);
+            done(oci::update(&id, manifest, &pull, yes, &dir, &state.dir()).await)
+        }
+        PluginCommand::Publish {
+            file,
+            target,
+            manifest,
+            insecure_registry,
+            state,
+        } => done(oci::publish(&file, &target, manifest, insecure_registry, &state.dir()).await),
+        PluginCommand::Gc { plugins_dir, state } => done(lifecycle::gc(
+            &plugins_dir_or(plugins_dir, &state),
+            &state.dir(),
+        )),
         PluginCommand::New { name, lang, dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
             match scaffold::new_project(&name, lang, &dir) {
@@ -229,6 +370,19 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// The plugins dir given, else `<state-dir>/plugins`.
+fn plugins_dir_or(dir: Option<PathBuf>, state: &StateDir) -> PathBuf {
+    dir.unwrap_or_else(|| default_plugins_dir(&state.dir()))
+}
+
+/// Exit 0, or the failure reported.
+fn done(result: Result<(), oci::Failure>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => f.report(),
     }
 }
 
