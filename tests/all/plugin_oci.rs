@@ -715,3 +715,81 @@ fn signatures_a_good_signer_is_accepted_another_identity_refused() {
         describe(&out)
     );
 }
+
+#[test]
+fn a_key_signature_is_accepted_by_its_key_refused_by_another_and_recorded_for_update() {
+    let registry = TestRegistry::start(Auth::Htpasswd).unwrap();
+    let host = registry.host.clone();
+    let component = std::fs::read(fixture()).unwrap();
+    let digest = registry.push_wasm("plugins/keyed:1", &component).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (private_a, public_a) = registry.make_key(work.path(), "a").unwrap();
+    let (_, public_b) = registry.make_key(work.path(), "b").unwrap();
+    let root = registry
+        .sign_with_key(
+            &work.path().join("sig"),
+            &private_a,
+            "plugins/keyed",
+            &digest,
+        )
+        .unwrap();
+    let auth = work.path().join("auth.json");
+    std::fs::write(&auth, registry.docker_config("tester", "s3cret-pw")).unwrap();
+    let state_dir = tempfile::tempdir().unwrap();
+    let state = state_dir.path();
+    let manifest = fixture().with_extension("toml");
+    let source = format!("oci://{host}/plugins/keyed:1");
+    let add = |key: &Path| {
+        plugin(
+            state,
+            &[
+                "add",
+                &source,
+                "--insecure-registry",
+                &host,
+                "--verify-key",
+                key.to_str().unwrap(),
+                "--trusted-root",
+                root.to_str().unwrap(),
+                "--manifest",
+                manifest.to_str().unwrap(),
+                "--yes",
+            ],
+            &[("REGISTRY_AUTH_FILE", &auth)],
+        )
+    };
+    let out = add(&public_b);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "  expected: signature by the key in {}",
+            public_b.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(lock(state), Vec::<u8>::new());
+    let out = add(&public_a);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("signature  key sha256:"),
+        "{}",
+        describe(&out)
+    );
+    let text = String::from_utf8(lock(state)).unwrap();
+    assert!(
+        text.contains(&format!("key_file = \"{}\"", public_a.display())),
+        "{text}"
+    );
+    // update verifies under the recorded key and root without any flag.
+    let out = plugin(
+        state,
+        &["update", "example_rust"],
+        &[("REGISTRY_AUTH_FILE", &auth)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("plugin `example_rust` is up to date: {source} still resolves to {digest}\n")
+    );
+}
