@@ -6,7 +6,7 @@
 #                               conformance suite and the MCP Inspector CLI
 #                               (tests/all/conformance.rs), from package-lock.json
 #   tests/registry/node_modules/ sigstore-js, the signer of the registry tests
-#                               (host/registry/tests, tests/all/registry.rs);
+#                               (host/registry/tests, tests/all/plugin_oci.rs);
 #                               oras-py, requests, bcrypt and pyca/cryptography
 #                               (push, htpasswd, keys) go into .venv
 #   target/examples/            the example plugins in Rust, Python and JavaScript
