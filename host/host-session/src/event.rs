@@ -28,6 +28,34 @@ pub const EVENT_FIELD_MAX: usize = 64 * 1024;
 /// `"\n[toolhost: N bytes omitted]"`.
 pub const OMITTED_KEY: &str = "toolhost_omitted";
 
+/// How many lowercase hex digits follow `tc_` in a tool call id the host
+/// mints ([`tool_call_id`]): 48 bits, more calls than one host session makes.
+pub const TOOL_CALL_ID_DIGITS: usize = 12;
+
+/// The tool call id of call number `n`: `tc_` then `n` in
+/// [`TOOL_CALL_ID_DIGITS`] lowercase hex digits (`tc_00000000002a` for 42).
+pub fn tool_call_id(n: u64) -> String {
+    format!("tc_{n:0width$x}", width = TOOL_CALL_ID_DIGITS)
+}
+
+/// The number of a tool call id of the form [`tool_call_id`] writes, `None` for
+/// any other text. A log can hold other ids (edited by hand, or written by
+/// another program): they are not numbered, so a resumed host never continues
+/// from one (`tc_ffffffffffffffff` would overflow the counter or wrap it back
+/// onto ids already in the log) and never mints one (its ids have exactly
+/// [`TOOL_CALL_ID_DIGITS`] digits).
+pub fn tool_call_number(id: &str) -> Option<u64> {
+    let hex = id.strip_prefix("tc_")?;
+    if hex.len() != TOOL_CALL_ID_DIGITS
+        || !hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
 /// One event: a line of `events.jsonl`, e.g.
 /// `{"seq":7,"ts_ms":1767225600000,"kind":"process_exited","session_id":"bg_000000000001",...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,8 +21,9 @@ pub struct Recovery {
     pub killed: Vec<u32>,
     /// Pids of them still alive when the wait ended (normally none).
     pub survived: Vec<u32>,
-    /// The highest tool-call number (`tc_<hex>`) in the log (0: none); new ids
-    /// continue above it.
+    /// The highest tool-call number in the log of an id the host mints
+    /// ([`tool_call_number`](crate::tool_call_number); 0: none); new ids continue
+    /// above it.
     pub last_tool_call: u64,
 }
 
@@ -158,11 +159,7 @@ pub(crate) struct Scan {
 impl Scan {
     /// Notes what one event of the file opens or closes.
     pub(crate) fn note(&mut self, kind: &HostEventKind) {
-        if let Some(n) = kind
-            .tool_call_id()
-            .and_then(|id| id.strip_prefix("tc_"))
-            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-        {
+        if let Some(n) = kind.tool_call_id().and_then(crate::event::tool_call_number) {
             self.last_tool_call = self.last_tool_call.max(n);
         }
         match kind {
@@ -266,6 +263,55 @@ mod tests {
             .map(|l| serde_json::from_str::<HostEvent>(l).unwrap().seq)
             .collect();
         assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn an_event_log_that_is_a_symbolic_link_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let hosts = crate::hosts_dir(dir.path()).join("hs_link");
+        std::fs::create_dir_all(&hosts).unwrap();
+        // A torn last line: a resume that followed the link would cut it.
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "precious data line").unwrap();
+        std::os::unix::fs::symlink(&victim, hosts.join(crate::EVENTS_FILE)).unwrap();
+        let err = HostSessionLog::open(dir.path(), Some("hs_link")).unwrap_err();
+        assert!(
+            matches!(&err, HostSessionLogError::Io { message, .. } if message.contains("(os error 40)")),
+            "{err:?}"
+        );
+        // A dangling link is not created through either.
+        std::fs::remove_file(&victim).unwrap();
+        assert!(HostSessionLog::open(dir.path(), Some("hs_link")).is_err());
+        assert!(!victim.exists());
+        std::fs::write(&victim, "precious data line").unwrap();
+        assert!(HostSessionLog::resume(dir.path(), "hs_link").is_err());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious data line");
+    }
+
+    #[test]
+    fn ids_the_host_does_not_mint_are_not_continued_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = HostSessionLog::open(dir.path(), Some("hs_ids")).unwrap();
+        for id in [
+            "tc_00000000000b",
+            // The counter's last value: continuing from it would overflow (or, in
+            // a release build, wrap back onto ids already in the log).
+            "tc_ffffffffffffffff",
+            "tc_FFFFFFFFFFFF",
+            "tc_+0000000000c",
+            "tc_0000000000000d",
+        ] {
+            log.append(HostEventKind::ToolCallFailed {
+                tool_call_id: id.into(),
+                error: "x".into(),
+                cancelled: false,
+            });
+        }
+        drop(log);
+        let log = HostSessionLog::resume(dir.path(), "hs_ids").unwrap();
+        assert_eq!(log.recovery().last_tool_call, 11);
+        assert_eq!(crate::event::tool_call_id(12), "tc_00000000000c");
+        assert_eq!(crate::event::tool_call_number("tc_00000000000c"), Some(12));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -120,10 +121,13 @@ impl HostSessionLog {
         let dir = hosts.join(&id);
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         let path = dir.join(EVENTS_FILE);
+        // Never through a link: resuming cuts a torn last line, which would
+        // cut (and append to) whatever file a link put here names.
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
+            .custom_flags(toolhost_process::O_NOFOLLOW)
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
         match file.try_lock() {

@@ -1,10 +1,16 @@
 //! File-status flags of a descriptor the host did not open (its stdin and
 //! stdout under `toolhost serve`, which its MCP stdio transport reads on the
-//! reactor).
+//! reactor), and the open flag crates without libc need ([`O_NOFOLLOW`]).
 
 use std::os::fd::AsFd;
 
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
+
+/// `O_NOFOLLOW` (open(2)) for `std::os::unix::fs::OpenOptionsExt::custom_flags`:
+/// an open whose last component is a symbolic link fails with `ELOOP` instead
+/// of opening (or creating) whatever the link names. Here so that crates
+/// without libc (toolhost-host-session's event log) open their files this way.
+pub const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
 
 /// Sets or clears `O_NONBLOCK` on `fd`'s open file description and returns
 /// whether it was set before, so the caller can put it back. The flag belongs

@@ -68,7 +68,7 @@ pub use sessions::retention::{
 pub use sessions::survivors::{Survivor, SurvivorReport, kill_survivors, process_start_time};
 
 // The host process itself: descriptors, limits, identity, process groups, cgroups.
-pub use fd_flags::set_nonblocking;
+pub use fd_flags::{O_NOFOLLOW, set_nonblocking};
 pub use fd_limit::{FdLimit, raise_fd_limit};
 pub use peer::current_uid;
 pub use sessions::process::group_members;

@@ -581,7 +581,7 @@ impl Host {
     /// A fresh tool-call id (`tc_` + 12 hex digits, unique per host), for
     /// [`Host::call_tool_as`].
     pub fn new_call_id(&self) -> String {
-        format!("tc_{:012x}", self.next_call.fetch_add(1, Ordering::Relaxed))
+        host_session::tool_call_id(self.next_call.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The tool calls in progress, oldest first.
