@@ -108,7 +108,8 @@ fn inspect_exits_1_for_what_cannot_load_and_2_for_what_cannot_be_read() {
     assert!(
         stderr(&out).starts_with(&format!(
             "toolhost: {} cannot be loaded: plugin `junk` is not a valid component: not a \
-             WebAssembly component: ",
+             WebAssembly file (it does not start with the `\\0asm` header): give the built \
+             `.wasm` component\n",
             junk.display()
         )),
         "{}",
@@ -117,7 +118,8 @@ fn inspect_exits_1_for_what_cannot_load_and_2_for_what_cannot_be_read() {
     assert!(
         stdout(&out).contains(
             "\nverdict:\n  cannot be loaded: plugin `junk` is not a valid component: not a \
-             WebAssembly component: "
+             WebAssembly file (it does not start with the `\\0asm` header): give the built \
+             `.wasm` component\n"
         ),
         "{}",
         stdout(&out)

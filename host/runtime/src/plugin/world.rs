@@ -154,6 +154,14 @@ impl ComponentNames {
 /// people, nothing branches on it.
 pub fn component_names(bytes: &[u8]) -> Result<ComponentNames, String> {
     use wasmparser::{Chunk, ComponentExternalKind, ComponentTypeRef, Encoding, Parser, Payload};
+    // wasmparser's own text for this lists both headers' bytes, one per line.
+    if !bytes.starts_with(b"\0asm") {
+        return Err(
+            "not a WebAssembly file (it does not start with the `\\0asm` header): \
+             give the built `.wasm` component"
+                .into(),
+        );
+    }
     let mut names = ComponentNames::default();
     let mut parser = Parser::new(0);
     let mut pos = 0usize;
@@ -427,6 +435,22 @@ impl ToolInstance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_that_are_not_webassembly_are_named_so_in_one_line() {
+        let e = component_names(b"[plugin]\nid = \"notes\"\n").unwrap_err();
+        assert_eq!(
+            e,
+            "not a WebAssembly file (it does not start with the `\\0asm` header): give the \
+             built `.wasm` component"
+        );
+        assert_eq!(component_names(b"").unwrap_err(), e);
+        // A WebAssembly header with nothing after it is still wasmparser's to judge.
+        assert_eq!(
+            component_names(b"\0asm").unwrap_err(),
+            "not a WebAssembly component: unexpected end-of-file (at offset 0x4)"
+        );
+    }
 
     #[test]
     fn the_world_is_picked_by_the_tool_export() {
