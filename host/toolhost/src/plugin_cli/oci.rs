@@ -335,6 +335,37 @@ pub(super) fn signer(s: &SignatureRecord) -> String {
     }
 }
 
+/// The lock entry of `pulled`, installed now as `id` from `reference` with its
+/// blob stored under `component_sha256` (hex): the digest it resolved to, its
+/// size, contract, signature and manifest as checked, never updated.
+fn lock_entry(
+    id: String,
+    reference: &Reference,
+    pulled: &Pulled,
+    options: &PullOptions,
+    signature: SignatureRecord,
+    component_sha256: String,
+) -> Entry {
+    Entry {
+        id,
+        source: reference.to_string(),
+        resolved: Some(pulled.resolved.artifact.reference.pinned()),
+        component_sha256,
+        size: pulled.report.size as u64,
+        insecure: options.insecure.contains(&reference.registry),
+        contract: pulled
+            .report
+            .contract
+            .map_or("", |c| c.as_str())
+            .to_string(),
+        added: toolhost_installed::now(),
+        updated: None,
+        manifest_from: pulled.manifest_from.clone(),
+        signature,
+        manifest: pulled.manifest.clone(),
+    }
+}
+
 fn record(verified: &Verified, policy: &Policy) -> SignatureRecord {
     SignatureRecord {
         kind: verified.kind.to_string(),
@@ -449,25 +480,15 @@ pub(super) async fn add(
         summary(&pulled, &signature)
     );
     confirm(&format!("install plugin `{id}`?"), yes, "installed")?;
-    let hex = writer.add_blob(&pulled.wasm)?;
-    let entry = Entry {
-        id: id.clone(),
-        source: reference.to_string(),
-        resolved: Some(pulled.resolved.artifact.reference.pinned()),
-        component_sha256: hex,
-        size: pulled.report.size as u64,
-        insecure: options.insecure.contains(&reference.registry),
-        contract: pulled
-            .report
-            .contract
-            .map_or("", |c| c.as_str())
-            .to_string(),
-        added: toolhost_installed::now(),
-        updated: None,
-        manifest_from: pulled.manifest_from.clone(),
+    let component_sha256 = writer.add_blob(&pulled.wasm)?;
+    let entry = lock_entry(
+        id.clone(),
+        &reference,
+        &pulled,
+        &options,
         signature,
-        manifest: pulled.manifest.clone(),
-    };
+        component_sha256,
+    );
     let mut plugins = before.plugins;
     plugins.push(entry);
     writer.commit(plugins)?;
@@ -584,22 +605,20 @@ pub(super) async fn update(
     }
     eprint!("{}", summary(&pulled, &signature));
     confirm(&format!("update plugin `{id}`?"), yes, "updated")?;
-    let hex = writer.add_blob(&pulled.wasm)?;
+    let component_sha256 = writer.add_blob(&pulled.wasm)?;
+    // What the operator named and when it was first added stay as they were.
     let updated = Entry {
-        resolved: Some(new_pinned),
-        component_sha256: hex,
-        size: pulled.report.size as u64,
-        insecure: options.insecure.contains(&reference.registry),
-        contract: pulled
-            .report
-            .contract
-            .map_or("", |c| c.as_str())
-            .to_string(),
+        source: entry.source,
+        added: entry.added,
         updated: Some(toolhost_installed::now()),
-        manifest_from: pulled.manifest_from.clone(),
-        signature,
-        manifest: pulled.manifest.clone(),
-        ..entry
+        ..lock_entry(
+            id.to_string(),
+            &reference,
+            &pulled,
+            &options,
+            signature,
+            component_sha256,
+        )
     };
     let plugins = before
         .plugins
