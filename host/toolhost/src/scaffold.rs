@@ -535,6 +535,17 @@ Build (needs {build_needs}):
 
 `{name}.toml` is the manifest: it grants exactly `date -u` (`exec`). The
 operator's policy must also allow a command for it to run.
+
+Publish (any OCI registry; credentials from `~/.docker/config.json` or
+`REGISTRY_AUTH_FILE`, never the command line):
+
+    toolhost plugin publish {name}.wasm oci://REGISTRY/REPO:TAG   # {name}.toml rides along
+    cosign sign --new-bundle-format REGISTRY/REPO@DIGEST   # the digest publish printed
+    toolhost plugin add oci://REGISTRY/REPO:TAG --verify-identity ID --verify-issuer URL
+
+The artifact is the CNCF wasm layout (`wkg oci pull` and `oras pull` read it);
+`plugin add` refuses it unless its signature verifies (docs/manifests.md in the
+toolhost repository: "Plugins from registries").
 "#,
         lang = match lang {
             Lang::Rust => "Rust",
@@ -579,6 +590,23 @@ mod tests {
                     f.path
                 );
             }
+        }
+    }
+
+    #[test]
+    fn every_readme_says_how_to_publish_and_sign() {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+            let files = project_files("my-tool", lang).unwrap();
+            let readme = &files.iter().find(|f| f.path == "README.md").unwrap().text;
+            assert!(
+                readme.contains("toolhost plugin publish my-tool.wasm oci://REGISTRY/REPO:TAG"),
+                "{lang:?}"
+            );
+            assert!(
+                readme.contains("cosign sign --new-bundle-format"),
+                "{lang:?}"
+            );
+            assert!(readme.contains("toolhost plugin add oci://"), "{lang:?}");
         }
     }
 
