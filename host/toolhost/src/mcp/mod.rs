@@ -1,7 +1,25 @@
 //! `toolhost serve`: an MCP server (docs/mcp.md), built on
-//! rmcp, the official Rust SDK, following the MCP specification revision
-//! 2025-11-25 (<https://modelcontextprotocol.io/specification/2025-11-25>) and
-//! accepting clients of 2024-11-05, 2025-03-26 and 2025-06-18.
+//! rmcp, the official Rust SDK. It is dual-era (MCP 2026-07-28,
+//! "Versioning and Compatibility", <https://modelcontextprotocol.io/specification/2026-07-28>):
+//!
+//! - *modern* clients (2026-07-28) send no handshake: every request carries
+//!   its protocol version and client capabilities in `_meta` and is served
+//!   on its own; `server/discover` lists [`SUPPORTED_PROTOCOL_VERSIONS`],
+//!   and a request naming any other version gets `-32022`
+//!   (`UnsupportedProtocolVersionError`, data `{supported, requested}`).
+//!   Results carry `resultType`; `ping`, `logging/setLevel` and
+//!   `resources/subscribe`/`unsubscribe` (removed in 2026-07-28) are
+//!   `-32601`; arguments a tool refuses are a tool error (`isError: true`,
+//!   "Tools", "Error Handling"); a policy `ask` is not sent to the client
+//!   (no server-to-client requests in 2026-07-28) and falls to the next
+//!   approver.
+//! - *legacy* clients (2025-11-25, and 2024-11-05, 2025-03-26, 2025-06-18
+//!   as asked) open with `initialize` and are served as before, following
+//!   2025-11-25 (<https://modelcontextprotocol.io/specification/2025-11-25>).
+//!
+//! The era of each request is rmcp's decision (the request's own `_meta`
+//! first, then the session's `initialize`; `era.rs`); on stdio
+//! `era::open_stdio` gates what comes before either lifecycle.
 //!
 //! Two transports share one request handler, [`McpServer`]:
 //!
@@ -13,7 +31,7 @@
 //!
 //! What the handler does:
 //!
-//! - `initialize` answers with the `tools` capability and `listChanged: true`
+//! - `initialize` (legacy) answers with the `tools` capability and `listChanged: true`
 //!   (a `notifications/tools/list_changed` is sent whenever
 //!   [`Host::tools_changed`] fires; the set is fixed at start-up for now). A
 //!   client asking for a version we do not support gets our latest
@@ -72,6 +90,7 @@ use toolhost_runtime::CallProgress;
 use toolhost_runtime::{Host, ToolCallError};
 
 mod client;
+mod era;
 pub mod http;
 mod offers;
 pub mod stdio;
@@ -95,15 +114,34 @@ pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 /// Shortest time between two progress notifications of one call: 100 ms.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
-/// The MCP revision this server implements and answers `initialize` with
-/// when the client asks for one it does not support (2025-11-25); every
-/// earlier revision rmcp knows is accepted as asked.
+/// The newest legacy revision (2025-11-25): what `initialize` answers with
+/// when the client asks for a version it does not support, or for a modern
+/// one (which has no handshake); every earlier revision rmcp knows is
+/// accepted as asked.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
+/// The modern revision served without a handshake (2026-07-28: protocol
+/// version and client capabilities in every request's `_meta`).
+pub const MODERN_PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// Every revision `serve` answers, newest first, as `server/discover`'s
+/// `supportedVersions` and the `supported` list of an
+/// `UnsupportedProtocolVersionError` name them: 2026-07-28 (stateless) and
+/// 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 (through `initialize`).
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2026_07_28,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2024_11_05,
+];
+
 /// The client-to-server request methods of MCP 2025-11-25 (without the
-/// experimental `tasks/*`).
+/// experimental `tasks/*`) and those 2026-07-28 added.
 const KNOWN_METHODS: &[&str] = &[
     "initialize",
+    "server/discover",
+    "subscriptions/listen",
     "ping",
     "tools/list",
     "tools/call",
@@ -371,43 +409,46 @@ impl McpServer {
         ))
     }
 
-    /// The MCP tool list (name, description, input schema, annotations).
+    /// The MCP tool list (name, description, input schema, annotations), in
+    /// the host's order (fixed at start-up: the same on every call, as MCP
+    /// 2026-07-28 asks of `tools/list`).
     pub fn tool_list(host: &Host) -> Vec<Tool> {
         host.tools()
             .iter()
-            .map(|t| {
-                let schema: JsonObject =
-                    serde_json::from_str(&t.spec.input_schema).unwrap_or_else(|_| {
-                        let mut o = JsonObject::new();
-                        o.insert("type".into(), json!("object"));
-                        o
-                    });
-                let hints = &t.spec.hints;
-                let mut tool =
-                    Tool::new(t.name.clone(), t.spec.description.clone(), Arc::new(schema))
-                        .with_annotations(
-                            ToolAnnotations::new()
-                                .read_only(hints.read_only)
-                                .destructive(hints.destructive)
-                                .idempotent(hints.idempotent)
-                                .open_world(hints.open_world),
-                        );
-                // Contract 0.2.0: `title` and `outputSchema` (checked to be a
-                // JSON object at load).
-                if let Some(title) = &t.spec.title {
-                    tool = tool.with_title(title.clone());
-                }
-                if let Some(Ok(schema)) = t
-                    .spec
-                    .output_schema
-                    .as_deref()
-                    .map(serde_json::from_str::<JsonObject>)
-                {
-                    tool = tool.with_raw_output_schema(Arc::new(schema));
-                }
-                tool
-            })
+            .map(|t| McpServer::mcp_tool(t))
             .collect()
+    }
+
+    /// One host tool as MCP describes it.
+    fn mcp_tool(t: &toolhost_runtime::ToolEntry) -> Tool {
+        let schema: JsonObject = serde_json::from_str(&t.spec.input_schema).unwrap_or_else(|_| {
+            let mut o = JsonObject::new();
+            o.insert("type".into(), json!("object"));
+            o
+        });
+        let hints = &t.spec.hints;
+        let mut tool = Tool::new(t.name.clone(), t.spec.description.clone(), Arc::new(schema))
+            .with_annotations(
+                ToolAnnotations::new()
+                    .read_only(hints.read_only)
+                    .destructive(hints.destructive)
+                    .idempotent(hints.idempotent)
+                    .open_world(hints.open_world),
+            );
+        // Contract 0.2.0: `title` and `outputSchema` (checked to be a
+        // JSON object at load).
+        if let Some(title) = &t.spec.title {
+            tool = tool.with_title(title.clone());
+        }
+        if let Some(Ok(schema)) = t
+            .spec
+            .output_schema
+            .as_deref()
+            .map(serde_json::from_str::<JsonObject>)
+        {
+            tool = tool.with_raw_output_schema(Arc::new(schema));
+        }
+        tool
     }
 }
 
@@ -447,7 +488,14 @@ impl ServerHandler for McpServer {
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL_VERSION))
+        std::borrow::Cow::Borrowed(SUPPORTED_PROTOCOL_VERSIONS)
+    }
+
+    /// The tool `name` (for rmcp's `Mcp-Param-*` header checks on HTTP,
+    /// MCP 2026-07-28 "Streamable HTTP", "Custom Headers from Tool
+    /// Parameters").
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.shared.host.tool(name).map(|t| McpServer::mcp_tool(&t))
     }
 
     async fn initialize(
@@ -500,6 +548,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let host = self.shared.host.clone();
+        let modern = era::is_modern(&context);
         // The one lookup of the tool: the entry travels with the call.
         let Some(tool) = host.tool(&request.name) else {
             let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
@@ -525,10 +574,16 @@ impl ServerHandler for McpServer {
         let plugin_reports_progress = client.plugin_reports_progress.clone();
         {
             let guard = self.shared.inflight.enter();
-            let route = self
-                .shared
-                .elicitation
-                .route(&tool_call_id, &context.peer, &context.id);
+            // A 2026-07-28 request cannot be sent `elicitation/create` (the
+            // revision has no server-to-client requests): its asks go to the
+            // next approver.
+            let route = if modern {
+                Route { approver: None }
+            } else {
+                self.shared
+                    .elicitation
+                    .route(&tool_call_id, &context.peer, &context.id)
+            };
             let host = host.clone();
             let request = toolhost_runtime::CallRequest {
                 tool_call_id: tool_call_id.clone(),
@@ -559,7 +614,11 @@ impl ServerHandler for McpServer {
             () = context.ct.cancelled() => {
                 let key = cancel_key(&session_of(&context), &context.id);
                 let by_client = self.shared.cancelled.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-                if by_client {
+                // On HTTP a 2026-07-28 client cancels by closing the request's
+                // stream (MCP 2026-07-28 "Streamable HTTP", "Cancellation").
+                let closed_modern_stream = modern
+                    && context.extensions.get::<::http::request::Parts>().is_some();
+                if by_client || closed_modern_stream {
                     tracing::info!(%tool_call_id, "cancelled by the client");
                     cancel.notify_one();
                 } else {
@@ -571,7 +630,7 @@ impl ServerHandler for McpServer {
         if let Some(p) = progress {
             p.abort();
         }
-        to_mcp_result(outcome?)
+        to_mcp_result(outcome?, modern)
     }
 
     async fn list_resources(
@@ -683,6 +742,13 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        // MCP 2026-07-28 removed `logging/setLevel` (the level travels in
+        // each request's `_meta`).
+        if era::is_modern(&context) {
+            return Err(McpError::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
         self.session.set_peer(&context.peer);
         self.session.set_log_level(request.level);
         Ok(())
@@ -690,13 +756,22 @@ impl ServerHandler for McpServer {
 }
 
 /// A settled host call as MCP answers it: a `CallToolResult`, or `-32602`
-/// for an unknown tool or arguments the plugin refuses ("Tools", "Error
-/// Handling").
+/// for an unknown tool ("Tools", "Error Handling"). Arguments the plugin
+/// refuses are `-32602` too for a legacy request (as toolhost always
+/// answered them), and a tool execution error (`isError: true`) for a
+/// `modern` one: MCP 2026-07-28 "Tools", "Error Handling" lists input
+/// validation errors among them, so the model can correct its call.
 fn to_mcp_result(
     result: Result<toolhost_runtime::ToolResult, ToolCallError>,
+    modern: bool,
 ) -> Result<CallToolResponse, McpError> {
     match result {
         Ok(r) => Ok(crate::content::call_tool_result(&r).into()),
+        Err(e @ ToolCallError::InvalidArguments { .. }) if modern => {
+            let mut out = CallToolResult::error(vec![ContentBlock::text(e.to_string())]);
+            out.is_error = Some(true);
+            Ok(out.into())
+        }
         Err(e @ (ToolCallError::UnknownTool { .. } | ToolCallError::InvalidArguments { .. })) => {
             Err(McpError::invalid_params(e.to_string(), None))
         }

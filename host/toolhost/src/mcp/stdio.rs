@@ -4,12 +4,15 @@
 //! The transport is ours ([`StdioTransport`]) rather than rmcp's, because it
 //! answers malformed input with JSON-RPC errors ([`super::classify`]), bounds
 //! each line to [`MAX_MESSAGE_BYTES`], records `notifications/cancelled`
-//! before rmcp sees it, and holds the lifecycle gate: until the client's
-//! `initialize` arrives ("Lifecycle", "Initialization"), a `ping` is answered
-//! with `{}`, notifications and responses are dropped, and any other request
-//! gets `-32600` (the client "SHOULD NOT send requests other than pings
-//! before the server has responded to the initialize request"). rmcp itself
-//! would end the connection on the first notification there. stdout carries
+//! before rmcp sees it, and holds the lifecycle gate (`era::open_stdio`):
+//! until a lifecycle is open (the client's `initialize`, 2025-11-25
+//! "Lifecycle", "Initialization"; or a 2026-07-28 request with complete
+//! `_meta` that rmcp accepts), a `ping` is answered with `{}`, notifications
+//! and responses are dropped, `server/discover` and requests naming a
+//! protocol version in `_meta` go to rmcp, and any other request gets
+//! `-32600` (the client "SHOULD NOT send requests other than pings before
+//! the server has responded to the initialize request"). rmcp itself would
+//! end the connection on the first notification there. stdout carries
 //! protocol messages only; logs go to stderr.
 //!
 //! `toolhost serve` ([`serve_process_stdio`]) does not read and write its
@@ -30,10 +33,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
@@ -41,6 +43,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use toolhost_runtime::Host;
 
+use super::era::{self, Opening};
 use super::{
     CancelledSet, Incoming, MAX_MESSAGE_BYTES, McpServer, Shared, classify, codes, record_cancel,
 };
@@ -57,8 +60,9 @@ pub struct StdioTransport<R> {
     reader: LineReader<R>,
     out: Out,
     cancelled: CancelledSet,
-    /// Whether the client's `initialize` was passed on to rmcp.
-    initialize_seen: bool,
+    /// Whether rmcp left its pre-lifecycle loop: the client's `initialize`,
+    /// or a complete 2026-07-28 request, was passed on to it.
+    lifecycle_open: bool,
 }
 
 /// The task writing a [`StdioTransport`]'s messages; await it to be sure
@@ -140,7 +144,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
             reader: LineReader::new(read, MAX_MESSAGE_BYTES),
             out,
             cancelled,
-            initialize_seen: false,
+            lifecycle_open: false,
         }
     }
 
@@ -148,40 +152,24 @@ impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
         let _ = self.out.send(jsonrpc::encode_line(message));
     }
 
-    /// The lifecycle gate before `initialize` (module docs): `Some` for the
-    /// message rmcp should see, `None` after answering or dropping it.
-    fn before_initialize(
+    /// The lifecycle gate (module docs, `era::open_stdio`): `Some`
+    /// for the message rmcp should see, `None` after answering or dropping
+    /// it.
+    fn before_lifecycle(
         &mut self,
         message: RxJsonRpcMessage<RoleServer>,
     ) -> Option<RxJsonRpcMessage<RoleServer>> {
-        match &message {
-            JsonRpcMessage::Request(r) => match &r.request {
-                ClientRequest::InitializeRequest(_) => {
-                    self.initialize_seen = true;
-                    Some(message)
-                }
-                ClientRequest::PingRequest(_) => {
-                    let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
-                    self.reply(&jsonrpc::result(&id, json!({})));
-                    None
-                }
-                other => {
-                    let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
-                    let method = other.method().to_string();
-                    tracing::debug!(%method, "a request before `initialize`");
-                    self.reply(&jsonrpc::error(
-                        &id,
-                        codes::INVALID_REQUEST,
-                        format!(
-                            "Invalid Request: `{method}` before `initialize`; the server is not \
-                             initialized yet (MCP lifecycle: only `ping` may precede it)"
-                        ),
-                    ));
-                    None
-                }
-            },
-            _ => {
-                tracing::debug!("dropping a notification or response sent before `initialize`");
+        match era::open_stdio(&message) {
+            Opening::Pass { opens } => {
+                self.lifecycle_open = opens;
+                Some(message)
+            }
+            Opening::Answer(response) => {
+                self.reply(&response);
+                None
+            }
+            Opening::Drop => {
+                tracing::debug!("dropping a notification or response sent before a lifecycle");
                 None
             }
         }
@@ -239,8 +227,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
                 }
             };
             record_cancel(&self.cancelled, "", &message);
-            if !self.initialize_seen {
-                match self.before_initialize(message) {
+            if !self.lifecycle_open {
+                match self.before_lifecycle(message) {
                     Some(m) => return Some(m),
                     None => continue,
                 }
