@@ -20,13 +20,13 @@ use std::time::Duration;
 use crate::support::describe;
 
 /// The repository root.
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// `tests/clients/node_modules/.bin/node`; fails naming the install command
 /// when it is missing.
-fn node() -> PathBuf {
+pub(crate) fn node() -> PathBuf {
     let node = root().join("tests/clients/node_modules/.bin/node");
     assert!(
         node.exists(),

@@ -29,6 +29,7 @@ mod hostile_load;
 mod load;
 mod mcp;
 mod mcp_http;
+mod mcp_modern;
 mod mcp_robustness;
 mod plugin_cli;
 mod plugin_oci;
