@@ -6,6 +6,10 @@
 //! and HTTP. Both run on the Node 22 that `tests/setup.sh`
 //! installs there (the `node` npm package; the suite needs Node ≥ 22.19).
 //!
+//! The 0.2.0-alpha.12 suite (npm alias `conformance-next`) runs the frozen
+//! requirement sets of 2025-11-25 and of 2026-07-28 the same way, each with
+//! its own baseline (`tests/clients/conformance-baseline-REVISION.yml`).
+//!
 //! Expected failures live in `tests/clients/conformance-baseline.yml` with
 //! the reason for each; the suite itself fails the run for a scenario that
 //! fails and is not listed, and for one that is listed but now passes, so the
@@ -169,6 +173,75 @@ fn official_suite_passes_every_scenario_not_in_the_baseline() {
         "only {} scenarios passed: {passed:?}\n{text}",
         passed.len()
     );
+}
+
+/// The 0.2.0-alpha.12 suite (`conformance-next` in `tests/clients`) with
+/// `--requirements revision` against `serve --http` with the conformance
+/// plugin, and `tests/clients/conformance-baseline-REVISION.yml` as the
+/// expected failures: the suite's baseline check passes (exit 0: no failure
+/// that is not listed, no listed scenario that now passes). Returns the
+/// scenarios the summary marks passed.
+fn requirements_pass_but_for_the_baseline(revision: &str) -> Vec<String> {
+    let wasm = conformance_plugin();
+    let serve = HttpServe::start(&["--plugin", wasm.to_str().unwrap()]);
+    let baseline = root().join(format!("tests/clients/conformance-baseline-{revision}.yml"));
+    let scratch = tempfile::tempdir().unwrap();
+    let out = Command::new(node())
+        .arg(client_script("conformance-next/dist/index.js"))
+        .args(["server", "--url", &serve.url, "--requirements", revision])
+        .arg("--expected-failures")
+        .arg(&baseline)
+        .current_dir(scratch.path())
+        .output()
+        .expect("running the conformance suite");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text.contains("Baseline check passed"),
+        "no baseline verdict in the suite's output:\n{text}"
+    );
+    let summary = text
+        .split("=== SUMMARY ===")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary in the suite's output:\n{text}"));
+    summary
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("✓ "))
+        .filter_map(|l| l.split(':').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// 2025-11-25's frozen requirement set (stateful): every scenario passes,
+/// the three it does not score included.
+#[test]
+fn requirements_of_2025_11_25_pass() {
+    let passed = requirements_pass_but_for_the_baseline("2025-11-25");
+    assert_eq!(passed.len(), 33, "{passed:?}");
+}
+
+/// 2026-07-28's frozen requirement set (stateless, per-request `_meta`):
+/// what is not in the baseline passes; the baseline says why the rest
+/// fails.
+#[test]
+fn requirements_of_2026_07_28_pass_but_for_the_baseline() {
+    let passed = requirements_pass_but_for_the_baseline("2026-07-28");
+    for scenario in [
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-error",
+        "resources-read-text",
+        "prompts-get-with-args",
+        "completion-complete",
+        "caching",
+        "dns-rebinding-protection",
+        "http-header-validation",
+    ] {
+        assert!(
+            passed.iter().any(|p| p == scenario),
+            "{scenario}: {passed:?}"
+        );
+    }
 }
 
 /// Runs the MCP Inspector CLI (`mcp-inspector --cli ARGS...`) and returns its

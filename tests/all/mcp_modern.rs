@@ -255,6 +255,7 @@ async fn stdio_modern_requests_get_the_revisions_errors_and_results() {
         (13, "ping", json!({})),
         (14, "logging/setLevel", json!({"level": "debug"})),
         (15, "resources/subscribe", json!({"uri": "file:///x"})),
+        (18, "initialize", json!({})),
     ] {
         let mut params = params;
         params["_meta"] = meta("2026-07-28");
@@ -386,6 +387,15 @@ async fn http_modern_requests_get_the_revisions_errors_and_results() {
     .await;
     assert_eq!((status, &p["error"]["code"]), (404, &json!(-32601)), "{p}");
     assert_eq!(p["id"], json!(3), "{p}");
+    let (status, l) = post_modern(
+        &addr,
+        json!({"jsonrpc": "2.0", "id": "lv", "method": "logging/setLevel",
+               "params": {"level": "debug", "_meta": meta("2026-07-28")}}),
+        None,
+    )
+    .await;
+    assert_eq!((status, &l["error"]["code"]), (404, &json!(-32601)), "{l}");
+    assert_eq!(l["id"], json!("lv"), "{l}");
     let (status, ok) = post_modern(
         &addr,
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {

@@ -30,6 +30,32 @@ pub(crate) fn is_modern_version(version: &ProtocolVersion) -> bool {
     !version.has_initialize()
 }
 
+/// The request methods MCP 2026-07-28 removed ("Key Changes": the
+/// handshake, `ping`, `logging/setLevel`, and `resources/subscribe` /
+/// `unsubscribe`, replaced by `subscriptions/listen`): `-32601` (HTTP `404`)
+/// for a request whose `_meta` names a modern version.
+pub(crate) const REMOVED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The supported modern version a raw request object's
+/// `params._meta["io.modelcontextprotocol/protocolVersion"]` names, if any.
+pub(crate) fn modern_version_of(request: &serde_json::Map<String, Value>) -> Option<&str> {
+    let version = request
+        .get("params")?
+        .get("_meta")?
+        .get("io.modelcontextprotocol/protocolVersion")?
+        .as_str()?;
+    SUPPORTED_PROTOCOL_VERSIONS
+        .iter()
+        .any(|v| v.as_str() == version && is_modern_version(v))
+        .then_some(version)
+}
+
 /// Whether the request of `context` is served under a modern revision: its
 /// `_meta` names 2026-07-28 or later (a legacy session's requests name
 /// nothing, or a legacy version).

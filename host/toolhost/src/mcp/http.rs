@@ -30,12 +30,17 @@
 //!    ([`super::classify`]): unparsable JSON is `400` with `-32700`, an
 //!    invalid message `400` with `-32600` (the spec: "If the server cannot
 //!    accept the input, it MUST return an HTTP error status code"), a known
-//!    method with malformed params `200` with `-32602`, and a malformed
+//!    method with malformed params `200` with `-32602`, a method 2026-07-28
+//!    removed sent with modern `_meta` `404` with `-32601`, and a malformed
 //!    notification `202`.
 //!
-//! A request other than `initialize` without a session id is `400` and one
-//! for an unknown or ended session `404` (rmcp, as the spec's "Session
-//! Management" says).
+//! A legacy request other than `initialize` without a session id is `400`
+//! and one for an unknown or ended session `404` (rmcp, as 2025-11-25
+//! "Session Management" says). A modern request (MCP 2026-07-28: its `_meta`
+//! names the protocol version, or it is `server/discover`) needs no session:
+//! rmcp serves it on its own, after checking that `MCP-Protocol-Version`
+//! matches `_meta` and `Mcp-Method` / `Mcp-Name` the body (`400`, `-32020`
+//! `HeaderMismatch` otherwise).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -574,10 +579,12 @@ impl Front {
                     record_cancel(&self.cancelled, session, &message);
                 }
                 Incoming::Reject { code, response } => {
-                    let status = if code == codes::INVALID_PARAMS {
-                        StatusCode::OK
-                    } else {
-                        StatusCode::BAD_REQUEST
+                    // A removed method is `404` (MCP 2026-07-28 "Streamable
+                    // HTTP", "Protocol Version Header").
+                    let status = match code {
+                        codes::INVALID_PARAMS => StatusCode::OK,
+                        codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+                        _ => StatusCode::BAD_REQUEST,
                     };
                     return Err(Box::new(json_response(status, &response)));
                 }

@@ -7,7 +7,7 @@
 //!   on its own; `server/discover` lists [`SUPPORTED_PROTOCOL_VERSIONS`],
 //!   and a request naming any other version gets `-32022`
 //!   (`UnsupportedProtocolVersionError`, data `{supported, requested}`).
-//!   Results carry `resultType`; `ping`, `logging/setLevel` and
+//!   Results carry `resultType`; `initialize`, `ping`, `logging/setLevel` and
 //!   `resources/subscribe`/`unsubscribe` (removed in 2026-07-28) are
 //!   `-32601`; arguments a tool refuses are a tool error (`isError: true`,
 //!   "Tools", "Error Handling"); a policy `ask` is not sent to the client
@@ -63,7 +63,8 @@
 //! `-32700` (Parse error, id `null`), a message that is not a valid request
 //! object (a batch, a wrong `jsonrpc`, a non-string `method`, an id that is
 //! neither a string nor a number) gets `-32600` (Invalid Request), an unknown
-//! method `-32601` (rmcp), a known method with malformed params `-32602`. The
+//! method `-32601` (rmcp; and ours for a method 2026-07-28 removed, sent with
+//! modern `_meta`), a known method with malformed params `-32602`. The
 //! server keeps serving after each.
 
 use std::collections::{HashMap, HashSet};
@@ -210,7 +211,8 @@ pub(crate) enum Incoming {
     /// A well-formed message for rmcp.
     Message(Box<RxJsonRpcMessage<RoleServer>>),
     /// Not acceptable: answer with `response`, a JSON-RPC error response whose
-    /// code is `code` (`-32700`, `-32600` or `-32602`).
+    /// code is `code` (`-32700`, `-32600`, `-32602`, or `-32601` for a
+    /// method a modern request may not use).
     Reject { code: i32, response: Value },
     /// A malformed notification or response: dropped (JSON-RPC 2.0 §4.1: a
     /// notification is never answered), with `why` logged.
@@ -227,7 +229,9 @@ fn reject(id: Value, code: i32, message: String) -> Incoming {
 
 /// Classifies one message's bytes (a stdio line, an HTTP body) as JSON-RPC
 /// 2.0 §4-5 and MCP "Base Protocol" define messages; see the module docs for
-/// the codes.
+/// the codes. A request for a method 2026-07-28 removed
+/// ([`era::REMOVED_METHODS`]) whose `_meta` names a supported modern version
+/// is `-32601`.
 pub(crate) fn classify(bytes: &[u8]) -> Incoming {
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
@@ -278,6 +282,19 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
     // What the error texts below need, kept before the value moves into the
     // typed message (rmcp's types, converted from the one parse above).
     let method = method.and_then(Value::as_str).map(str::to_string);
+    if has_id
+        && let Some(m) = method.as_deref()
+        && era::REMOVED_METHODS.contains(&m)
+        && let Some(version) = era::modern_version_of(obj)
+    {
+        // Before rmcp's parse: `initialize` with modern `_meta` would
+        // otherwise be "Invalid params" for lacking the handshake's fields.
+        return reject(
+            reply_id,
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: `{m}` was removed in MCP {version}"),
+        );
+    }
     let is_response = obj.contains_key("result") || obj.contains_key("error");
     match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
         Ok(rmcp::model::JsonRpcMessage::Request(r))

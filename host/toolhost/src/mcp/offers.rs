@@ -19,9 +19,14 @@ use toolhost_runtime::{CompletionRef, Host, RequestError};
 
 use crate::content::{content_block, resource_contents};
 
-/// Reads `value` (built from our data) into rmcp type `T`; a mismatch is an
-/// internal error naming `what`.
-fn typed<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, McpError> {
+/// Reads result `value` (built from our data) into rmcp type `T`, with
+/// `resultType: "complete"` (MCP 2026-07-28 requires it on every result;
+/// rmcp drops it again for a legacy peer); a mismatch is an internal error
+/// naming `what`.
+fn typed<T: serde::de::DeserializeOwned>(what: &str, mut value: Value) -> Result<T, McpError> {
+    if let Value::Object(o) = &mut value {
+        o.entry("resultType").or_insert_with(|| json!("complete"));
+    }
     serde_json::from_value(value)
         .map_err(|e| McpError::internal_error(format!("building the {what} result: {e}"), None))
 }
