@@ -39,6 +39,7 @@ mod process_support;
 mod repo;
 #[path = "../../host/runtime/tests/all/support.rs"]
 mod runtime_support;
+mod state_dir;
 mod support;
 mod terminal;
 mod unix_sockets;

@@ -4,9 +4,8 @@
 //! the file.
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -119,16 +118,16 @@ impl HostSessionLog {
             None => fresh_id(&hosts),
         };
         let dir = hosts.join(&id);
-        std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+        toolhost_process::create_private_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
         let path = dir.join(EVENTS_FILE);
         // Never through a link: resuming cuts a torn last line, which would
         // cut (and append to) whatever file a link put here names.
-        let mut file = OpenOptions::new()
+        let mut file = toolhost_process::private_open_options()
             .read(true)
             .append(true)
             .create(true)
-            .custom_flags(toolhost_process::O_NOFOLLOW)
             .open(&path)
+            .and_then(|f| toolhost_process::make_private(&f).map(|()| f))
             .map_err(|e| io_err(&path, e))?;
         match file.try_lock() {
             Ok(()) => {}

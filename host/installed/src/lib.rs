@@ -26,6 +26,7 @@ mod lock;
 
 use std::fs::File;
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -194,6 +195,7 @@ impl PluginsDir {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
             .open(&path)
             .map_err(io(format!("cannot open {}", path.display())))?;
         match file.try_lock() {
@@ -346,7 +348,7 @@ impl Writer {
         let text = next.to_text();
         let path = self.dir.lock_path();
         let tmp = self.dir.root.join(format!("{LOCK_FILE}.tmp"));
-        let mut f = File::create(&tmp).map_err(io(format!("cannot create {}", tmp.display())))?;
+        let mut f = create_private_file(&tmp)?;
         #[cfg(test)]
         if self.fail_at == Some(Step::WriteTemp) {
             f.write_all(&text.as_bytes()[..text.len() / 2]).ok();
@@ -417,16 +419,41 @@ pub fn hash_file(path: &Path) -> Result<String, InstalledError> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Creates `dir` and its missing parents, each mode exactly `0700` whatever the
+/// umask (what the host keeps is private to its user:
+/// docs/operations.md#the-state-dir); directories already there are left as they are.
 fn create_private_dir(dir: &Path) -> Result<(), InstalledError> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    match std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
-        Ok(()) => Ok(()),
-        Err(e) => Err(io(format!("cannot create {}", dir.display()))(e)),
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    let fail = |e| io(format!("cannot create {}", dir.display()))(e);
+    if dir.is_dir() {
+        return Ok(());
     }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_private_dir(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(fail(e)),
+    }
+}
+
+/// Creates (or truncates) `path` for writing, mode exactly `0600` whatever the umask.
+fn create_private_file(path: &Path) -> Result<File, InstalledError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|f| {
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map(|()| f)
+        })
+        .map_err(io(format!("cannot create {}", path.display())))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), InstalledError> {

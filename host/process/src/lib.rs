@@ -16,6 +16,7 @@
 mod fd_flags;
 mod fd_limit;
 mod peer;
+mod private_fs;
 mod sandbox;
 mod sessions;
 mod spawn;
@@ -71,5 +72,12 @@ pub use sessions::survivors::{Survivor, SurvivorReport, kill_survivors, process_
 pub use fd_flags::{O_NOFOLLOW, set_nonblocking};
 pub use fd_limit::{FdLimit, raise_fd_limit};
 pub use peer::current_uid;
+
+// What the host creates in its state dir: private to the host user.
+pub use private_fs::{
+    PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_private_dir, create_private_dir_all,
+    create_private_file, make_private, prepare_private_dir, private_open_options,
+    tighten_private_dir, write_private_file,
+};
 pub use sessions::process::group_members;
 pub use sessions::tree::remove_own_cgroups;

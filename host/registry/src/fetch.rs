@@ -373,7 +373,13 @@ impl Remote {
         source_ref: &str,
         path: &Path,
     ) -> Result<(), RegistryError> {
-        let file = tokio::fs::File::create(path)
+        // Private to the host user (the plugins dir is in the state dir by default).
+        let file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
             .await
             .map_err(|e| RegistryError::io(format!("cannot create {}", path.display()), e))?;
         let mut sink = FileSink {

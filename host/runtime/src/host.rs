@@ -349,7 +349,7 @@ impl Host {
     /// [`HostConfig::plugins`] files.
     pub async fn new(mut config: HostConfig) -> Result<Host, StartError> {
         let workspace = canonical_dir(&config.sessions.workspace, "workspace")?;
-        std::fs::create_dir_all(&config.sessions.state_dir).map_err(|e| {
+        toolhost_process::prepare_private_dir(&config.sessions.state_dir).map_err(|e| {
             StartError::Config(format!(
                 "cannot create state dir {}: {e}",
                 config.sessions.state_dir.display()

@@ -567,7 +567,7 @@ async fn say<O: AsyncWrite + Unpin>(out: &mut O, line: String) {
 
 fn save_cursor(options: &AttachOptions, cursor: u64) {
     if let Some(path) = &options.cursor_file {
-        let _ = std::fs::write(path, format!("{cursor}\n"));
+        let _ = toolhost_process::write_private_file(path, format!("{cursor}\n").as_bytes());
     }
 }
 

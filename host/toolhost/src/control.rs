@@ -315,8 +315,7 @@ impl ControlServer {
             message: e.to_string(),
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+            toolhost_process::create_private_dir_all(dir).map_err(io)?;
         }
         if std::os::unix::net::UnixStream::connect(&path).is_ok() {
             return Err(ControlError::Io {

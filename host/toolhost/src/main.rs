@@ -587,7 +587,7 @@ async fn serve(
         .state_dir
         .clone()
         .unwrap_or_else(HostConfig::default_state_dir);
-    if let Err(e) = std::fs::create_dir_all(&state_dir) {
+    if let Err(e) = toolhost_process::prepare_private_dir(&state_dir) {
         return usage_error(format!(
             "cannot create state dir {}: {e}",
             state_dir.display()

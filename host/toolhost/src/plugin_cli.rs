@@ -468,7 +468,7 @@ fn install(report: &Inspection, dir: &Path) -> Result<Installed, String> {
     let Ok(manifest) = &report.manifest else {
         return Err("its manifest is invalid".into());
     };
-    std::fs::create_dir_all(dir)
+    toolhost_process::create_private_dir_all(dir)
         .map_err(|e| format!("cannot create plugins dir {}: {e}", dir.display()))?;
     let id = manifest.id.clone();
     let wasm = dir.join(format!("{id}.wasm"));
@@ -505,7 +505,15 @@ fn install(report: &Inspection, dir: &Path) -> Result<Installed, String> {
 
 fn copy_atomically(from: &Path, to: &Path) -> Result<(), String> {
     let tmp = to.with_extension(format!("tmp{}", std::process::id()));
+    // A copy keeps its source's mode; what the host keeps is private to its user.
+    use std::os::unix::fs::PermissionsExt as _;
     std::fs::copy(from, &tmp)
+        .and_then(|_| {
+            std::fs::set_permissions(
+                &tmp,
+                std::fs::Permissions::from_mode(toolhost_process::PRIVATE_FILE_MODE),
+            )
+        })
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), tmp.display()))?;
     std::fs::rename(&tmp, to).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

@@ -258,10 +258,12 @@ impl SandboxPolicy {
     /// supports them.
     pub fn prepare(&self, paths: &SandboxPaths) -> Result<Confinement, SandboxError> {
         // TMPDIR points at the private temp dir in every mode, full-access included.
-        std::fs::create_dir_all(&paths.private_tmp).map_err(|source| SandboxError::Io {
-            what: "creating the private temp dir",
-            path: paths.private_tmp.clone(),
-            source,
+        crate::private_fs::create_private_dir_all(&paths.private_tmp).map_err(|source| {
+            SandboxError::Io {
+                what: "creating the private temp dir",
+                path: paths.private_tmp.clone(),
+                source,
+            }
         })?;
         if self.mode == SandboxMode::FullAccess {
             tracing::debug!("sandbox: full-access requested, spawned commands are not confined");

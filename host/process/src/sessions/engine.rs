@@ -327,7 +327,7 @@ impl Inner {
                     &e,
                 ))
             };
-            match std::fs::create_dir(&dir) {
+            match crate::private_fs::create_private_dir(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(io(e)),
@@ -338,7 +338,7 @@ impl Inner {
                 let path = dir.join("output.log");
                 // Created empty here, opened again on the first output
                 // (`output::OutputLog`).
-                std::fs::File::create(&path).map(|_| path)
+                crate::private_fs::create_private_file(&path).map(|_| path)
             });
             return match created {
                 Ok(path) => Ok((id, path)),
@@ -606,27 +606,23 @@ pub(super) fn is_foreground_run(session: &Session, tool_call_id: &str) -> bool {
 /// not), what denied files are masked with (`SandboxPaths::mask_file`). `None`, with
 /// the reason at `warn`, when it cannot be made.
 fn mask_file(state_dir: &std::path::Path) -> Option<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let dir = state_dir.join("sandbox");
     let path = dir.join("mask");
-    let made = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .and_then(|()| {
-            let meta = std::fs::symlink_metadata(&path);
-            if meta.as_ref().is_ok_and(|m| !m.is_file() || m.len() != 0) {
-                std::fs::remove_file(&path)?;
-            }
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .mode(0o000)
-                .open(&path)?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000))
-        });
+    let made = crate::private_fs::create_private_dir_all(&dir).and_then(|()| {
+        let meta = std::fs::symlink_metadata(&path);
+        if meta.as_ref().is_ok_and(|m| !m.is_file() || m.len() != 0) {
+            std::fs::remove_file(&path)?;
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o000)
+            .open(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000))
+    });
     match made {
         Ok(()) => Some(path),
         Err(e) => {
@@ -679,7 +675,7 @@ impl Sessions {
             process::validate_env_pair(k, v)?;
         }
         let sessions_dir = config.state_dir.join("sessions");
-        std::fs::create_dir_all(&sessions_dir).map_err(|e| {
+        crate::private_fs::prepare_private_dir(&sessions_dir).map_err(|e| {
             SessionError::Io(HostIoError::os(
                 IoOperation::CreateSessionsDir,
                 Some(&sessions_dir),

@@ -73,7 +73,7 @@ impl OwnerLock {
     /// Errors: the directory or the file cannot be created or locked.
     pub(crate) fn acquire(state_dir: &Path) -> std::io::Result<OwnerLock> {
         let dir = state_dir.join("owners");
-        std::fs::create_dir_all(&dir)?;
+        crate::private_fs::create_private_dir_all(&dir)?;
         // The process's start time (clock ticks since boot, `/proc/self/stat` field
         // 22) and a random part: a pid alone repeats (every container's first
         // process is pid 1), and a stale link must never name a live engine.
@@ -85,12 +85,13 @@ impl OwnerLock {
             random.write_u64(start);
             let name = format!("{}-{start}-{:016x}", std::process::id(), random.finish());
             let path = dir.join(&name);
-            match std::fs::OpenOptions::new()
+            match crate::private_fs::private_open_options()
                 .write(true)
                 .create_new(true)
                 .open(&path)
             {
                 Ok(file) => {
+                    crate::private_fs::make_private(&file)?;
                     file.lock()?;
                     let target = Path::new("../../owners").join(&name);
                     // Above the range children copy (`spawn.rs`).

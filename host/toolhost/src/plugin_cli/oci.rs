@@ -267,7 +267,7 @@ async fn fetch(
     resolved.download_layer(&wasm).await?;
     let toml_file = staging.path().join(format!("{id}.toml"));
     if let Some(text) = &text {
-        std::fs::write(&toml_file, text)
+        toolhost_process::write_private_file(&toml_file, text.as_bytes())
             .map_err(|e| Failure::usage(format!("cannot write {}: {e}", toml_file.display())))?;
     }
     let report = super::check(&wasm, text.as_ref().map(|_| toml_file), state_dir)
