@@ -14,6 +14,7 @@
 
 mod architecture;
 mod cli;
+mod closed_output;
 mod conformance;
 mod contract;
 mod contract_v0_2;

@@ -309,7 +309,7 @@ pub struct AttachOptions {
 }
 
 /// How an attach ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttachEnd {
     /// The user detached (gracefully or abruptly).
     Detached,
@@ -317,6 +317,10 @@ pub enum AttachEnd {
     HostStopped,
     /// The connection was lost without the host saying it stopped.
     ConnectionLost,
+    /// A write to the output failed (a closed pipe or terminal; the error's
+    /// text): attach detached at once and left the saved cursor where it was,
+    /// so the events it could not show are shown by the next attach.
+    OutputClosed(String),
 }
 
 /// The commands `attach` reads from its input, one per line.
@@ -331,7 +335,7 @@ pub const ATTACH_HELP: &str = "commands: a (allow once), A (allow always), r (re
 pub async fn run_attach<I, O>(
     options: AttachOptions,
     input: I,
-    mut out: O,
+    out: O,
 ) -> Result<AttachEnd, ControlError>
 where
     I: tokio::io::AsyncBufRead + Unpin,
@@ -344,6 +348,7 @@ where
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(0);
     let mut follower = Follower::new(options.from.unwrap_or(saved));
+    let mut out = Printer { out, failed: None };
     let mut client = ControlClient::connect(&options.socket).await?;
     let hello = client.call("hello", json!({})).await?;
     let host_session = hello["host_session"].as_str().unwrap_or("?").to_string();
@@ -365,6 +370,10 @@ where
                     }
                 }
                 Err(e) => say(&mut out, format!("toolhost: {e}")).await,
+            }
+            if let Some(e) = &out.failed {
+                let _ = client.call("detach", json!({"mode": "abrupt"})).await;
+                return Ok(AttachEnd::OutputClosed(e.clone()));
             }
             if r.history_complete || r.events.is_empty() {
                 break;
@@ -416,6 +425,9 @@ where
     });
     let mut writer = write_client;
     let end = loop {
+        if let Some(e) = &out.failed {
+            break AttachEnd::OutputClosed(e.clone());
+        }
         if let Some(graceful) = detaching
             && (!graceful || outstanding.is_empty())
         {
@@ -497,8 +509,11 @@ where
             }
         }
     };
+    if let AttachEnd::OutputClosed(_) = &end {
+        return Ok(end);
+    }
     save_cursor(&options, follower.cursor());
-    let message = match end {
+    let message = match &end {
         AttachEnd::Detached => format!(
             "detached from host session {host_session} at seq {}; `toolhost attach {host_session}` resumes",
             follower.cursor()
@@ -508,6 +523,7 @@ where
             "lost the connection to host session {host_session} at seq {}",
             follower.cursor()
         ),
+        AttachEnd::OutputClosed(_) => unreachable!("returned above"),
     };
     say(&mut out, format!("toolhost: {message}")).await;
     Ok(end)
@@ -516,37 +532,34 @@ where
 async fn handle_batch<O: AsyncWrite + Unpin>(
     follower: &mut Follower,
     replay: &Replay<HostEvent>,
-    out: &mut O,
+    out: &mut Printer<O>,
     writer: &mut WriteHalf,
     outstanding: &mut BTreeMap<u64, String>,
 ) {
     match follower.apply_replay(replay) {
         Ok(events) => {
+            let mut text = String::new();
             for e in &events {
-                let _ = out.write_all(format!("{}\n", describe(e)).as_bytes()).await;
+                text.push_str(&describe(e));
+                text.push('\n');
             }
-            let _ = out.flush().await;
             if !replay.history_complete
                 && events.is_empty()
                 && replay.snapshot_seq > follower.cursor()
             {
-                let _ = out
-                    .write_all(
-                        format!(
-                            "toolhost: events before seq {} are no longer retained\n",
-                            replay.first_retained_seq
-                        )
-                        .as_bytes(),
-                    )
-                    .await;
+                text.push_str(&format!(
+                    "toolhost: events before seq {} are no longer retained\n",
+                    replay.first_retained_seq
+                ));
             }
+            out.write(&text).await;
         }
         Err(e) => {
-            let _ = out
-                .write_all(
-                    format!("toolhost: {e}; replaying from seq {}\n", follower.cursor()).as_bytes(),
-                )
-                .await;
+            out.write(&format!(
+                "toolhost: {e}; replaying from seq {}\n",
+                follower.cursor()
+            ))
+            .await;
             if let Ok(id) = writer
                 .send("events", json!({"cursor": follower.cursor()}))
                 .await
@@ -557,12 +570,33 @@ async fn handle_batch<O: AsyncWrite + Unpin>(
     }
 }
 
+/// Where attach prints: `out` until a write fails, then nothing (the error's
+/// text in `failed`, and the attach ends with [`AttachEnd::OutputClosed`]).
+struct Printer<O> {
+    out: O,
+    failed: Option<String>,
+}
+
+impl<O: AsyncWrite + Unpin> Printer<O> {
+    /// Writes `text` as it is and flushes, unless an earlier write failed.
+    async fn write(&mut self, text: &str) {
+        if self.failed.is_some() || text.is_empty() {
+            return;
+        }
+        let written = match self.out.write_all(text.as_bytes()).await {
+            Ok(()) => self.out.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            self.failed = Some(e.to_string());
+        }
+    }
+}
+
 /// Writes `line` and a newline to `out`, with control characters escaped
 /// (newlines and tabs kept): every line attach prints can hold plugin text.
-async fn say<O: AsyncWrite + Unpin>(out: &mut O, line: String) {
-    let line = format!("{}\n", escape(&line));
-    let _ = out.write_all(line.as_bytes()).await;
-    let _ = out.flush().await;
+async fn say<O: AsyncWrite + Unpin>(out: &mut Printer<O>, line: String) {
+    out.write(&format!("{}\n", escape(&line))).await;
 }
 
 fn save_cursor(options: &AttachOptions, cursor: u64) {

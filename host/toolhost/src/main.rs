@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use toolhost::{errln, out, outln};
 use toolhost_process::{SandboxMode, SandboxPolicy};
 use toolhost_runtime::{Host, HostConfig, ToolCallError};
 use toolhost_runtime::{HostEventKind, HostSessionLog, Lifecycle};
@@ -301,11 +302,12 @@ fn main() -> ExitCode {
     let runtime = match toolhost_runtime::tokio_runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("toolhost: cannot start the async runtime: {e}");
+            errln!("toolhost: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(run(cli, child_nofile))
+    let code = runtime.block_on(run(cli, child_nofile));
+    toolhost::cli_output::finish(code)
 }
 
 /// Runs one command. `child_nofile`: the soft open-file limit commands start with
@@ -371,15 +373,15 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                                 })
                                 .collect();
                         }
-                        println!("{value}");
+                        outln!("{value}");
                     } else {
                         // Plugin text, for a terminal: controls escaped (`--json` is exact).
                         // Text blocks as they are, other blocks as one-line markers.
                         let rendered = result.render_terminal();
                         let text = escape(&rendered);
-                        print!("{text}");
+                        out!("{text}");
                         if !text.ends_with('\n') {
-                            println!();
+                            outln!();
                         }
                     }
                     if result.is_error {
@@ -462,13 +464,13 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                         tool
                     })
                     .collect();
-                println!("{}", serde_json::Value::Array(tools));
+                outln!("{}", serde_json::Value::Array(tools));
             } else {
                 // Name, owning plugin, first line of the description: a prefixed
                 // `id__tool` is always plugin `id`'s, and the column says so.
                 for t in host.tools() {
                     let summary = t.spec.description.lines().next().unwrap_or_default();
-                    println!(
+                    outln!(
                         "{:<16} {:<12} {}",
                         escape_line(&t.name),
                         format!("[{}]", t.plugin.id()),
@@ -476,10 +478,10 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     );
                 }
                 if !host.refused_tools().is_empty() {
-                    println!();
-                    println!("refused tools (not offered):");
+                    outln!();
+                    outln!("refused tools (not offered):");
                     for r in host.refused_tools() {
-                        println!(
+                        outln!(
                             "  {}/{}: {}",
                             r.plugin,
                             escape_line(&r.name),
@@ -488,20 +490,20 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     }
                 }
                 if !host.skipped_plugins().is_empty() {
-                    println!();
-                    println!("skipped plugins (not loaded):");
+                    outln!();
+                    outln!("skipped plugins (not loaded):");
                     for p in host.skipped_plugins() {
-                        println!(
+                        outln!(
                             "  {}: {}",
                             escape_line(&p.file.display().to_string()),
                             escape_line(&p.error)
                         );
                     }
                 }
-                println!();
-                println!("commands run under: {}", host.sessions().sandbox());
-                println!("process tracking: {}", host.sessions().tracking());
-                println!("the bash tool's shell: {}", bash_shell.display());
+                outln!();
+                outln!("commands run under: {}", host.sessions().sandbox());
+                outln!("process tracking: {}", host.sessions().tracking());
+                outln!("the bash tool's shell: {}", bash_shell.display());
             }
             ExitCode::SUCCESS
         }
@@ -532,11 +534,11 @@ fn gc(state_dir: PathBuf, policy: toolhost_process::RetentionPolicy, json: bool)
         toolhost_process::sweep_state_dir(&state_dir, &policy, std::time::SystemTime::now());
     if json {
         match serde_json::to_string(&report) {
-            Ok(text) => println!("{text}"),
-            Err(e) => eprintln!("toolhost: {e}"),
-        }
+            Ok(text) => outln!("{text}"),
+            Err(e) => errln!("toolhost: {e}"),
+        };
     } else {
-        println!(
+        outln!(
             "removed {} finished sessions and {} temp dirs, kept {} ({} running); removed {} \
              host sessions ({} running); freed {} bytes",
             report.sessions_removed.len(),
@@ -549,7 +551,7 @@ fn gc(state_dir: PathBuf, policy: toolhost_process::RetentionPolicy, json: bool)
         );
     }
     for e in &report.errors {
-        eprintln!("toolhost gc: {}", escape_line(&e.to_string()));
+        errln!("toolhost gc: {}", escape_line(&e.to_string()));
     }
     if report.errors.is_empty() {
         ExitCode::SUCCESS
@@ -605,7 +607,7 @@ async fn serve(
     };
     let recovery = log.recovery();
     if !recovery.interrupted_calls.is_empty() || !recovery.interrupted_sessions.is_empty() {
-        eprintln!(
+        errln!(
             "toolhost: resumed {}: {} tool calls and {} process sessions of the previous run \
              recorded as interrupted; {} leftover processes killed",
             log.id(),
@@ -738,7 +740,7 @@ async fn serve(
         message: Some(message.clone()),
     });
     if code != 0 {
-        eprintln!("toolhost: {message}");
+        errln!("toolhost: {message}");
     }
     if control.attached_clients() > 0 {
         // Let attached clients receive the final lifecycle event.
@@ -839,12 +841,17 @@ async fn attach(
     let code = match end {
         Ok(AttachEnd::Detached | AttachEnd::HostStopped) => 0,
         Ok(AttachEnd::ConnectionLost) => 3,
+        // Reported by `finish_code` (exit 74).
+        Ok(AttachEnd::OutputClosed(e)) => {
+            toolhost::cli_output::record(toolhost::cli_output::Stream::Stdout, &e);
+            0
+        }
         Err(e) => {
-            eprintln!("toolhost: cannot attach to {session}: {e}");
+            errln!("toolhost: cannot attach to {session}: {e}");
             2
         }
     };
-    std::process::exit(code)
+    std::process::exit(toolhost::cli_output::finish_code(code))
 }
 
 async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
@@ -872,14 +879,14 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
                 })
             })
             .collect();
-        println!("{}", serde_json::Value::Array(value));
+        outln!("{}", serde_json::Value::Array(value));
         return ExitCode::SUCCESS;
     }
     if all.is_empty() {
-        println!("no host sessions in {}", state_dir.display());
+        outln!("no host sessions in {}", state_dir.display());
     }
     for (h, d) in &all {
-        println!(
+        outln!(
             "{}  {}  pid {}  last seq {}",
             escape_line(&h.id),
             escape_line(&h.state.to_string()),
@@ -894,7 +901,7 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
         {
             // Every field may carry plugin or agent text: controls escaped.
             let field = |key: &str| escape_line(c[key].as_str().unwrap_or("?")).into_owned();
-            println!(
+            outln!(
                 "  call    {}  {}  running (via {})",
                 field("tool_call_id"),
                 field("tool"),
@@ -909,7 +916,7 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
         {
             let field =
                 |key: &str, none: &str| escape_line(p[key].as_str().unwrap_or(none)).into_owned();
-            println!(
+            outln!(
                 "  process {}  {:<8}  {}{}  {}",
                 field("id", "?"),
                 field("status", "?"),
@@ -982,7 +989,7 @@ async fn start_host(config: HostConfig) -> Result<Host, ExitCode> {
 
 /// Prints `message` (escaped: it can hold plugin text) on stderr; exit code 2.
 fn usage_error(message: String) -> ExitCode {
-    eprintln!("toolhost: {}", escape(&message));
+    errln!("toolhost: {}", escape(&message));
     ExitCode::from(2)
 }
 

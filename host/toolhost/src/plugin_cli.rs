@@ -20,9 +20,9 @@
 mod lifecycle;
 mod oci;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolhost::{err, errln, out, outln};
 
 use toolhost::scaffold::{self, Lang};
 use toolhost_runtime::CompileSource;
@@ -225,9 +225,9 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                 Err(code) => return code,
             };
             if json {
-                println!("{}", report.to_json());
+                outln!("{}", report.to_json());
             } else {
-                print!("{}", report.to_text());
+                out!("{}", report.to_text());
             }
             match report.load_error() {
                 None => ExitCode::SUCCESS,
@@ -253,7 +253,7 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                 };
             }
             if pull.any() {
-                eprintln!(
+                errln!(
                     "toolhost: --insecure-registry, --allow-unsigned, --verify-*, \
                      --trusted-root and --max-size apply to oci:// sources only"
                 );
@@ -273,7 +273,7 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                         .iter()
                         .map(|t| escape_line(&t.name).into_owned())
                         .collect();
-                    println!(
+                    outln!(
                         "{} plugin `{}`: {} ({} tools: {}); compiled code cached in {}",
                         if installed.replaced {
                             "replaced"
@@ -289,7 +289,7 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(message) => {
-                    eprintln!(
+                    errln!(
                         "toolhost: cannot add {}: {}",
                         file.display(),
                         escape(&message)
@@ -334,20 +334,20 @@ pub async fn run(command: PluginCommand) -> ExitCode {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
             match scaffold::new_project(&name, lang, &dir) {
                 Ok(files) => {
-                    println!(
+                    outln!(
                         "created {} plugin `{name}` in {} ({} files)",
                         lang.as_str(),
                         dir.display(),
                         files.len()
                     );
-                    println!(
+                    outln!(
                         "next: cd {} && ./build.sh && toolhost plugin inspect {name}.wasm",
                         dir.display()
                     );
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("toolhost: {}", escape(&e.to_string()));
+                    errln!("toolhost: {}", escape(&e.to_string()));
                     ExitCode::from(2)
                 }
             }
@@ -357,7 +357,7 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                 contract.unwrap_or_else(|| toolhost_runtime::ContractVersion::STARTER.to_string());
             match scaffold::write_contract(&version, &out) {
                 Ok(files) => {
-                    println!(
+                    outln!(
                         "wrote contract toolhost:plugin@{version} ({} files) to {}",
                         files.len(),
                         out.display()
@@ -365,7 +365,7 @@ pub async fn run(command: PluginCommand) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("toolhost: {}", escape(&e.to_string()));
+                    errln!("toolhost: {}", escape(&e.to_string()));
                     ExitCode::from(2)
                 }
             }
@@ -399,7 +399,7 @@ async fn check(
     inspect_with(file, &options, &print_progress)
         .await
         .map_err(|e| {
-            eprintln!("toolhost: {}", escape(&e.to_string()));
+            errln!("toolhost: {}", escape(&e.to_string()));
             ExitCode::from(2)
         })
 }
@@ -412,13 +412,11 @@ fn print_progress(progress: Progress<'_>) {
             .map(|n| escape_line(&n.to_string_lossy()).into_owned())
             .unwrap_or_default()
     };
-    let mut err = std::io::stderr().lock();
-    let _ = match progress {
+    match progress {
         Progress::Compiling { path, size } => {
-            write!(err, "compiling {} ({})… ", name(path), human_size(size))
+            err!("compiling {} ({})… ", name(path), human_size(size))
         }
-        Progress::Cached { path, size } => writeln!(
-            err,
+        Progress::Cached { path, size } => errln!(
             "{} ({}): compiled code from the cache",
             name(path),
             human_size(size)
@@ -426,10 +424,9 @@ fn print_progress(progress: Progress<'_>) {
         Progress::Done {
             source: CompileSource::Compiled,
             elapsed,
-        } => writeln!(err, "done in {:.1} s", elapsed.as_secs_f64()),
-        Progress::Done { .. } => Ok(()),
+        } => errln!("done in {:.1} s", elapsed.as_secs_f64()),
+        Progress::Done { .. } => true,
     };
-    let _ = err.flush();
 }
 
 /// `13.4 MB`, `117 KB`, `512 B` (decimal units, as file sizes are quoted).
@@ -443,7 +440,7 @@ fn human_size(bytes: usize) -> String {
 
 /// Prints why `file` cannot be loaded on stderr; exit code 1.
 fn cannot_load(file: &Path, why: &str) -> ExitCode {
-    eprintln!(
+    errln!(
         "toolhost: {} cannot be loaded: {}",
         file.display(),
         escape(why)

@@ -2,7 +2,7 @@
 //! answer a policy `ask` (the approvers of `Permissions::check_start`;
 //! docs/permissions.md#approvers).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 use std::pin::Pin;
 
 use tokio::sync::Mutex;
@@ -68,11 +68,12 @@ impl Approver for TtyApprover {
             let _one_at_a_time = self.lock.lock().await;
             let prompt = prompt_text(request);
             let outcome = tokio::task::spawn_blocking(move || {
-                let mut stderr = std::io::stderr();
                 let stdin = std::io::stdin();
                 loop {
-                    let _ = write!(stderr, "{prompt}");
-                    let _ = stderr.flush();
+                    // A prompt the person could not see is not answered.
+                    if !crate::err!("{prompt}") {
+                        return ApprovalOutcome::Cancelled;
+                    }
                     let mut line = String::new();
                     match stdin.lock().read_line(&mut line) {
                         Ok(0) | Err(_) => return ApprovalOutcome::Cancelled,
@@ -80,7 +81,7 @@ impl Approver for TtyApprover {
                             if let Some(outcome) = parse_answer(&line) {
                                 return outcome;
                             }
-                            let _ = writeln!(stderr, "answer 1, 2, 3 or 4");
+                            crate::errln!("answer 1, 2, 3 or 4");
                         }
                     }
                 }

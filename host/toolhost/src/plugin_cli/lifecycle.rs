@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use toolhost::{out, outln};
 use toolhost_installed::PluginsDir;
 use toolhost_runtime::{EngineOptions, Runtime, escape_line};
 
@@ -97,14 +98,14 @@ pub(super) fn list(dir: &Path, json: bool) -> Result<(), Failure> {
     }
     if json {
         let all: Vec<serde_json::Value> = rows.into_iter().map(|r| r.json).collect();
-        println!("{}", serde_json::Value::Array(all));
+        outln!("{}", serde_json::Value::Array(all));
         return Ok(());
     }
     if rows.is_empty() {
-        println!("no plugins installed in {}", dir.display());
+        outln!("no plugins installed in {}", dir.display());
         return Ok(());
     }
-    print!("{}", table(&rows));
+    out!("{}", table(&rows));
     Ok(())
 }
 
@@ -164,7 +165,7 @@ pub(super) fn remove(id: &str, dir: &Path) -> Result<(), Failure> {
         };
         let rest = lock.plugins.into_iter().filter(|e| e.id != id).collect();
         writer.commit(rest)?;
-        println!(
+        outln!(
             "removed plugin `{id}` ({}); its blob stays until `toolhost plugin gc`",
             entry.source
         );
@@ -183,7 +184,7 @@ pub(super) fn remove(id: &str, dir: &Path) -> Result<(), Failure> {
                 }
             }
         }
-        println!("removed plugin `{id}` ({})", loose.display());
+        outln!("removed plugin `{id}` ({})", loose.display());
         return Ok(());
     }
     Err(Failure::refused(format!(
@@ -247,7 +248,7 @@ pub(super) fn gc(dir: &Path, state_dir: &Path) -> Result<(), Failure> {
             }
         }
     }
-    println!(
+    outln!(
         "removed {blobs} unused blobs ({}) and {files} compiled files ({}); kept {kept} \
          compiled files",
         super::human_size(blob_bytes as usize),

@@ -10,9 +10,11 @@
 //! moves the blob into `blobs/` and commits the lock: a refusal at any step
 //! leaves `plugins.lock` byte for byte as it was.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _};
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolhost::{err, errln, outln};
 
 use toolhost_installed::{Entry, PluginsDir, SignatureRecord, Staging, Writer};
 use toolhost_registry::{
@@ -162,7 +164,7 @@ impl Failure {
 
     /// Prints it (escaped) on stderr and returns its exit code.
     pub(super) fn report(self) -> ExitCode {
-        eprintln!("toolhost: {}", escape(&self.message));
+        errln!("toolhost: {}", escape(&self.message));
         ExitCode::from(self.code)
     }
 }
@@ -206,7 +208,7 @@ struct Pulled {
 /// Opens the plugins dir's writer, saying whom it waits for.
 fn writer(dir: &Path) -> Result<Writer, Failure> {
     Ok(PluginsDir::new(dir).writer(|pid| {
-        eprintln!(
+        errln!(
             "waiting for another toolhost writing {} (pid {})…",
             dir.display(),
             pid.map_or("unknown".into(), |p| p.to_string())
@@ -425,9 +427,12 @@ fn confirm(question: &str, yes: bool, what: &str) -> Result<(), Failure> {
              non-interactively)"
         )));
     }
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{question} [y/N] ");
-    let _ = err.flush();
+    // A question that could not be shown is not answered.
+    if !err!("{question} [y/N] ") {
+        return Err(Failure::refused(format!(
+            "not {what}: the question could not be written to stderr"
+        )));
+    }
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);
     match line.trim() {
@@ -475,7 +480,7 @@ pub(super) async fn add(
         )));
     }
     let signature = record(&pulled.resolved.signature, &options.policy);
-    eprint!(
+    err!(
         "plugin `{id}` will be installed:\n{}",
         summary(&pulled, &signature)
     );
@@ -492,7 +497,7 @@ pub(super) async fn add(
     let mut plugins = before.plugins;
     plugins.push(entry);
     writer.commit(plugins)?;
-    println!(
+    outln!(
         "added plugin `{id}` from {} ({}); compiled code cached in {}",
         reference,
         pulled.resolved.artifact.digest,
@@ -545,7 +550,7 @@ pub(super) async fn update(
     }
     let reference = Reference::parse(&entry.source)?;
     if reference.digest.is_some() {
-        println!(
+        outln!(
             "plugin `{id}` is pinned to {}: nothing to update",
             entry.resolved.as_deref().unwrap_or(&entry.source)
         );
@@ -557,9 +562,10 @@ pub(super) async fn update(
     let resolved = toolhost_registry::resolve(&reference, &options).await?;
     let new_pinned = resolved.artifact.reference.pinned();
     if entry.resolved.as_deref() == Some(new_pinned.as_str()) && manifest.is_none() {
-        println!(
+        outln!(
             "plugin `{id}` is up to date: {} still resolves to {}",
-            entry.source, resolved.artifact.digest
+            entry.source,
+            resolved.artifact.digest
         );
         return Ok(());
     }
@@ -585,7 +591,7 @@ pub(super) async fn update(
     }
     let signature = record(&pulled.resolved.signature, &options.policy);
     let changes = grant_changes(&entry.manifest, &pulled.manifest);
-    eprintln!(
+    errln!(
         "plugin `{id}`: {} moved from {} to {}",
         entry.source,
         entry
@@ -596,14 +602,14 @@ pub(super) async fn update(
         pulled.resolved.artifact.digest
     );
     if changes.is_empty() {
-        eprintln!("manifest changes: none");
+        errln!("manifest changes: none");
     } else {
-        eprintln!("manifest changes:");
+        errln!("manifest changes:");
         for c in &changes {
-            eprintln!("  {}", escape_line(c));
+            errln!("  {}", escape_line(c));
         }
     }
-    eprint!("{}", summary(&pulled, &signature));
+    err!("{}", summary(&pulled, &signature));
     confirm(&format!("update plugin `{id}`?"), yes, "updated")?;
     let component_sha256 = writer.add_blob(&pulled.wasm)?;
     // What the operator named and when it was first added stay as they were.
@@ -626,9 +632,10 @@ pub(super) async fn update(
         .map(|e| if e.id == id { updated.clone() } else { e })
         .collect();
     writer.commit(plugins)?;
-    println!(
+    outln!(
         "updated plugin `{id}` to {} ({})",
-        pulled.resolved.artifact.digest, updated.source
+        pulled.resolved.artifact.digest,
+        updated.source
     );
     Ok(())
 }
@@ -676,7 +683,7 @@ pub(super) async fn publish(
     };
     let remote = Remote::connect(&reference, &insecure, Access::Push).await?;
     let digest = toolhost_registry::publish::publish(&remote, &reference, &publication).await?;
-    println!(
+    outln!(
         "published plugin `{id}` to {reference} as {}",
         reference.with_digest(digest).pinned()
     );
