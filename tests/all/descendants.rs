@@ -131,3 +131,83 @@ fn an_inherited_descriptor_does_not_reach_commands() {
         "the command wrote through fd 9"
     );
 }
+
+/// The children of `pid` (from every process's `/proc/<pid>/stat`), with
+/// their state letter (`Z` for a zombie).
+fn children_of(pid: u32) -> Vec<(u32, char)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = rest.next()?.chars().next()?;
+            let ppid: u32 = rest.next()?.parse().ok()?;
+            (ppid == pid).then_some((child, state))
+        })
+        .collect()
+}
+
+/// Under the subreaper (`--process-tracking subreaper`: no cgroups, what a host
+/// without a writable cgroup gets), the orphans commands leave are reparented
+/// to the host; once they exit (or are ended with their run), the host reaps
+/// them: after 30 calls that each leave one, the host has no child left,
+/// zombie or not.
+#[tokio::test]
+async fn the_subreaper_host_reaps_every_orphan_it_adopts() {
+    let (ws, state) = dirs();
+    let policy = allow_all_policy(&state.path().join("policy"));
+    let tools = crate::support::toolhost(
+        ws.path(),
+        state.path(),
+        &[
+            "tools",
+            "--policy",
+            &policy,
+            "--process-tracking",
+            "subreaper",
+        ],
+    );
+    assert!(
+        stdout(&tools).contains("\nprocess tracking: subreaper and /proc scan"),
+        "{}",
+        describe(&tools)
+    );
+    let mut serve = crate::support::serve(ws.path(), state.path());
+    serve.args(["--policy", &policy, "--process-tracking", "subreaper"]);
+    let client = toolhost_test_support::StdioClient::spawn(serve).unwrap();
+    client.initialize("2025-06-18").await.unwrap();
+    let host = client.pid().unwrap();
+    const CALLS: usize = 30;
+    for i in 0..CALLS {
+        let result = client
+            .call_tool(
+                "bash",
+                serde_json::json!({"command": "sh -c 'sleep 0.1 & exit 0'"}),
+            )
+            .await
+            .unwrap();
+        // The shell exits 0; the orphan it leaves is ended with the run.
+        assert_eq!(
+            result["structuredContent"]["exit_code"], 0,
+            "call {i}: {result}"
+        );
+    }
+    // The orphans sleep 0.1 s after their call; each exit is a SIGCHLD the host
+    // answers by reaping. Wait (bounded) until the host has no child at all.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut children = children_of(host);
+    while !children.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        children = children_of(host);
+    }
+    let zombies = children.iter().filter(|(_, s)| *s == 'Z').count();
+    assert_eq!(
+        (zombies, children.len()),
+        (0, 0),
+        "children of the host after {CALLS} calls: {children:?}"
+    );
+    client.close().await.unwrap();
+}

@@ -148,6 +148,25 @@ struct ChildArgs<'a> {
 
 /// False once a child could not make a shared table private: later children
 /// get a copy of the host's table from `clone` (the module docs' slow path).
+/// The children [`spawn`] made that their owner has not reaped yet (a session's
+/// exit waiter, the error path below, [`in_child`]): a zombie child of the host
+/// that is not in this set is an orphan the host adopted as subreaper, which the
+/// adopted-orphan reaper (`sessions/reaper.rs`) may reap. Locked across `clone`,
+/// so that no child of ours exists unregistered while the reaper looks.
+static OWN_CHILDREN: std::sync::Mutex<std::collections::BTreeSet<u32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// [`OWN_CHILDREN`], locked (a poisoned lock is still the set).
+pub(crate) fn own_children() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<u32>> {
+    OWN_CHILDREN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The owner of child `pid` (one [`spawn`] made) has reaped it: its pid may now
+/// name an adopted orphan.
+pub(crate) fn reaped(pid: u32) {
+    own_children().remove(&pid);
+}
+
 static SHARE_TABLES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// Stack for the child: it only makes system calls, but the sandbox setup nests a
@@ -220,6 +239,7 @@ pub(crate) fn spawn(
     let files = if shared_table { libc::CLONE_FILES } else { 0 };
     let stack = ChildStack::new()?;
     let (pid, pidfd) = {
+        let mut own = own_children();
         let _blocked = BlockedSignals::all()?;
         let mut pidfd: libc::c_int = -1;
         let arg: *mut libc::c_void = (&args as *const ChildArgs<'_>).cast_mut().cast();
@@ -266,6 +286,7 @@ pub(crate) fn spawn(
                 pid
             }
         };
+        own.insert(pid as u32);
         (pid, pidfd)
     };
     drop(stack);
@@ -281,6 +302,7 @@ pub(crate) fn spawn(
         while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
             && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
         {}
+        reaped(pid as u32);
         if args
             .unshare_refused
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -328,6 +350,7 @@ pub(crate) fn in_child_born_in(
             let mut status = 0;
             // SAFETY: waitpid on our own child.
             unsafe { libc::waitpid(spawned.pid as i32, &mut status, 0) };
+            reaped(spawned.pid);
             Err(io::Error::other("the probe child did not stop"))
         }
     }

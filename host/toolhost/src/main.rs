@@ -77,6 +77,12 @@ struct HostArgs {
     #[arg(long, value_name = "POLICY", default_value_t = toolhost_process::OutputCapPolicy::default(),
           value_parser = parse_cap_policy)]
     output_cap_policy: toolhost_process::OutputCapPolicy,
+    /// How commands' process trees are tracked: `auto` (a cgroup per command
+    /// where the host can create one, else the subreaper) or `subreaper`
+    /// (never create cgroups: the host adopts orphaned descendants and scans
+    /// /proc; no per-command process limit).
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = parse_process_tracking)]
+    process_tracking: toolhost_process::ProcessTracking,
     /// Load a tool plugin component (repeatable). Its manifest is the `.toml`
     /// file of the same name beside it; without one it gets no grants. With
     /// `--plugin` and no `--plugins-dir`, only the named files are loaded (not
@@ -122,6 +128,16 @@ fn parse_cap_policy(s: &str) -> Result<toolhost_process::OutputCapPolicy, String
         "keep" => Ok(toolhost_process::OutputCapPolicy::Keep),
         "stop" => Ok(toolhost_process::OutputCapPolicy::Stop),
         _ => Err(format!("unknown output cap policy `{s}`: use keep or stop")),
+    }
+}
+
+fn parse_process_tracking(s: &str) -> Result<toolhost_process::ProcessTracking, String> {
+    match s {
+        "auto" => Ok(toolhost_process::ProcessTracking::Auto),
+        "subreaper" => Ok(toolhost_process::ProcessTracking::Subreaper),
+        _ => Err(format!(
+            "unknown process tracking `{s}`: use auto or subreaper"
+        )),
     }
 }
 
@@ -977,6 +993,7 @@ fn host_config(args: HostArgs, child_nofile: Option<u64>) -> Result<HostConfig, 
     sessions.child_nofile = child_nofile;
     sessions.output_log_max_bytes = args.output_cap.0;
     sessions.output_cap_policy = args.output_cap_policy;
+    sessions.process_tracking = args.process_tracking;
     Ok(config)
 }
 

@@ -16,8 +16,8 @@
 //! - one session: `session.rs` (its state and task), `output.rs` (memory buffers, the
 //!   capped `output.log`), `exits.rs` (waiting for exits through io_uring);
 //! - processes: `process.rs` (environment, cwd, the spawner thread, signalling),
-//!   `tree.rs` (whole process trees: cgroups or the subreaper), `proc_scan.rs`
-//!   (`/proc`);
+//!   `tree.rs` (whole process trees: cgroups or the subreaper), `reaper.rs`
+//!   (orphans the subreaper adopted, reaped), `proc_scan.rs` (`/proc`);
 //! - what outlives a host: `retention.rs` (the state dir's sweep), `survivors.rs`
 //!   (processes a dead host left).
 
@@ -34,6 +34,7 @@ pub(crate) mod observer;
 pub(crate) mod output;
 pub(crate) mod proc_scan;
 pub(crate) mod process;
+pub(crate) mod reaper;
 pub(crate) mod request;
 pub(crate) mod retention;
 pub(crate) mod session;

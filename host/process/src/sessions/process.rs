@@ -628,7 +628,10 @@ impl ChildProcess {
                     ExitWaiter::Pidfd(pidfd) => {
                         let mut ready = pidfd.readable().await?;
                         match reap(libc::P_PIDFD, ready.get_inner().as_raw_fd() as libc::id_t)? {
-                            Some(s) => *status = Some(s),
+                            Some(s) => {
+                                *status = Some(s);
+                                crate::spawn::reaped(*pid);
+                            }
                             None => ready.clear_ready(),
                         }
                     }
@@ -644,6 +647,7 @@ impl ChildProcess {
                         }
                         // Exited (or the watcher is gone): reap it, waiting if needed.
                         *status = Some(reap_blocking(*pid).await?);
+                        crate::spawn::reaped(*pid);
                     }
                 }
             },
@@ -683,6 +687,9 @@ impl ChildProcess {
                         // The ring's request, if still pending, ends with ECHILD.
                         ExitWaiter::Ring { .. } => reap(libc::P_PID, *pid as libc::id_t)?,
                     };
+                    if status.is_some() {
+                        crate::spawn::reaped(*pid);
+                    }
                 }
                 Ok(*status)
             }
@@ -737,6 +744,7 @@ pub(crate) fn reap_in_background(pid: u32) {
         while unsafe { libc::waitpid(pid as i32, &mut status, 0) } < 0
             && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
         {}
+        crate::spawn::reaped(pid);
     };
     if std::thread::Builder::new()
         .name("toolhost-reaper".into())

@@ -116,6 +116,9 @@ pub(crate) struct Tracker {
     /// Children are created inside their v2 cgroup when `clone3` allows
     /// ([`SessionsConfig::clone_into_cgroup`](crate::SessionsConfig::clone_into_cgroup)).
     clone3: bool,
+    /// Under the subreaper: the task reaping adopted orphans on SIGCHLD
+    /// (`reaper.rs`), for as long as this tracker lives.
+    _reaper: Option<super::reaper::ReaperTask>,
 }
 
 impl Tracker {
@@ -162,6 +165,9 @@ impl Tracker {
         if limit > 0 && !limited {
             notes.push("no pids controller: the number of processes is not limited".to_owned());
         }
+        let reaper = (mechanism == Mechanism::Subreaper)
+            .then(super::reaper::start)
+            .flatten();
         let tracker = Tracker {
             mechanism,
             v2,
@@ -169,6 +175,7 @@ impl Tracker {
             limit: if limited { limit } else { 0 },
             note: (!notes.is_empty()).then(|| notes.join("; ")),
             clone3,
+            _reaper: reaper,
         };
         tracing::info!("process tracking: {}", tracker.describe());
         tracker
@@ -710,12 +717,13 @@ impl Tree {
             }
             queue.extend(table.children(pid));
         }
-        // Orphans reparented to the host (the subreaper) that died: reap them.
-        for &pid in &found {
-            if pid != leader && !table.is_live(pid) && table.parent(pid) == Some(me) {
-                // SAFETY: waitpid on a zombie child of ours that no session waits for.
-                unsafe { libc::waitpid(pid as i32, std::ptr::null_mut(), libc::WNOHANG) };
-            }
+        // Orphans reparented to the host (the subreaper) that died: reap them
+        // (every adopted one, this tree's or not: `reaper.rs`).
+        if found
+            .iter()
+            .any(|&pid| pid != leader && !table.is_live(pid) && table.parent(pid) == Some(me))
+        {
+            super::reaper::reap_adopted();
         }
         seen.clear();
         for &pid in &members {
