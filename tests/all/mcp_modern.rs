@@ -427,3 +427,139 @@ async fn http_modern_requests_get_the_revisions_errors_and_results() {
     assert_eq!(reply.status, 400);
     assert_eq!(reply.json().await["error"]["code"], json!(-32700));
 }
+
+/// The permission `ask` through MRTR with the TypeScript client's
+/// elicitation handler: `touch` (which the built-in policy asks about) runs
+/// once when the answer is `allow_once` and never when it is declined, over
+/// `transport` ("stdio" or "http"); the question names the command.
+fn ask_through_mrtr(transport: &str) {
+    let (ws, state) = dirs();
+    let serve = (transport == "http")
+        .then(|| HttpServe::start(ws.path(), state.path(), None, &["--http", "127.0.0.1:0"]));
+    for (answer, file) in [("accept", "ts-accepted"), ("decline", "ts-declined")] {
+        let steps = json!([{"tool": "bash", "arguments": {"command": format!("touch {file}")}}]);
+        let spec = match &serve {
+            Some(serve) => json!({"transport": "http", "url": serve.url()}),
+            None => json!({
+                "transport": "stdio",
+                "command": env!("CARGO_BIN_EXE_toolhost"),
+                "args": ["serve", "--workspace", ws.path(), "--state-dir", state.path()],
+            }),
+        };
+        let mut spec = spec;
+        spec["mode"] = json!("2026-07-28");
+        spec["elicitation"] = json!(answer);
+        spec["steps"] = steps;
+        let report = ts_client(spec);
+        assert_eq!(report["era"], json!("modern"), "{report}");
+        let asked = report["asked"].as_array().unwrap();
+        assert_eq!(asked.len(), 1, "{report}");
+        assert!(
+            asked[0]
+                .as_str()
+                .unwrap()
+                .contains(&format!("command: touch {file}")),
+            "{report}"
+        );
+        let result = &report["results"][0];
+        let exists = ws.path().join(file).exists();
+        if answer == "accept" {
+            assert_eq!(result["isError"], json!(false), "{report}");
+            assert!(exists, "{file} was not made: {report}");
+        } else {
+            assert_eq!(result["isError"], json!(true), "{report}");
+            assert_eq!(
+                result["text"],
+                json!(
+                    "Could not start the command: permission denied.\nrejected by mcp-input-required (reject_once)"
+                ),
+                "{report}"
+            );
+            assert!(!exists, "{file} was made although declined");
+        }
+    }
+}
+
+#[test]
+fn a_permission_ask_is_answered_through_mrtr_over_stdio() {
+    ask_through_mrtr("stdio");
+}
+
+#[test]
+fn a_permission_ask_is_answered_through_mrtr_over_http() {
+    ask_through_mrtr("http");
+}
+
+/// The `requestState` of a permission question: used once (a replay is
+/// `-32602`), a tampered one is `-32602` and runs nothing, a retry without
+/// the answer is asked again, and the key lives in the state dir (0600).
+#[tokio::test]
+async fn request_state_is_single_use_and_integrity_protected() {
+    let (ws, state) = dirs();
+    let s = StdioClient::spawn(crate::support::serve(ws.path(), state.path())).unwrap();
+    let mut m = meta("2026-07-28");
+    m["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let call = |id: u64, extra: Value| {
+        let mut params =
+            json!({"name": "bash", "arguments": {"command": "touch once"}, "_meta": m});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        exchange(&s, json!(id), "tools/call", params)
+    };
+    let first = call(1, json!({})).await;
+    assert_eq!(
+        first["result"]["resultType"],
+        json!("input_required"),
+        "{first}"
+    );
+    let form = &first["result"]["inputRequests"]["permission"];
+    assert_eq!(form["method"], json!("elicitation/create"), "{first}");
+    assert_eq!(form["params"]["mode"], json!("form"), "{first}");
+    let state_1 = first["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // One character of the tag changed (not the last, whose low bits a
+    // base64 decoder may ignore).
+    let mut tampered: Vec<char> = state_1.chars().collect();
+    let at = tampered.len() - 5;
+    tampered[at] = if tampered[at] == 'A' { 'B' } else { 'A' };
+    let tampered: String = tampered.into_iter().collect();
+    let allow = json!({"permission": {"action": "accept", "content": {"decision": "allow_once"}}});
+    let t = call(
+        2,
+        json!({"requestState": tampered, "inputResponses": allow}),
+    )
+    .await;
+    assert_eq!(t["error"]["code"], json!(-32602), "{t}");
+    assert!(!ws.path().join("once").exists());
+    // The same question again, under a new state; the old one is spent.
+    let again = call(3, json!({"requestState": state_1})).await;
+    assert_eq!(
+        again["result"]["resultType"],
+        json!("input_required"),
+        "{again}"
+    );
+    let state_2 = again["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(state_2, state_1);
+    let spent = call(4, json!({"requestState": state_1, "inputResponses": allow})).await;
+    assert_eq!(spent["error"]["code"], json!(-32602), "{spent}");
+    let done = call(5, json!({"requestState": state_2, "inputResponses": allow})).await;
+    assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["exit_code"],
+        json!(0),
+        "{done}"
+    );
+    assert!(ws.path().join("once").exists());
+    let replay = call(6, json!({"requestState": state_2, "inputResponses": allow})).await;
+    assert_eq!(replay["error"]["code"], json!(-32602), "{replay}");
+    use std::os::unix::fs::PermissionsExt;
+    let key = std::fs::metadata(state.path().join("mcp-request-state.key")).unwrap();
+    assert_eq!((key.len(), key.permissions().mode() & 0o777), (32, 0o600));
+    s.close().await.unwrap();
+}

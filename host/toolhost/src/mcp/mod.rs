@@ -10,9 +10,10 @@
 //!   Results carry `resultType`; `initialize`, `ping`, `logging/setLevel` and
 //!   `resources/subscribe`/`unsubscribe` (removed in 2026-07-28) are
 //!   `-32601`; arguments a tool refuses are a tool error (`isError: true`,
-//!   "Tools", "Error Handling"); a policy `ask` is not sent to the client
-//!   (no server-to-client requests in 2026-07-28) and falls to the next
-//!   approver.
+//!   "Tools", "Error Handling"); a policy `ask` is not sent as
+//!   `elicitation/create` (no server-to-client requests in 2026-07-28) but
+//!   returned as an `input_required` result whose retry resumes the call
+//!   (`mrtr.rs`), when the request declares `elicitation`.
 //! - *legacy* clients (2025-11-25, and 2024-11-05, 2025-03-26, 2025-06-18
 //!   as asked) open with `initialize` and are served as before, following
 //!   2025-11-25 (<https://modelcontextprotocol.io/specification/2025-11-25>).
@@ -56,7 +57,8 @@
 //!   stop calls in progress: they run to their end and are recorded in the
 //!   event log.
 //! - A policy `ask` during a call goes to the client that made the call,
-//!   through elicitation ([`ElicitationApprover`]), on either transport.
+//!   through elicitation ([`ElicitationApprover`]) for a legacy request and
+//!   MRTR (`mrtr.rs`) for a modern one, on either transport.
 //!
 //! Input is checked before rmcp sees it ([`classify`]), because JSON-RPC 2.0
 //! §5.1 asks for error responses rmcp does not send: unparsable JSON gets
@@ -93,6 +95,7 @@ use toolhost_runtime::{Host, ToolCallError};
 mod client;
 mod era;
 pub mod http;
+mod mrtr;
 mod offers;
 pub mod stdio;
 
@@ -359,6 +362,8 @@ pub(crate) struct Shared {
     cancelled: CancelledSet,
     inflight: Inflight,
     elicitation: Arc<ElicitationApprover>,
+    /// The permission questions of modern calls (MRTR, `mrtr.rs`).
+    questions: Arc<mrtr::Questions>,
     /// Every session, for `notifications/resources/updated`.
     subscriptions: Arc<Subscriptions>,
 }
@@ -370,11 +375,14 @@ impl Shared {
     pub(crate) fn new(host: Arc<Host>, cancelled: CancelledSet) -> Arc<Shared> {
         let elicitation = Arc::new(ElicitationApprover::default());
         host.permissions().add_approver(elicitation.clone());
+        let questions = mrtr::Questions::new(&host.config().sessions.state_dir);
+        host.permissions().add_approver(questions.clone());
         Arc::new(Shared {
             host,
             cancelled,
             inflight: Inflight(watch::channel(0).0),
             elicitation,
+            questions,
             subscriptions: Arc::default(),
         })
     }
@@ -424,6 +432,69 @@ impl McpServer {
             self.session.clone(),
             self.shared.subscriptions.clone(),
         ))
+    }
+
+    /// Whether the end of request `context` (its token fired) is a
+    /// cancellation: a `notifications/cancelled` for it, or, for a `modern`
+    /// request on HTTP, its response stream closed (MCP 2026-07-28
+    /// "Streamable HTTP", "Cancellation").
+    fn cancelled_by_client(&self, context: &RequestContext<RoleServer>, modern: bool) -> bool {
+        let key = cancel_key(&session_of(context), &context.id);
+        let by_client = self
+            .shared
+            .cancelled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+        by_client || (modern && context.extensions.get::<::http::request::Parts>().is_some())
+    }
+
+    /// Waits for a modern call: its result, or its next permission question
+    /// (an `input_required` result when the request's `_meta` declares the
+    /// `elicitation` capability; else the ask goes to the next approver), or
+    /// the request's cancellation.
+    async fn wait_modern(
+        &self,
+        mut running: mrtr::Running,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        enum Next {
+            Done(Result<toolhost_runtime::ToolResult, ToolCallError>),
+            Ask(mrtr::Ask),
+            Ended,
+        }
+        let can_ask = context
+            .meta
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        loop {
+            let next = tokio::select! {
+                r = &mut running.result => match r {
+                    Ok(r) => Next::Done(r),
+                    Err(_) => return Err(McpError::internal_error("the tool call task ended without a result", None)),
+                },
+                Some(ask) = running.asks.recv() => Next::Ask(ask),
+                () = context.ct.cancelled() => Next::Ended,
+            };
+            match next {
+                Next::Done(r) => return to_mcp_result(r, true),
+                Next::Ask(ask) if !can_ask => ask.refuse(),
+                Next::Ask(ask) => match self.shared.questions.suspend(running, ask) {
+                    Ok(input) => return Ok(input.into()),
+                    Err(back) => running = back,
+                },
+                Next::Ended => {
+                    let tool_call_id = &running.tool_call_id;
+                    if self.cancelled_by_client(context, true) {
+                        tracing::info!(%tool_call_id, "cancelled by the client");
+                        running.cancel.notify_one();
+                    } else {
+                        tracing::info!(%tool_call_id, "the client went away; the call keeps running");
+                    }
+                    return Err(McpError::internal_error("request cancelled", None));
+                }
+            }
+        }
     }
 
     /// The MCP tool list (name, description, input schema, annotations), in
@@ -566,6 +637,18 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let host = self.shared.host.clone();
         let modern = era::is_modern(&context);
+        // A retry that answers a permission question resumes its call.
+        if modern && let Some(state) = &request.request_state {
+            let running = match self.shared.questions.resume(
+                &request.name,
+                state,
+                request.input_responses.as_ref(),
+            )? {
+                Ok(running) => running,
+                Err(asked_again) => return Ok(asked_again.into()),
+            };
+            return self.wait_modern(running, &context).await;
+        }
         // The one lookup of the tool: the entry travels with the call.
         let Some(tool) = host.tool(&request.name) else {
             let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
@@ -589,6 +672,7 @@ impl ServerHandler for McpServer {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let client = self.client_for(&context);
         let plugin_reports_progress = client.plugin_reports_progress.clone();
+        let mut modern_asks = None;
         {
             let guard = self.shared.inflight.enter();
             // A 2026-07-28 request cannot be sent `elicitation/create` (the
@@ -600,6 +684,15 @@ impl ServerHandler for McpServer {
                 self.shared
                     .elicitation
                     .route(&tool_call_id, &context.peer, &context.id)
+            };
+            // ... but to the call's handler, as an `input_required` result
+            // (`mrtr.rs`).
+            let question_route = if modern {
+                let (route, asks) = self.shared.questions.route(&tool_call_id);
+                modern_asks = Some(asks);
+                Some(route)
+            } else {
+                None
             };
             let host = host.clone();
             let request = toolhost_runtime::CallRequest {
@@ -614,6 +707,7 @@ impl ServerHandler for McpServer {
             tokio::spawn(async move {
                 let result = host.call(request).await;
                 drop(route);
+                drop(question_route);
                 drop(guard);
                 let _ = tx.send(result);
             });
@@ -626,16 +720,24 @@ impl ServerHandler for McpServer {
                 plugin_reports_progress,
             ))
         });
+        if let Some(asks) = modern_asks {
+            let running = mrtr::Running {
+                result: rx,
+                asks,
+                tool: request.name.to_string(),
+                tool_call_id,
+                cancel,
+            };
+            let response = self.wait_modern(running, &context).await;
+            if let Some(p) = progress {
+                p.abort();
+            }
+            return response;
+        }
         let outcome = tokio::select! {
             r = rx => r.map_err(|_| McpError::internal_error("the tool call task ended without a result", None)),
             () = context.ct.cancelled() => {
-                let key = cancel_key(&session_of(&context), &context.id);
-                let by_client = self.shared.cancelled.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-                // On HTTP a 2026-07-28 client cancels by closing the request's
-                // stream (MCP 2026-07-28 "Streamable HTTP", "Cancellation").
-                let closed_modern_stream = modern
-                    && context.extensions.get::<::http::request::Parts>().is_some();
-                if by_client || closed_modern_stream {
+                if self.cancelled_by_client(&context, false) {
                     tracing::info!(%tool_call_id, "cancelled by the client");
                     cancel.notify_one();
                 } else {
@@ -907,7 +1009,18 @@ impl ElicitationApprover {
         }
     }
 
-    fn schema() -> Option<rmcp::model::ElicitationSchema> {
+    /// The form's message for `request`: the policy's prompt, the command,
+    /// its working directory, the tool and the plugin.
+    pub(crate) fn message(request: &toolhost_runtime::ApprovalRequest) -> String {
+        format!(
+            "{}\n\ncommand: {}\ncwd: {}\n(tool `{}` of plugin `{}`)",
+            request.prompt, request.command, request.cwd, request.tool, request.plugin
+        )
+    }
+
+    /// The form's schema: one required `decision`, an enum of the ACP
+    /// option kinds.
+    pub(crate) fn schema() -> Option<rmcp::model::ElicitationSchema> {
         serde_json::from_value(json!({
             "type": "object",
             "properties": {
@@ -946,10 +1059,7 @@ impl toolhost_runtime::Approver for ElicitationApprover {
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&request.tool_call_id)
                 .cloned()?;
-            let message = format!(
-                "{}\n\ncommand: {}\ncwd: {}\n(tool `{}` of plugin `{}`)",
-                request.prompt, request.command, request.cwd, request.tool, request.plugin
-            );
+            let message = Self::message(request);
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message,
