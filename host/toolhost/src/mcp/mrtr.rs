@@ -122,30 +122,38 @@ fn random_bytes(n: usize) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The key in `state_dir/KEY_FILE`, made (32 random bytes, mode 0600) when
-/// the file does not exist yet.
+/// The key in `state_dir/KEY_FILE`, made (32 random bytes, mode 0600, as
+/// every file of the state dir: `toolhost_process::private_open_options`)
+/// when the file does not exist yet; never read or written through a
+/// symbolic link.
 fn load_key(state_dir: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::io::{Read, Write};
     let path = state_dir.join(KEY_FILE);
-    match std::fs::read(&path) {
-        Ok(key) if key.len() >= RequestStateCodec::MIN_KEY_LENGTH => return Ok(key),
-        Ok(_) => {
-            return Err(std::io::Error::other(format!(
-                "{} is shorter than {} bytes",
-                path.display(),
-                RequestStateCodec::MIN_KEY_LENGTH
-            )));
+    match toolhost_process::private_open_options()
+        .read(true)
+        .open(&path)
+    {
+        Ok(mut file) => {
+            let mut key = Vec::new();
+            file.read_to_end(&mut key)?;
+            if key.len() < RequestStateCodec::MIN_KEY_LENGTH {
+                return Err(std::io::Error::other(format!(
+                    "{} is shorter than {} bytes",
+                    path.display(),
+                    RequestStateCodec::MIN_KEY_LENGTH
+                )));
+            }
+            return Ok(key);
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
     let key = random_bytes(32)?;
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = toolhost_process::private_open_options()
         .write(true)
         .create_new(true)
-        .mode(0o600)
         .open(&path)?;
+    toolhost_process::make_private(&file)?;
     file.write_all(&key)?;
     Ok(key)
 }
