@@ -52,7 +52,7 @@ fn client_script(path: &str) -> PathBuf {
 }
 
 /// `target/examples/conformance/conformance.wasm` (manifest beside it).
-fn conformance_plugin() -> PathBuf {
+pub(crate) fn conformance_plugin() -> PathBuf {
     let wasm = root().join("target/examples/conformance/conformance.wasm");
     assert!(
         wasm.is_file() && wasm.with_extension("toml").is_file(),

@@ -563,3 +563,63 @@ async fn request_state_is_single_use_and_integrity_protected() {
     assert_eq!((key.len(), key.permissions().mode() & 0o777), (32, 0o600));
     s.close().await.unwrap();
 }
+
+/// The `notifications/message` a modern `tools/call` of the conformance
+/// plugin's `test_tool_with_logging` (which logs three `info` messages)
+/// gets on its stream, with `log_level` in `_meta` or without one.
+async fn logs_of_a_modern_call(addr: &str, id: u64, log_level: Option<&str>) -> usize {
+    let mut m = meta("2026-07-28");
+    if let Some(level) = log_level {
+        m["io.modelcontextprotocol/logLevel"] = json!(level);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "test_tool_with_logging", "arguments": {}, "_meta": m}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "test_tool_with_logging"),
+    ];
+    let mut reply = send(
+        addr,
+        "POST",
+        "/mcp",
+        &post_headers(&headers),
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let mut logs = 0;
+    loop {
+        let (_, _, data) = reply.event().await.expect("the stream ended first");
+        if data.is_empty() {
+            continue;
+        }
+        let message: Value = serde_json::from_str(&data).unwrap();
+        if message["method"] == "notifications/message" {
+            logs += 1;
+        } else if message["id"] == json!(id) {
+            assert_eq!(message["result"]["isError"], json!(false), "{message}");
+            return logs;
+        }
+    }
+}
+
+/// A modern request gets log messages only at the level its own `_meta`
+/// asks for (MCP 2026-07-28: none without `io.modelcontextprotocol/logLevel`).
+#[tokio::test]
+async fn a_modern_request_gets_log_messages_only_when_its_meta_asks() {
+    let (ws, state) = dirs();
+    let wasm = crate::conformance::conformance_plugin();
+    let serve = HttpServe::start(
+        ws.path(),
+        state.path(),
+        None,
+        &["--http", "127.0.0.1:0", "--plugin", wasm.to_str().unwrap()],
+    );
+    assert_eq!(logs_of_a_modern_call(&serve.addr, 1, None).await, 0);
+    assert_eq!(logs_of_a_modern_call(&serve.addr, 2, Some("info")).await, 3);
+    assert_eq!(
+        logs_of_a_modern_call(&serve.addr, 3, Some("error")).await,
+        0
+    );
+}

@@ -8,7 +8,9 @@
 //! - progress → `notifications/progress` with the request's `progressToken`
 //!   ("Basic", "Utilities", "Progress"); none without a token;
 //! - log → `notifications/message` when the session's `logging/setLevel`
-//!   ([`SessionState::log_level`], default `info`) lets it through
+//!   ([`SessionState::log_level`], default `info`) lets it through; for a
+//!   2026-07-28 request, its own `_meta` `io.modelcontextprotocol/logLevel`
+//!   does, and without one nothing is sent
 //!   ("Server Features", "Utilities", "Logging");
 //! - elicit → `elicitation/create`, form mode ("Client Features",
 //!   "Elicitation"), only when the client declared it;
@@ -269,6 +271,11 @@ pub(crate) struct McpClient {
     /// Set once the plugin reported progress itself: the host's own
     /// output-bytes progress for the call stops, so `progress` keeps growing.
     pub(crate) plugin_reports_progress: Arc<AtomicBool>,
+    /// For a 2026-07-28 request, the lowest rank it lets through: its
+    /// `_meta` `io.modelcontextprotocol/logLevel`, or none at all without
+    /// one (MCP 2026-07-28 "Key Changes": no `notifications/message` for a
+    /// request without it). `None`: the session's level.
+    request_log_floor: Option<u8>,
 }
 
 impl McpClient {
@@ -286,7 +293,15 @@ impl McpClient {
             session,
             subscriptions,
             plugin_reports_progress: Arc::default(),
+            request_log_floor: None,
         }
+    }
+
+    /// This client for a modern request whose `_meta` log level is `level`
+    /// (`None`: no log messages at all).
+    pub(crate) fn for_modern_request(mut self, level: Option<LoggingLevel>) -> McpClient {
+        self.request_log_floor = Some(level.map_or(u8::MAX, mcp_rank));
+        self
     }
 }
 
@@ -357,7 +372,10 @@ impl CallClient for McpClient {
 
     fn log(&self, level: LogLevel, logger: String, data: Value) -> ClientFuture<'_, ()> {
         Box::pin(async move {
-            if rank(level) < self.session.log_level.load(Ordering::Relaxed) {
+            let floor = self
+                .request_log_floor
+                .unwrap_or_else(|| self.session.log_level.load(Ordering::Relaxed));
+            if rank(level) < floor {
                 return;
             }
             let mut param = LoggingMessageNotificationParam::new(mcp_level(level), data);

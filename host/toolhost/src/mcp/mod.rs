@@ -425,13 +425,18 @@ impl McpServer {
     /// `client` import.
     fn client_for(&self, context: &RequestContext<RoleServer>) -> Arc<McpClient> {
         self.session.set_peer(&context.peer);
-        Arc::new(McpClient::new(
+        let client = McpClient::new(
             context.peer.clone(),
             context.id.clone(),
             context.meta.get_progress_token(),
             self.session.clone(),
             self.shared.subscriptions.clone(),
-        ))
+        );
+        Arc::new(if era::is_modern(context) {
+            client.for_modern_request(context.meta.log_level())
+        } else {
+            client
+        })
     }
 
     /// Whether the end of request `context` (its token fired) is a
