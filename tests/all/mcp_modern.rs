@@ -623,3 +623,53 @@ async fn a_modern_request_gets_log_messages_only_when_its_meta_asks() {
         0
     );
 }
+
+/// `subscriptions/listen` (2026-07-28, in place of `resources/subscribe`
+/// and the GET stream): its stream opens with
+/// `notifications/subscriptions/acknowledged`, tagged with the request's id
+/// as `io.modelcontextprotocol/subscriptionId`, accepting tool-list changes
+/// and the resource URIs asked for but not the prompt list (which never
+/// changes).
+#[tokio::test]
+async fn subscriptions_listen_acknowledges_what_it_will_send() {
+    let (ws, state) = dirs();
+    let serve = http_serve(ws.path(), state.path());
+    let body = json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+        "params": {"_meta": meta("2026-07-28"), "notifications": {
+            "toolsListChanged": true, "promptsListChanged": true,
+            "resourceSubscriptions": ["test://watched-resource"]}}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    let mut reply = send(
+        &serve.addr,
+        "POST",
+        "/mcp",
+        &post_headers(&headers),
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let ack = loop {
+        let (_, _, data) = reply.event().await.expect("the stream ended first");
+        if !data.is_empty() {
+            break serde_json::from_str::<Value>(&data).unwrap();
+        }
+    };
+    assert_eq!(
+        ack["method"],
+        json!("notifications/subscriptions/acknowledged"),
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!("sub-1"),
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["test://watched-resource"]}),
+        "{ack}"
+    );
+}

@@ -169,10 +169,20 @@ impl SessionState {
     }
 }
 
-/// Every live session of one `serve` run, for resource-updated notices.
+/// Every live session of one `serve` run, and every open 2026-07-28
+/// `subscriptions/listen` stream, for resource-updated notices.
 #[derive(Default)]
 pub(crate) struct Subscriptions {
     sessions: Mutex<Vec<Weak<SessionState>>>,
+    listeners: Mutex<Vec<Weak<Listener>>>,
+}
+
+/// One open `subscriptions/listen` stream: the URIs it accepted and its
+/// sink (which tags each notice with the subscription id). Forgotten once
+/// the handle [`Subscriptions::listen`] returned is dropped.
+pub(crate) struct Listener {
+    uris: HashSet<String>,
+    sink: rmcp::service::SubscriptionSink,
 }
 
 impl Subscriptions {
@@ -183,9 +193,46 @@ impl Subscriptions {
         all.push(Arc::downgrade(session));
     }
 
+    /// Adds a listen stream for `uris`; it gets their updated notices until
+    /// the returned handle is dropped.
+    pub(crate) fn listen(
+        &self,
+        uris: impl IntoIterator<Item = String>,
+        sink: rmcp::service::SubscriptionSink,
+    ) -> Arc<Listener> {
+        let listener = Arc::new(Listener {
+            uris: uris.into_iter().collect(),
+            sink,
+        });
+        let mut all = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|l| l.strong_count() > 0);
+        all.push(Arc::downgrade(&listener));
+        listener
+    }
+
     /// Sends `notifications/resources/updated` for `uri` to every live
-    /// session subscribed to it.
+    /// session and listen stream subscribed to it.
     async fn notify(&self, uri: &str) {
+        let sinks: Vec<rmcp::service::SubscriptionSink> = {
+            let mut all = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+            all.retain(|l| l.strong_count() > 0);
+            all.iter()
+                .filter_map(Weak::upgrade)
+                .filter(|l| l.uris.contains(uri))
+                .map(|l| l.sink.clone())
+                .collect()
+        };
+        for sink in sinks {
+            let uri = uri.to_string();
+            tokio::spawn(async move {
+                match tokio::time::timeout(NOTICE_TIMEOUT, sink.notify_resource_updated(uri)).await
+                {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::debug!("resources/updated not sent: {e}"),
+                    Err(_) => tracing::debug!("resources/updated dropped: the stream is stuck"),
+                }
+            });
+        }
         let peers: Vec<Peer<RoleServer>> = {
             let mut all = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
             all.retain(|s| s.strong_count() > 0);

@@ -9,7 +9,8 @@
 //!   (`UnsupportedProtocolVersionError`, data `{supported, requested}`).
 //!   Results carry `resultType`; `initialize`, `ping`, `logging/setLevel` and
 //!   `resources/subscribe`/`unsubscribe` (removed in 2026-07-28) are
-//!   `-32601`; arguments a tool refuses are a tool error (`isError: true`,
+//!   `-32601`, and `subscriptions/listen` carries tool-list and resource
+//!   notices instead; arguments a tool refuses are a tool error (`isError: true`,
 //!   "Tools", "Error Handling"); a policy `ask` is not sent as
 //!   `elicitation/create` (no server-to-client requests in 2026-07-28) but
 //!   returned as an `input_required` result whose retry resumes the call
@@ -582,6 +583,58 @@ impl ServerHandler for McpServer {
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
         std::borrow::Cow::Borrowed(SUPPORTED_PROTOCOL_VERSIONS)
+    }
+
+    /// What a 2026-07-28 `subscriptions/listen` gets ("Subscriptions"):
+    /// `toolsListChanged` when asked, and the `resourceSubscriptions` URIs
+    /// asked for that `resources/subscribe` would accept (at most
+    /// [`MAX_SUBSCRIPTIONS_PER_SESSION`], each at most
+    /// [`MAX_SUBSCRIBE_URI_BYTES`] without control characters); prompts and
+    /// the resource list never change, so their list-changed kinds are not
+    /// offered. rmcp then keeps only what the capabilities advertise.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let mut accepted = rmcp::model::SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed.filter(|on| *on);
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|u| u.len() <= MAX_SUBSCRIBE_URI_BYTES && !u.chars().any(char::is_control))
+                .take(MAX_SUBSCRIPTIONS_PER_SESSION)
+                .cloned()
+                .collect()
+        });
+        Some(accepted)
+    }
+
+    /// Runs one `subscriptions/listen` stream until the client closes it
+    /// (or the server stops): `notifications/tools/list_changed` when
+    /// [`Host::tools_changed`] fires, `notifications/resources/updated` for
+    /// the accepted URIs (a plugin's `client.resource-updated`), each tagged
+    /// with the subscription id (rmcp's sink).
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        let sink = context.sink().clone();
+        let accepted = context.accepted().clone();
+        let _listener = self.shared.subscriptions.listen(
+            accepted.resource_subscriptions.clone().unwrap_or_default(),
+            sink.clone(),
+        );
+        let mut tools = accepted.tools_list_changed == Some(true);
+        let mut changed = self.shared.host.tools_changed();
+        loop {
+            tokio::select! {
+                c = changed.changed(), if tools => {
+                    if c.is_err() {
+                        tools = false;
+                    } else if sink.notify_tool_list_changed().await.is_err() {
+                        break;
+                    }
+                }
+                () = context.cancelled() => break,
+            }
+        }
+        Ok(())
     }
 
     /// The tool `name` (for rmcp's `Mcp-Param-*` header checks on HTTP,
