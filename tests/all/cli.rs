@@ -354,3 +354,95 @@ fn a_terminated_toolhost_takes_its_commands_down_with_it() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A `serve` that cannot start (a `--plugin` that is not WebAssembly, an HTTP
+/// address already bound) prints why, exits 2, and leaves a host session whose
+/// only lifecycle event is `failed` with that reason: none claims it served.
+#[test]
+fn a_serve_that_cannot_start_records_failed_with_the_reason_never_running() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = listener.local_addr().unwrap().to_string();
+    let plugins = tempfile::tempdir().unwrap();
+    let bad = plugins.path().join("bad.wasm");
+    std::fs::write(&bad, "not a component").unwrap();
+    let bad = bad.to_str().unwrap().to_string();
+    for (args, what) in [
+        (vec!["serve", "--plugin", &bad], "the host could not start"),
+        (
+            vec!["serve", "--http", &taken],
+            "the HTTP listener could not start",
+        ),
+    ] {
+        let (ws, state) = dirs();
+        let out = toolhost(ws.path(), state.path(), &args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            crate::support::describe(&out)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reason = stderr
+            .lines()
+            .last()
+            .and_then(|l| l.strip_prefix("toolhost: "))
+            .unwrap_or_else(|| panic!("{args:?}: no reason on stderr: {stderr}"));
+        let events = toolhost_test_support::host_log::events(state.path()).unwrap();
+        let lifecycle: Vec<(&str, &str)> = events
+            .iter()
+            .filter(|e| e["kind"] == "lifecycle")
+            .map(|e| (e["state"].as_str().unwrap(), e["message"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            lifecycle,
+            [("failed", format!("{what}: {reason}").as_str())],
+            "{args:?}"
+        );
+        let listed = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["host-sessions", "--json", "--state-dir"])
+            .arg(state.path())
+            .output()
+            .unwrap();
+        let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+        assert_eq!(listed[0]["host_session"]["state"], "failed", "{listed}");
+    }
+}
+
+/// `call --json` prints a JSON result when the host fails the call (here the
+/// plugin traps): `is_error`, the reason as the text, and which failure.
+#[test]
+fn call_json_prints_a_result_when_the_plugin_traps() {
+    let dir = crate::runtime_support::hostile_dir(None);
+    let (ws, state) = dirs();
+    let plugin = dir.path().join("hostile.wasm");
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &[
+            "call",
+            "trap",
+            "{}",
+            "--json",
+            "--plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        crate::support::describe(&out)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reason = result["text"].as_str().unwrap();
+    assert!(reason.starts_with("plugin `hostile` trapped: "), "{result}");
+    assert_eq!(
+        result,
+        serde_json::json!({
+            "text": reason,
+            "structured": null,
+            "is_error": true,
+            "failure": {"kind": "trap", "reason": reason},
+        })
+    );
+}

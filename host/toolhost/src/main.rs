@@ -411,7 +411,21 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                     @ (ToolCallError::UnknownTool { .. } | ToolCallError::InvalidArguments { .. }),
                 ) => usage_error(e.to_string()),
                 Err(e @ (ToolCallError::Plugin(_) | ToolCallError::Cancelled(_))) => {
-                    eprintln!("toolhost: {}", escape(&e.to_string()));
+                    let reason = e.to_string();
+                    if json {
+                        // The same result an MCP client gets (`is_error`, the
+                        // reason as its text), and which failure it was.
+                        outln!(
+                            "{}",
+                            serde_json::json!({
+                                "text": reason,
+                                "structured": null,
+                                "is_error": true,
+                                "failure": {"kind": failure_kind(&e), "reason": reason},
+                            })
+                        );
+                    }
+                    errln!("toolhost: {}", escape(&reason));
                     ExitCode::from(1)
                 }
             };
@@ -661,23 +675,39 @@ async fn serve(
         }
     });
     let pid = std::process::id();
-    let host = match host_config(args, child_nofile) {
+    // Nothing is recorded as served until the host, its control socket and its
+    // HTTP listener are all up: a start that fails records `failed` with the
+    // reason (also on stderr), never `running` (docs/event-log.md#lifecycle).
+    let failed = |what: &str, e: String| {
+        log.append(HostEventKind::Lifecycle {
+            state: Lifecycle::Failed,
+            pid,
+            message: Some(format!("{what}: {e}")),
+        });
+        usage_error(e)
+    };
+    let host = match host_config_text(args, child_nofile) {
         Ok(mut config) => {
             config.events = Some(log.clone());
-            start_host(config).await
+            Host::new(config).await.map_err(|e| e.to_string())
         }
-        Err(code) => Err(code),
+        Err(e) => Err(e),
     };
     let host = match host {
         Ok(h) => Arc::new(h),
-        Err(code) => {
-            log.append(HostEventKind::Lifecycle {
-                state: Lifecycle::Failed,
-                pid,
-                message: Some("the host could not start (see stderr)".into()),
-            });
-            return code;
-        }
+        Err(e) => return failed("the host could not start", e),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let control = match toolhost::control::ControlServer::start(host.clone(), stop_tx) {
+        Ok(c) => c,
+        Err(e) => return failed("the control socket could not start", e.to_string()),
+    };
+    let http = match http {
+        Some(options) => match toolhost::mcp::http::HttpServer::bind(options).await {
+            Ok(server) => Some(server),
+            Err(e) => return failed("the HTTP listener could not start", e.to_string()),
+        },
+        None => None,
     };
     let resumed = log.resumed_from();
     log.append(HostEventKind::Lifecycle {
@@ -691,38 +721,26 @@ async fn serve(
             "serving MCP on stdio".into()
         }),
     });
-    eprintln!(
+    errln!(
         "toolhost: host session {} (events: {})",
         log.id(),
         log.path()
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     );
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let control = match toolhost::control::ControlServer::start(host.clone(), stop_tx) {
-        Ok(c) => c,
-        Err(e) => {
-            log.append(HostEventKind::Lifecycle {
-                state: Lifecycle::Failed,
-                pid,
-                message: Some(e.to_string()),
-            });
-            return usage_error(e.to_string());
-        }
-    };
-    eprintln!(
+    errln!(
         "toolhost: control socket {} (toolhost attach {})",
         control.path().display(),
         log.id()
     );
     // Put back in blocking mode right before exiting (ProcessStdio::take).
     let mut restore_blocking = None;
-    let end = if let Some(options) = http {
-        serve_http(host.clone(), options, stop_rx, pid, &log).await
+    let end = if let Some(server) = http {
+        serve_http(host.clone(), server, stop_rx).await
     } else {
         let (stdio, restore) = toolhost::mcp::ProcessStdio::take();
         restore_blocking = Some(restore);
-        Ok(tokio::select! {
+        tokio::select! {
             end = toolhost::mcp::serve_process_stdio(host.clone(), stdio, stop_rx) => end,
             // What MCP clients send to stop a server: end every session's process
             // group like a stop request does (they would otherwise outlive us).
@@ -730,11 +748,7 @@ async fn serve(
                 tracing::info!(signal, "stopping on a signal");
                 Ok(toolhost::mcp::ServeEnd::Stopped)
             }
-        })
-    };
-    let end = match end {
-        Ok(end) => end,
-        Err(code) => return code,
+        }
     };
     host.sessions().shutdown().await;
     // `std::process::exit` below runs no destructors: leave no cgroup behind.
@@ -766,32 +780,18 @@ async fn serve(
     drop(restore_blocking);
     // stdin may be read by a blocking thread that cannot be interrupted;
     // leave without waiting for it.
-    std::process::exit(code)
+    std::process::exit(toolhost::cli_output::finish_code(code))
 }
 
-/// Serves MCP over Streamable HTTP until a stop request (control API) or a
-/// termination signal; prints the endpoint on stderr once bound. The caller
-/// then ends every process session, as for stdio. `Err(exit code)` when the
-/// socket cannot be bound (recorded as a failed lifecycle).
+/// Serves MCP over Streamable HTTP on `server` (bound) until a stop request
+/// (control API) or a termination signal; prints the endpoint on stderr. The
+/// caller then ends every process session, as for stdio.
 async fn serve_http(
     host: Arc<toolhost_runtime::Host>,
-    options: toolhost::mcp::http::HttpOptions,
+    server: toolhost::mcp::http::HttpServer,
     mut stop_rx: tokio::sync::watch::Receiver<bool>,
-    pid: u32,
-    log: &HostSessionLog,
-) -> Result<Result<toolhost::mcp::ServeEnd, toolhost::mcp::ServeError>, ExitCode> {
-    let server = match toolhost::mcp::http::HttpServer::bind(options).await {
-        Ok(s) => s,
-        Err(e) => {
-            log.append(HostEventKind::Lifecycle {
-                state: Lifecycle::Failed,
-                pid,
-                message: Some(e.to_string()),
-            });
-            return Err(usage_error(e.to_string()));
-        }
-    };
-    eprintln!("toolhost: serving MCP over HTTP at {}", server.url());
+) -> Result<toolhost::mcp::ServeEnd, toolhost::mcp::ServeError> {
+    errln!("toolhost: serving MCP over HTTP at {}", server.url());
     server
         .serve(host, async move {
             tokio::select! {
@@ -802,7 +802,7 @@ async fn serve_http(
             }
         })
         .await;
-    Ok(Ok(toolhost::mcp::ServeEnd::Stopped))
+    Ok(toolhost::mcp::ServeEnd::Stopped)
 }
 
 /// The host session to attach to: the given one, else the only running one.
@@ -949,6 +949,22 @@ async fn host_sessions(state_dir: PathBuf, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// What `call --json` names a failed call (`failure.kind`): `limit`, `trap`,
+/// `output_too_large`, `too_many_blocks`, `host` (the host could not run it)
+/// or `cancelled` (docs/cli.md).
+fn failure_kind(e: &ToolCallError) -> &'static str {
+    use toolhost_runtime::CallError;
+    match e {
+        ToolCallError::Plugin(CallError::Limit { .. }) => "limit",
+        ToolCallError::Plugin(CallError::Trap { .. }) => "trap",
+        ToolCallError::Plugin(CallError::OutputTooLarge { .. }) => "output_too_large",
+        ToolCallError::Plugin(CallError::TooManyBlocks { .. }) => "too_many_blocks",
+        ToolCallError::Plugin(CallError::Host { .. }) => "host",
+        ToolCallError::Cancelled(_) => "cancelled",
+        ToolCallError::UnknownTool { .. } | ToolCallError::InvalidArguments { .. } => "usage",
+    }
+}
+
 /// Pool slots for `toolhost call`: one tool call with its policy call (and a few
 /// spare); a smaller pool is quicker to set up and tear down (benchmark P6).
 const ONE_CALL_INSTANCES: u32 = 8;
@@ -959,14 +975,18 @@ const ONE_CALL_INSTANCES: u32 = 8;
 /// commands start with. Errors (a usage error, exit code 2): no current
 /// directory, an unreadable `--policy` file.
 fn host_config(args: HostArgs, child_nofile: Option<u64>) -> Result<HostConfig, ExitCode> {
+    host_config_text(args, child_nofile).map_err(usage_error)
+}
+
+/// [`host_config`], its error the text `usage_error` would print.
+fn host_config_text(args: HostArgs, child_nofile: Option<u64>) -> Result<HostConfig, String> {
     let workspace = match args.workspace {
         Some(w) => w,
-        None => std::env::current_dir()
-            .map_err(|e| usage_error(format!("no current directory: {e}")))?,
+        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
     };
     let policy_rules = match &args.policy {
         Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| usage_error(format!("cannot read policy file {}: {e}", path.display())))?,
+            .map_err(|e| format!("cannot read policy file {}: {e}", path.display()))?,
         None => String::new(),
     };
     let state_dir = args.state_dir.unwrap_or_else(HostConfig::default_state_dir);
