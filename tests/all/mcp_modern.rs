@@ -250,6 +250,16 @@ async fn stdio_modern_requests_get_the_revisions_errors_and_results() {
     )
     .await;
     assert_eq!(again["result"]["tools"], l["result"]["tools"]);
+    // One page, no cursors: a cursor is not ours, never a silent full list.
+    let c = exchange(
+        &s,
+        json!(19),
+        "tools/list",
+        json!({"_meta": meta("2026-07-28"), "cursor": "bogus"}),
+    )
+    .await;
+    assert_eq!(c["error"]["code"], json!(-32602), "{c}");
+    assert_eq!(c["id"], json!(19), "{c}");
     // Removed methods once the modern lifecycle is open.
     for (id, method, params) in [
         (13, "ping", json!({})),
@@ -313,6 +323,8 @@ async fn stdio_legacy_clients_are_answered_as_before() {
     )
     .await;
     assert_eq!(wrong["error"]["code"], json!(-32602), "{wrong}");
+    let c = exchange(&s, json!(4), "prompts/list", json!({"cursor": "bogus"})).await;
+    assert_eq!(c["error"]["code"], json!(-32602), "{c}");
     let ping = exchange(&s, json!(3), "ping", json!({})).await;
     assert_eq!(ping["result"], json!({}), "{ping}");
     s.close().await.unwrap();

@@ -680,9 +680,10 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        no_cursor(request.as_ref())?;
         Ok(ListToolsResult::with_all_items(McpServer::tool_list(
             &self.shared.host,
         )))
@@ -812,18 +813,20 @@ impl ServerHandler for McpServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        no_cursor(request.as_ref())?;
         self.session.set_peer(&context.peer);
         offers::list_resources(&self.shared.host)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        no_cursor(request.as_ref())?;
         offers::list_resource_templates(&self.shared.host)
     }
 
@@ -882,9 +885,10 @@ impl ServerHandler for McpServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        no_cursor(request.as_ref())?;
         offers::list_prompts(&self.shared.host)
     }
 
@@ -929,6 +933,19 @@ impl ServerHandler for McpServer {
         self.session.set_peer(&context.peer);
         self.session.set_log_level(request.level);
         Ok(())
+    }
+}
+
+/// Every list is one page (toolhost mints no cursor), so a request carrying
+/// a `cursor` names none of ours: `-32602`, never a silent full list
+/// ("Pagination": invalid cursors SHOULD be `-32602`, both revisions).
+fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), McpError> {
+    match request.and_then(|r| r.cursor.as_deref()) {
+        Some(cursor) => Err(McpError::invalid_params(
+            format!("unknown cursor {cursor:?}: this server's lists have one page and no cursors"),
+            None,
+        )),
+        None => Ok(()),
     }
 }
 
