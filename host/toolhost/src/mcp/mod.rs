@@ -728,11 +728,16 @@ impl ServerHandler for McpServer {
             None => (None, None),
         };
         let cancel = Arc::new(tokio::sync::Notify::new());
-        let (tx, rx) = tokio::sync::oneshot::channel();
         let client = self.client_for(&context);
         let plugin_reports_progress = client.plugin_reports_progress.clone();
         let mut modern_asks = None;
-        {
+        // The call, holding what it needs until it settles. A legacy call runs
+        // in this request's task, so its result is written by the task that
+        // got it, with no hand-off to another task (which the scheduler may
+        // give to another worker thread); a call outliving its request (a
+        // cancel, the client gone, a 2026-07-28 `input_required`) moves to a
+        // task of its own.
+        let mut call = {
             let guard = self.shared.inflight.enter();
             // A 2026-07-28 request cannot be sent `elicitation/create` (the
             // revision has no server-to-client requests): its asks go to the
@@ -763,14 +768,14 @@ impl ServerHandler for McpServer {
                 client: Some(client),
                 progress: progress_sink,
             };
-            tokio::spawn(async move {
+            Box::pin(async move {
                 let result = host.call(request).await;
                 drop(route);
                 drop(question_route);
                 drop(guard);
-                let _ = tx.send(result);
-            });
-        }
+                result
+            })
+        };
         let progress = progress.map(|(token, events)| {
             tokio::spawn(progress_pump(
                 events,
@@ -780,6 +785,11 @@ impl ServerHandler for McpServer {
             ))
         });
         if let Some(asks) = modern_asks {
+            // A retry of the request may be the one to get the result.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(async move {
+                let _ = tx.send(call.await);
+            });
             let running = mrtr::Running {
                 result: rx,
                 asks,
@@ -794,7 +804,15 @@ impl ServerHandler for McpServer {
             return response;
         }
         let outcome = tokio::select! {
-            r = rx => r.map_err(|_| McpError::internal_error("the tool call task ended without a result", None)),
+            // A panic in the call still answers the request (an internal
+            // error), as when the call had a task of its own.
+            r = std::future::poll_fn(|cx| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.as_mut().poll(cx).map(Ok)))
+                    .unwrap_or_else(|_| std::task::Poll::Ready(Err(McpError::internal_error(
+                        "the tool call panicked and has no result",
+                        None,
+                    ))))
+            }) => r,
             () = context.ct.cancelled() => {
                 if self.cancelled_by_client(&context, false) {
                     tracing::info!(%tool_call_id, "cancelled by the client");
@@ -802,6 +820,9 @@ impl ServerHandler for McpServer {
                 } else {
                     tracing::info!(%tool_call_id, "the client went away; the call keeps running");
                 }
+                // Either way the call goes on without its request: to its
+                // end, or until it has seen the cancel and settled.
+                tokio::spawn(call);
                 Err(McpError::internal_error("request cancelled", None))
             }
         };
