@@ -537,3 +537,42 @@ fn fuzz_http_keeps_answering() {
         })
         .unwrap();
 }
+
+/// Every name a client sends that an error repeats (a tool name, a method, a
+/// resource URI, a prompt name) comes back escaped and cut to 128 bytes with
+/// its length, never as sent: a megabyte name holding a terminal escape.
+#[tokio::test]
+async fn errors_repeat_client_names_escaped_and_bounded() {
+    let (ws, state) = dirs();
+    let policy = crate::support::allow_all_policy(state.path());
+    let s = stdio_serve(ws.path(), state.path(), &policy);
+    s.initialize("2025-11-25").await.unwrap();
+    let name = format!("\u{1b}[2J{}", "x".repeat(1 << 20));
+    let shown = format!("\\x1b[2J{}… ({} bytes)", "x".repeat(124), name.len());
+    for (method, params, prefix) in [
+        (
+            "tools/call",
+            json!({"name": name, "arguments": {}}),
+            "Unknown tool: ",
+        ),
+        (name.as_str(), json!({}), "Method not found: `"),
+        (
+            "resources/read",
+            json!({"uri": name}),
+            "resource not found: ",
+        ),
+        ("prompts/get", json!({"name": name}), "unknown prompt `"),
+    ] {
+        let answer = s.request(method, params).await.unwrap();
+        let message = answer["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no error: {answer}", &method[..method.len().min(20)]));
+        assert!(
+            message.starts_with(&format!("{prefix}{shown}")),
+            "{}",
+            &message[..message.len().min(400)]
+        );
+        assert!(message.len() < 300, "{} bytes", message.len());
+    }
+    s.close().await.unwrap();
+}

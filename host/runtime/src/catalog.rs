@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::contract::v0_2_0::client::CallClient;
+use crate::display::echo_name;
 use crate::plugin::{
     CallError, Completions, OfferKind, Prompt, PromptError, PromptResult, RefusedOffer, Resource,
     ResourceContents, ResourceError, ResourceTemplate, ToolPlugin, uri_error,
@@ -104,7 +105,7 @@ pub enum CompletionRef {
 pub enum RequestError {
     /// No plugin lists the URI or has a template matching it, or the plugin
     /// said `not-found`.
-    #[error("resource not found: {uri}{}", detail(message))]
+    #[error("resource not found: {}{}", echo_name(uri), detail(message))]
     ResourceNotFound {
         /// The URI asked for.
         uri: String,
@@ -113,13 +114,13 @@ pub enum RequestError {
     },
     /// No plugin offers a prompt of this name (or the plugin said
     /// `unknown-prompt`).
-    #[error("unknown prompt `{name}`")]
+    #[error("unknown prompt `{}`", echo_name(name))]
     UnknownPrompt {
         /// The name asked for.
         name: String,
     },
     /// A completion names a prompt or template no plugin offers.
-    #[error("unknown completion reference: {0:?}")]
+    #[error("unknown completion reference: {}", reference_text(.0))]
     UnknownReference(CompletionRef),
     /// The arguments were refused: a required prompt argument missing, a
     /// completion for an argument the prompt or template does not have, or
@@ -142,6 +143,15 @@ pub enum RequestError {
     /// The plugin trapped, hit a limit, returned too much, or could not run.
     #[error(transparent)]
     Plugin(#[from] CallError),
+}
+
+/// A completion reference as an error names it: `prompt `NAME`` or
+/// `resource `URI`` (the client's text, [`echo_name`]).
+fn reference_text(reference: &CompletionRef) -> String {
+    match reference {
+        CompletionRef::Prompt(name) => format!("prompt `{}`", echo_name(name)),
+        CompletionRef::Resource(uri) => format!("resource `{}`", echo_name(uri)),
+    }
 }
 
 fn detail(message: &Option<String>) -> String {
@@ -341,7 +351,7 @@ impl Catalog {
         context: Vec<(String, String)>,
     ) -> Result<Completions, RequestError> {
         let unknown_argument = |what: String| RequestError::InvalidArguments {
-            message: format!("it has no argument `{argument}`"),
+            message: format!("it has no argument `{}`", echo_name(argument)),
             what,
         };
         match reference {

@@ -41,6 +41,43 @@ pub fn escape_line(text: &str) -> Cow<'_, str> {
     escape_with(text, false)
 }
 
+/// The most bytes of a name a client sent that an error message repeats
+/// ([`echo_name`]): 128.
+pub const ECHO_NAME_MAX_BYTES: usize = 128;
+
+/// A name a client sent (a tool or prompt name, a resource URI, a JSON-RPC
+/// method, an argument name, a request id) as an error message repeats it:
+/// its first [`ECHO_NAME_MAX_BYTES`] bytes (cut at a character boundary),
+/// escaped as by [`escape_line`], then, when it was longer, `… (N bytes)`.
+/// Error messages reach logs, terminals and other clients' screens, so a name
+/// of a megabyte or one holding escape sequences is never repeated as sent.
+pub fn echo_name(name: &str) -> String {
+    echo_bounded(name, ECHO_NAME_MAX_BYTES)
+}
+
+/// The most bytes of a parser's message about a client's input that an
+/// error repeats ([`echo_message`]): 512 (serde's messages quote the
+/// offending string whole).
+pub const ECHO_MESSAGE_MAX_BYTES: usize = 512;
+
+/// A message that may quote a client's input (a JSON parser's, which quotes
+/// a wrong string value whole), as an error repeats it: as [`echo_name`],
+/// bounded at [`ECHO_MESSAGE_MAX_BYTES`].
+pub fn echo_message(message: &str) -> String {
+    echo_bounded(message, ECHO_MESSAGE_MAX_BYTES)
+}
+
+fn echo_bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return escape_line(text).into_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", escape_line(&text[..end]), text.len())
+}
+
 /// Multi-line `text` for a terminal: each line escaped as by [`escape_line`]
 /// and every line after the first prefixed with `indent`, so a line break the
 /// text carries shows as a line break, but every line stays inside the block
@@ -97,6 +134,17 @@ fn escape_with(text: &str, keep_layout: bool) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn echoed_names_are_escaped_and_bounded() {
+        assert_eq!(super::echo_name("bash"), "bash");
+        assert_eq!(super::echo_name("a\x1b[2Jb\n"), "a\\x1b[2Jb\\n");
+        let long = format!("{}é{}", "x".repeat(127), "y".repeat(1 << 20));
+        assert_eq!(
+            super::echo_name(&long),
+            format!("{}… ({} bytes)", "x".repeat(127), long.len())
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -161,7 +161,10 @@ pub enum StartError {
 #[derive(Debug, thiserror::Error)]
 pub enum ToolCallError {
     /// No loaded plugin offers a tool of this name.
-    #[error("unknown tool `{name}`; available: {available}")]
+    #[error(
+        "unknown tool `{}`; available: {available}",
+        crate::display::echo_name(name)
+    )]
     UnknownTool {
         /// The requested name.
         name: String,

@@ -99,7 +99,10 @@ pub use toolhost_host_session::{
 };
 
 // Plugin text before a person reads it.
-pub use display::{escape, escape_block, escape_line};
+pub use display::{
+    ECHO_MESSAGE_MAX_BYTES, ECHO_NAME_MAX_BYTES, echo_message, echo_name, escape, escape_block,
+    escape_line,
+};
 
 /// Most threads the tokio blocking pool of [`tokio_runtime`] may start: file reads
 /// for replays and prompts are the only blocking work, and a bounded pool keeps the

@@ -478,8 +478,10 @@ async fn serve_connection(shared: Arc<Shared>, stream: UnixStream) {
 type Reply = Result<Value, (i32, String)>;
 
 fn param<T: serde::de::DeserializeOwned>(params: &Value) -> Result<T, (i32, String)> {
-    serde_json::from_value(params.clone())
-        .map_err(|e| (codes::INVALID_PARAMS, format!("invalid params: {e}")))
+    serde_json::from_value(params.clone()).map_err(|e| {
+        let e = toolhost_runtime::echo_message(&e.to_string());
+        (codes::INVALID_PARAMS, format!("invalid params: {e}"))
+    })
 }
 
 async fn handle(
@@ -588,7 +590,7 @@ async fn handle(
                         codes::INVALID_PARAMS,
                         format!(
                             "unknown outcome `{}`; use allow_once, allow_always, reject_once, reject_always or cancelled",
-                            p.outcome
+                            toolhost_runtime::echo_name(&p.outcome)
                         ),
                     )),
                     Some(outcome) => match shared.pending().remove(&p.request_id) {
@@ -600,7 +602,7 @@ async fn handle(
                             codes::INVALID_PARAMS,
                             format!(
                                 "no pending permission request `{}` (already answered, withdrawn, or unknown)",
-                                p.request_id
+                                toolhost_runtime::echo_name(&p.request_id)
                             ),
                         )),
                     },
@@ -617,7 +619,10 @@ async fn handle(
                 Ok(p) if host.cancel_call(&p.tool_call_id) => Ok(json!({})),
                 Ok(p) => Err((
                     codes::INVALID_PARAMS,
-                    format!("no tool call `{}` is in progress", p.tool_call_id),
+                    format!(
+                        "no tool call `{}` is in progress",
+                        toolhost_runtime::echo_name(&p.tool_call_id)
+                    ),
                 )),
             }
         }
@@ -710,7 +715,7 @@ async fn handle(
         }
         other => Err((
             codes::METHOD_NOT_FOUND,
-            format!("Method not found: `{other}`"),
+            format!("Method not found: `{}`", toolhost_runtime::echo_name(other)),
         )),
     };
     (reply, After::Continue)

@@ -91,7 +91,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use toolhost_runtime::CallProgress;
-use toolhost_runtime::{Host, ToolCallError};
+use toolhost_runtime::{Host, ToolCallError, echo_message, echo_name};
 
 mod client;
 mod era;
@@ -311,7 +311,7 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
             reject(
                 reply_id,
                 codes::INVALID_PARAMS,
-                format!("Invalid params for `{method}`"),
+                format!("Invalid params for `{}`", echo_name(&method)),
             )
         }
         Ok(message) => Incoming::Message(Box::new(message)),
@@ -319,18 +319,25 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
             (Some(method), true) => reject(
                 reply_id,
                 codes::INVALID_PARAMS,
-                format!("Invalid params for `{method}`: {e}"),
+                format!(
+                    "Invalid params for `{}`: {}",
+                    echo_name(&method),
+                    echo_message(&e.to_string())
+                ),
             ),
-            (None, true) if is_response => {
-                Incoming::Ignore(format!("a malformed response from the client: {e}"))
-            }
-            (Some(method), false) => {
-                Incoming::Ignore(format!("a malformed `{method}` notification: {e}"))
-            }
+            (None, true) if is_response => Incoming::Ignore(format!(
+                "a malformed response from the client: {}",
+                echo_message(&e.to_string())
+            )),
+            (Some(method), false) => Incoming::Ignore(format!(
+                "a malformed `{}` notification: {}",
+                echo_name(&method),
+                echo_message(&e.to_string())
+            )),
             _ => reject(
                 reply_id,
                 codes::INVALID_REQUEST,
-                format!("Invalid Request: {e}"),
+                format!("Invalid Request: {}", echo_message(&e.to_string())),
             ),
         },
     }
@@ -678,6 +685,20 @@ impl ServerHandler for McpServer {
         });
     }
 
+    /// An unknown method: `-32601`, the method named as [`echo_name`] repeats
+    /// it (rmcp's default repeats it raw, a megabyte or escape sequences included).
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        Err(McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: `{}`", echo_name(&request.method)),
+            None,
+        ))
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -712,7 +733,10 @@ impl ServerHandler for McpServer {
         let Some(tool) = host.tool(&request.name) else {
             let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
             return Err(McpError::invalid_params(
-                format!("Unknown tool: {}", request.name),
+                format!(
+                    "Unknown tool: {}",
+                    toolhost_runtime::echo_name(&request.name)
+                ),
                 Some(json!({ "available": available })),
             ));
         };

@@ -165,7 +165,11 @@ pub(crate) fn string_arguments(
             Value::String(s) => out.push((name.clone(), s.clone())),
             other => {
                 return Err(McpError::invalid_params(
-                    format!("argument `{name}` must be a string, not {other}"),
+                    format!(
+                        "argument `{}` must be a string, not {}",
+                        toolhost_runtime::echo_name(name),
+                        toolhost_runtime::echo_message(&other.to_string())
+                    ),
                     None,
                 ));
             }
@@ -184,7 +188,10 @@ pub(crate) async fn complete(
         Reference::Resource(r) => CompletionRef::Resource(r.uri.clone()),
         other => {
             return Err(McpError::invalid_params(
-                format!("unknown completion reference {other:?}"),
+                format!(
+                    "unknown completion reference {}",
+                    toolhost_runtime::echo_name(&format!("{other:?}"))
+                ),
                 None,
             ));
         }
