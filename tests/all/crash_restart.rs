@@ -323,3 +323,85 @@ fn an_unknown_host_session_is_an_error() {
     );
     assert!(!state.path().join("hosts/hs_doesnotexist").exists());
 }
+
+/// A whole last line of `events.jsonl` that is not an event (it ends in a
+/// newline, so no crash tore it) is not cut silently on resume: its bytes move
+/// to `events.rejected`, an `omitted` event says where and why, and every
+/// event before it stays. A line over 4 MiB is a clear error, not read whole.
+#[test]
+fn resume_moves_a_whole_unparsable_last_line_aside_and_refuses_a_huge_line() {
+    let (ws, state) = crate::support::dirs();
+    let run = |extra: &[&str]| {
+        let out = serve_command(ws.path(), state.path(), extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // stdin is empty: each serve ends at once.
+    let (code, stderr) = run(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let hosts: Vec<_> = std::fs::read_dir(state.path().join("hosts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let log = hosts[0].join("events.jsonl");
+    let id = hosts[0].file_name().unwrap().to_str().unwrap().to_string();
+    let before = std::fs::read(&log).unwrap();
+    let garbage = b"{\"seq\": not an event}\n";
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(garbage)
+        .unwrap();
+
+    let (code, stderr) = run(&["--host-session", &id]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read(hosts[0].join("events.rejected")).unwrap(),
+        garbage
+    );
+    let after = std::fs::read(&log).unwrap();
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "earlier events changed"
+    );
+    let omitted: Vec<Value> = events(&log)
+        .into_iter()
+        .filter(|e| e["kind"] == "omitted")
+        .collect();
+    assert_eq!(omitted.len(), 1, "{omitted:?}");
+    assert_eq!(omitted[0]["what"], "event_line");
+    assert_eq!(omitted[0]["offset"], before.len());
+    assert_eq!(omitted[0]["len"], garbage.len());
+    assert!(
+        omitted[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("moved, as it was, to events.rejected"),
+        "{}",
+        omitted[0]
+    );
+
+    let mut huge = vec![b'x'; (4 << 20) + 1];
+    huge.push(b'\n');
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .unwrap()
+        .write_all(&huge)
+        .unwrap();
+    let (code, stderr) = run(&["--host-session", &id]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a line longer than 4194304 bytes"),
+        "{stderr}"
+    );
+}

@@ -744,3 +744,28 @@ fn plugin_new_refuses_a_bad_name_and_a_used_directory() {
     );
     assert_eq!(listing(tmp.path()), ["keep.txt"]);
 }
+
+/// A `plugins.lock` over 4 MiB is refused with a clear error, not read whole.
+#[test]
+fn a_huge_plugins_lock_is_a_clear_error() {
+    let (_ws, state) = dirs();
+    let plugins = state.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::write(plugins.join("plugins.lock"), vec![b'#'; (4 << 20) + 1]).unwrap();
+    let out = bin(&[
+        "plugin",
+        "list",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ]);
+    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    let lock = plugins.join("plugins.lock");
+    assert!(
+        stderr(&out).contains(&format!(
+            "{}: larger than 4194304 bytes, more than any set of installed plugins needs; not read",
+            lock.display()
+        )),
+        "{}",
+        describe(&out)
+    );
+}

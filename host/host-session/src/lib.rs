@@ -54,6 +54,7 @@ pub use record::{MAX_REPLAY_EVENTS, RecordedEvent, Replay};
 
 // The file store: where it lives, and what opening it found.
 pub use error::HostSessionLogError;
+pub use load::MAX_LINE_BYTES;
 pub use memory::{MEMORY_BYTES, MEMORY_EVENTS};
-pub use recovery::Recovery;
+pub use recovery::{REJECTED_FILE, Recovery};
 pub use store::{EVENTS_FILE, HostSessionLog, hosts_dir, validate_host_session_id};

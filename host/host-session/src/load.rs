@@ -1,16 +1,25 @@
 //! Reading an existing `events.jsonl` when a log is opened ([`load`]): every line
-//! checked, seqs rising by one, a torn last line cut, the newest events kept in
-//! memory, and what the log left open noted for [`recover`](crate::recovery::recover).
+//! checked, seqs rising by one, a torn last line cut, a whole last line that does
+//! not parse moved to `events.rejected` (a line ending in a newline is not a torn
+//! write: its bytes are kept), the newest events kept in memory, and what the log
+//! left open noted for [`recover`](crate::recovery::recover). No line is read past
+//! [`MAX_LINE_BYTES`].
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read as _, Seek, SeekFrom, Write as _};
 use std::path::Path;
 
 use crate::error::{HostSessionLogError, io_err};
 use crate::event::HostEvent;
 use crate::memory::{INDEX_STRIDE, Inner};
 use crate::record::RecordedEvent;
-use crate::recovery::Scan;
+use crate::recovery::{REJECTED_FILE, Scan};
+
+/// The longest line [`load`] reads: 4 MiB. Every field of an event is capped at
+/// [`EVENT_FIELD_MAX`](crate::EVENT_FIELD_MAX) and inline output at
+/// [`INLINE_OUTPUT_MAX`](crate::INLINE_OUTPUT_MAX), so no line the host writes
+/// comes near it; a longer one is a corrupt log, reported, not held in memory.
+pub const MAX_LINE_BYTES: u64 = 4 << 20;
 
 /// An existing log as [`load`] read it.
 pub(crate) struct Loaded {
@@ -32,18 +41,40 @@ pub(crate) fn load(path: &Path, file: &mut File) -> Result<Loaded, HostSessionLo
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let n = reader
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
             .read_until(b'\n', &mut buf)
             .map_err(|e| io_err(path, e))?;
         if n == 0 {
             break;
         }
         line_no += 1;
+        if n as u64 > MAX_LINE_BYTES {
+            return Err(HostSessionLogError::Corrupt {
+                path: path.to_path_buf(),
+                line: line_no,
+                message: format!("a line longer than {MAX_LINE_BYTES} bytes"),
+            });
+        }
         let complete = buf.ends_with(b"\n");
         let parsed = serde_json::from_slice::<HostEvent>(&buf);
         let event = match parsed {
             Ok(event) if complete => event,
-            // A torn or unparsable last line: the host died mid-write. Drop it.
+            // A whole last line that does not parse was not torn by a crash:
+            // keep its bytes, out of the log.
+            Err(e) if complete && is_eof(&mut reader) => {
+                let rejected = path.with_file_name(REJECTED_FILE);
+                reject_line(&rejected, &buf).map_err(|e| io_err(&rejected, e))?;
+                tracing::warn!(
+                    path = %path.display(),
+                    line = line_no,
+                    "the last line of the event log is whole but not an event ({e}); moved to {}",
+                    rejected.display()
+                );
+                scan.rejected = Some((offset, n as u64, e.to_string()));
+                break;
+            }
+            // A torn last line: the host died mid-write. Drop it.
             _ if is_eof(&mut reader) => {
                 tracing::warn!(path = %path.display(), line = line_no, "dropping a torn last line of the event log");
                 scan.torn = Some((offset, n as u64));
@@ -83,6 +114,18 @@ pub(crate) fn load(path: &Path, file: &mut File) -> Result<Loaded, HostSessionLo
     inner.file_len = offset;
     inner.file = Some(file.try_clone().map_err(|e| io_err(path, e))?);
     Ok(Loaded { inner, scan })
+}
+
+/// Appends `line` to `rejected` (created `0600`) and syncs it, before the log
+/// is cut.
+fn reject_line(rejected: &Path, line: &[u8]) -> std::io::Result<()> {
+    let mut file = toolhost_process::private_open_options()
+        .append(true)
+        .create(true)
+        .open(rejected)?;
+    toolhost_process::make_private(&file)?;
+    file.write_all(line)?;
+    file.sync_all()
 }
 
 fn is_eof(reader: &mut BufReader<&File>) -> bool {

@@ -62,6 +62,21 @@ pub(crate) fn recover(
             ),
         });
     }
+    if let Some((offset, len, error)) = &scan.rejected {
+        append(HostEventKind::Omitted {
+            what: "event_line".into(),
+            offset: Some(*offset),
+            len: Some(*len),
+            session_id: None,
+            tool_call_id: None,
+            reason: format!(
+                "the last line of the event log ({len} bytes at byte {offset}) ends in a \
+                 newline but is not an event ({error}); it was moved, as it was, to \
+                 {}, and seqs continue from the last event",
+                REJECTED_FILE
+            ),
+        });
+    }
     let orderly = matches!(
         scan.last_lifecycle,
         Some(Lifecycle::Stopped | Lifecycle::Failed | Lifecycle::Interrupted)
@@ -139,6 +154,10 @@ struct OpenSession {
     tool_call_id: Option<String>,
 }
 
+/// The file beside `events.jsonl` that a whole but unparsable last line is
+/// moved to by [`load`](crate::load::load), appended to, mode `0600`.
+pub const REJECTED_FILE: &str = "events.rejected";
+
 /// What [`load`](crate::load::load) learnt from the events on disk.
 #[derive(Default)]
 pub(crate) struct Scan {
@@ -146,6 +165,9 @@ pub(crate) struct Scan {
     last_lifecycle: Option<Lifecycle>,
     /// `(byte offset, length)` of a torn last line that was cut.
     pub(crate) torn: Option<(u64, u64)>,
+    /// `(byte offset, length, parse error)` of a whole last line that was not
+    /// an event, moved to `events.rejected`.
+    pub(crate) rejected: Option<(u64, u64, String)>,
     /// Tool calls started and not settled or failed, in start order.
     open_calls: Vec<String>,
     /// Process sessions started and not exited, by id.

@@ -39,6 +39,11 @@ pub const LOCK_FILE: &str = "plugins.lock";
 /// The writer lock's name.
 pub const WRITER_LOCK: &str = ".lock";
 
+/// The largest `plugins.lock` [`PluginsDir::read`] reads: 4 MiB (an entry is
+/// a few hundred bytes, so thousands of plugins fit), so a huge file is a
+/// clear error instead of unbounded memory.
+pub const MAX_LOCK_BYTES: u64 = 4 << 20;
+
 /// An error about the plugins dir.
 #[derive(Debug, thiserror::Error)]
 pub enum InstalledError {
@@ -128,14 +133,30 @@ impl PluginsDir {
     /// The committed lock (an empty one when there is none yet).
     ///
     /// # Errors
-    /// [`InstalledError::InvalidLock`] naming line and column, or I/O.
+    /// [`InstalledError::InvalidLock`] naming line and column, or a file over
+    /// [`MAX_LOCK_BYTES`] (read no further); I/O.
     pub fn read(&self) -> Result<Lock, InstalledError> {
+        use std::io::Read as _;
         let path = self.lock_path();
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Lock::parse(&text, &path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Lock::default()),
-            Err(e) => Err(io(format!("cannot read {}", path.display()))(e)),
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::default()),
+            Err(e) => return Err(io(format!("cannot read {}", path.display()))(e)),
+        };
+        let mut text = String::new();
+        file.take(MAX_LOCK_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(io(format!("cannot read {}", path.display())))?;
+        if text.len() as u64 > MAX_LOCK_BYTES {
+            return Err(InstalledError::InvalidLock {
+                path,
+                reason: format!(
+                    "larger than {MAX_LOCK_BYTES} bytes, more than any set of installed \
+                     plugins needs; not read"
+                ),
+            });
         }
+        Lock::parse(&text, &path)
     }
 
     /// Every locked plugin with its blob re-hashed against the lock (a blob
