@@ -315,29 +315,23 @@ pub(crate) fn classify(bytes: &[u8]) -> Incoming {
             )
         }
         Ok(message) => Incoming::Message(Box::new(message)),
-        Err(e) => match (method, has_id) {
-            (Some(method), true) => reject(
+        // What the client sent, as an error may repeat it (`echo_name`).
+        Err(e) => match (method.map(|m| echo_name(&m)), echo_message(&e.to_string())) {
+            (Some(method), e) if has_id => reject(
                 reply_id,
                 codes::INVALID_PARAMS,
-                format!(
-                    "Invalid params for `{}`: {}",
-                    echo_name(&method),
-                    echo_message(&e.to_string())
-                ),
+                format!("Invalid params for `{method}`: {e}"),
             ),
-            (None, true) if is_response => Incoming::Ignore(format!(
-                "a malformed response from the client: {}",
-                echo_message(&e.to_string())
-            )),
-            (Some(method), false) => Incoming::Ignore(format!(
-                "a malformed `{}` notification: {}",
-                echo_name(&method),
-                echo_message(&e.to_string())
-            )),
-            _ => reject(
+            (None, e) if has_id && is_response => {
+                Incoming::Ignore(format!("a malformed response from the client: {e}"))
+            }
+            (Some(method), e) if !has_id => {
+                Incoming::Ignore(format!("a malformed `{method}` notification: {e}"))
+            }
+            (_, e) => reject(
                 reply_id,
                 codes::INVALID_REQUEST,
-                format!("Invalid Request: {}", echo_message(&e.to_string())),
+                format!("Invalid Request: {e}"),
             ),
         },
     }
@@ -685,18 +679,15 @@ impl ServerHandler for McpServer {
         });
     }
 
-    /// An unknown method: `-32601`, the method named as [`echo_name`] repeats
-    /// it (rmcp's default repeats it raw, a megabyte or escape sequences included).
+    /// An unknown method: `-32601` naming it as [`echo_name`] does (rmcp's default: raw).
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        _: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
-        Err(McpError::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("Method not found: `{}`", echo_name(&request.method)),
-            None,
-        ))
+        let text = format!("Method not found: `{}`", echo_name(&request.method));
+        let code = rmcp::model::ErrorCode::METHOD_NOT_FOUND;
+        Err(McpError::new(code, text, None))
     }
 
     async fn list_tools(
@@ -733,10 +724,7 @@ impl ServerHandler for McpServer {
         let Some(tool) = host.tool(&request.name) else {
             let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
             return Err(McpError::invalid_params(
-                format!(
-                    "Unknown tool: {}",
-                    toolhost_runtime::echo_name(&request.name)
-                ),
+                format!("Unknown tool: {}", echo_name(&request.name)),
                 Some(json!({ "available": available })),
             ));
         };
