@@ -405,3 +405,51 @@ fn resume_moves_a_whole_unparsable_last_line_aside_and_refuses_a_huge_line() {
         "{stderr}"
     );
 }
+
+/// Permission request ids never repeat within one host session's log: a
+/// resumed `serve` numbers its requests above the highest the log holds, as it
+/// does tool call ids.
+#[tokio::test]
+async fn permission_request_ids_continue_across_a_resume() {
+    let (ws, state) = crate::support::dirs();
+    let policy = state.path().join("ask.toml");
+    std::fs::write(&policy, "default = \"ask\"\n").unwrap();
+    let policy = policy.to_str().unwrap();
+    let mut ids = Vec::new();
+    for resume in [None, Some(())] {
+        let mut cmd = crate::support::serve(ws.path(), state.path());
+        cmd.args(["--policy", policy]);
+        if resume.is_some() {
+            let hosts: Vec<_> = std::fs::read_dir(state.path().join("hosts"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            cmd.args(["--host-session", &hosts[0]]);
+        }
+        let client = toolhost_test_support::StdioClient::spawn(cmd).unwrap();
+        client.initialize("2025-11-25").await.unwrap();
+        // No approver answers (the client does not elicit): each ask is denied.
+        for _ in 0..2 {
+            let result = client
+                .call_tool("bash", json!({"command": "echo asked"}))
+                .await
+                .unwrap();
+            assert!(toolhost_test_support::is_error(&result), "{result}");
+        }
+        client.close().await.unwrap();
+    }
+    for e in toolhost_test_support::host_log::events(state.path()).unwrap() {
+        if e["kind"] == "permission_requested" {
+            ids.push(e["request_id"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(
+        ids,
+        [
+            "perm_000000000001",
+            "perm_000000000002",
+            "perm_000000000003",
+            "perm_000000000004"
+        ]
+    );
+}

@@ -56,6 +56,30 @@ pub fn tool_call_number(id: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
+/// Hex digits of a permission request id [`permission_request_id`] writes: 12.
+pub const PERMISSION_REQUEST_ID_DIGITS: usize = 12;
+
+/// The id of the `n`th permission request of a host session: `perm_` and
+/// [`PERMISSION_REQUEST_ID_DIGITS`] hex digits, e.g. `perm_00000000000a`.
+pub fn permission_request_id(n: u64) -> String {
+    format!("perm_{n:0width$x}", width = PERMISSION_REQUEST_ID_DIGITS)
+}
+
+/// The number of a permission request id of the form [`permission_request_id`]
+/// writes, `None` for any other text (never continued from, as
+/// [`tool_call_number`]).
+pub fn permission_request_number(id: &str) -> Option<u64> {
+    let hex = id.strip_prefix("perm_")?;
+    if hex.len() != PERMISSION_REQUEST_ID_DIGITS
+        || !hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
 /// One event: a line of `events.jsonl`, e.g.
 /// `{"seq":7,"ts_ms":1767225600000,"kind":"process_exited","session_id":"bg_000000000001",...}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -25,6 +25,10 @@ pub struct Recovery {
     /// ([`tool_call_number`](crate::tool_call_number); 0: none); new ids continue
     /// above it.
     pub last_tool_call: u64,
+    /// The highest permission-request number in the log of an id the host
+    /// mints ([`permission_request_number`](crate::permission_request_number);
+    /// 0: none); new requests continue above it.
+    pub last_permission_request: u64,
 }
 
 /// Records what a crash left behind, as
@@ -43,6 +47,7 @@ pub(crate) fn recover(
     let mut recovery = Recovery {
         torn_bytes: scan.torn.map_or(0, |(_, len)| len),
         last_tool_call: scan.last_tool_call,
+        last_permission_request: scan.last_permission_request,
         ..Recovery::default()
     };
     if let Some(last) = &scan.last_session {
@@ -174,6 +179,8 @@ pub(crate) struct Scan {
     open_sessions: std::collections::BTreeMap<String, OpenSession>,
     /// The highest `tc_<hex>` number seen (0: none).
     last_tool_call: u64,
+    /// The highest `perm_<hex>` number seen (0: none).
+    last_permission_request: u64,
     /// The highest session id seen.
     last_session: Option<toolhost_process::SessionId>,
 }
@@ -183,6 +190,12 @@ impl Scan {
     pub(crate) fn note(&mut self, kind: &HostEventKind) {
         if let Some(n) = kind.tool_call_id().and_then(crate::event::tool_call_number) {
             self.last_tool_call = self.last_tool_call.max(n);
+        }
+        if let HostEventKind::PermissionRequested { request_id, .. }
+        | HostEventKind::PermissionResolved { request_id, .. } = kind
+            && let Some(n) = crate::event::permission_request_number(request_id)
+        {
+            self.last_permission_request = self.last_permission_request.max(n);
         }
         match kind {
             HostEventKind::Lifecycle { state, .. } => self.last_lifecycle = Some(*state),

@@ -476,6 +476,8 @@ impl Host {
             .map_err(|e| StartError::Config(format!("starting the session engine: {e}")))?
             .map_err(|e| StartError::Config(e.to_string()))?;
         let permissions = Permissions::new(policy, workspace);
+        // Request ids never repeat within one log: a resumed one continues above its highest.
+        permissions.continue_request_ids_after(events.recovery().last_permission_request);
         permissions.set_observer(observer);
         let services = Arc::new(Services {
             sessions,

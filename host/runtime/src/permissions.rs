@@ -372,6 +372,13 @@ impl Permissions {
         }
     }
 
+    /// Numbers new permission requests above `last` (a resumed host session's
+    /// highest, [`Recovery::last_permission_request`](toolhost_host_session::Recovery::last_permission_request)),
+    /// so no request id repeats within one log.
+    pub fn continue_request_ids_after(&self, last: u64) {
+        self.next_request.fetch_max(last + 1, Ordering::Relaxed);
+    }
+
     /// Sets the observer told about every approval request and resolution.
     pub fn set_observer(&self, observer: Arc<dyn PermissionObserver>) {
         *self.observer.lock().unwrap_or_else(|e| e.into_inner()) = Some(observer);
@@ -436,9 +443,8 @@ impl Permissions {
             }
         };
         let approval = ApprovalRequest {
-            request_id: format!(
-                "perm_{:012x}",
-                self.next_request.fetch_add(1, Ordering::Relaxed)
+            request_id: toolhost_host_session::permission_request_id(
+                self.next_request.fetch_add(1, Ordering::Relaxed),
             ),
             plugin: req.plugin,
             tool: req.tool,
