@@ -24,7 +24,10 @@
 //!    `Authorization: Bearer TOKEN`, compared in constant time (SHA-256 of
 //!    both, then [`subtle`]); otherwise `401` with `WWW-Authenticate:
 //!    Bearer realm="toolhost"`. The token is never logged.
-//! 3. The path: anything but [`MCP_PATH`] is `404`.
+//! 3. The path: [`health::HEALTH_PATH`], [`health::READY_PATH`] and
+//!    [`health::INFO_PATH`] are answered by [`health`] without a token (so
+//!    before step 2; they reveal nothing sensitive); anything else but
+//!    [`MCP_PATH`] is `404`.
 //! 4. The body: at most [`MAX_MESSAGE_BYTES`], else `413` with a JSON-RPC
 //!    `-32600` body. A `POST` body is classified like a stdio line
 //!    ([`super::classify`]): unparsable JSON is `400` with `-32700`, an
@@ -63,6 +66,7 @@ use tokio_util::sync::CancellationToken;
 
 use toolhost_runtime::Host;
 
+use super::health::{self, Readiness};
 use super::{
     CancelledSet, Incoming, MAX_MESSAGE_BYTES, McpServer, Shared, classify, codes, record_cancel,
 };
@@ -329,8 +333,11 @@ impl HttpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
+        let readiness = Arc::new(Readiness::default());
         let front = Arc::new(Front {
             mcp,
+            host: shared.host.clone(),
+            readiness: readiness.clone(),
             loopback,
             token: self.options.token.clone(),
             cancelled,
@@ -374,6 +381,9 @@ impl HttpServer {
                 drop(slot);
             });
         }
+        // Readiness goes false first: a request on a connection still open
+        // sees `503` from `/ready` while sessions end.
+        readiness.drain();
         tracing::info!("stopping the HTTP front door: ending MCP sessions");
         sessions_ct.cancel();
         drop(self.listener);
@@ -395,6 +405,8 @@ type Refused = Box<Response<Body>>;
 /// The checks in front of rmcp (module docs).
 struct Front {
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
+    host: Arc<Host>,
+    readiness: Arc<Readiness>,
     loopback: bool,
     token: Option<BearerToken>,
     cancelled: CancelledSet,
@@ -519,6 +531,22 @@ impl Front {
     ) -> Result<Response<Body>, Refused> {
         let host = self.check_host(request.headers())?;
         self.check_origin(request.headers(), &host)?;
+        if health::is_endpoint(request.uri().path()) {
+            let (status, body) = health::answer(
+                &self.host,
+                &self.readiness,
+                request.method(),
+                request.uri().path(),
+            )
+            .await;
+            let mut response = json_response(status, &body);
+            if status == StatusCode::METHOD_NOT_ALLOWED {
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET"));
+            }
+            return Ok(response);
+        }
         self.check_token(request.headers())?;
         if request.uri().path() != MCP_PATH {
             return Err(Box::new(plain(

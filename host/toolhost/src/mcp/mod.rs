@@ -95,6 +95,7 @@ use toolhost_runtime::{Host, ToolCallError, echo_message, echo_name};
 
 mod client;
 mod era;
+pub mod health;
 pub mod http;
 mod mrtr;
 mod offers;

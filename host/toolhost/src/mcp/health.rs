@@ -1,0 +1,176 @@
+//! The HTTP door's operational endpoints beside [`super::http::MCP_PATH`]:
+//! `GET /health` (liveness), `GET /ready` (readiness) and `GET /info` (what
+//! this server is), for probes and monitoring
+//! (docs/operations.md#health-readiness-and-info).
+//!
+//! They need no bearer token even when one is configured (a liveness probe
+//! carries none), so they reveal nothing a stranger should not know: no
+//! paths (the state dir, the workspace, the sandbox's writable roots), no
+//! token, no plugin or grant, no environment, no warning text (it may name
+//! paths). They still pass the `Host` / `Origin` checks of
+//! [`super::http`]. Every answer is `application/json`; a method other than
+//! `GET` is `405` with `Allow: GET`.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use toolhost_runtime::{ContractVersion, Host};
+
+use super::SUPPORTED_PROTOCOL_VERSIONS;
+
+/// Liveness: `200` `{"status":"ok"}` for as long as the process serves HTTP.
+pub const HEALTH_PATH: &str = "/health";
+/// Readiness: `200` when every check of [`Readiness::check`] passes, else `503`.
+pub const READY_PATH: &str = "/ready";
+/// Metadata: `200` with [`info`].
+pub const INFO_PATH: &str = "/info";
+
+/// Whether `path` is one of the endpoints this module answers.
+pub fn is_endpoint(path: &str) -> bool {
+    matches!(path, HEALTH_PATH | READY_PATH | INFO_PATH)
+}
+
+/// What `/ready` checks beyond the [`Host`]: whether the server is draining.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    draining: AtomicBool,
+    probes: AtomicU64,
+}
+
+impl Readiness {
+    /// Marks the start of a stop (the HTTP door's `serve` ends sessions and
+    /// closes the listener next): `/ready` answers `503` from now on.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// The readiness checks, each `true` when it passes, as `(name, passed)`:
+    ///
+    /// - `plugins_loaded`: [`Host::new`] loaded the plugins (it returns only
+    ///   once they are; the HTTP listener binds after it) and at least one
+    ///   tool is served;
+    /// - `state_dir_writable`: a file can be created, written and removed in
+    ///   the state dir now (`.ready-<pid>-<n>`, removed at once);
+    /// - `sandbox_probed`: the kernel probe has run and the operator's
+    ///   sandbox is prepared (`Sessions::new`, inside [`Host::new`], does
+    ///   both before the host exists);
+    /// - `accepting`: no stop (control `stop`, SIGTERM, SIGINT, SIGHUP) has
+    ///   begun ([`Readiness::drain`]).
+    pub async fn check(&self, host: &Host) -> Vec<(&'static str, bool)> {
+        let state_dir = host.config().sessions.state_dir.clone();
+        let n = self.probes.fetch_add(1, Ordering::Relaxed);
+        let writable = tokio::task::spawn_blocking(move || state_dir_writable(&state_dir, n))
+            .await
+            .unwrap_or(false);
+        vec![
+            ("plugins_loaded", !host.tools().is_empty()),
+            ("state_dir_writable", writable),
+            ("sandbox_probed", true),
+            ("accepting", !self.draining.load(Ordering::SeqCst)),
+        ]
+    }
+}
+
+/// Whether a probe file can be created, written and removed in `dir`.
+fn state_dir_writable(dir: &Path, n: u64) -> bool {
+    use std::io::Write;
+    let path = dir.join(format!(".ready-{}-{n}", std::process::id()));
+    let written = std::fs::File::create_new(&path).and_then(|mut f| f.write_all(b"ready\n"));
+    let removed = std::fs::remove_file(&path);
+    written.is_ok() && removed.is_ok()
+}
+
+/// The sandbox layers in force, without any path: the operator's prepared
+/// sandbox (`Sessions::sandbox`, the [`toolhost_process::EffectiveSandbox`]
+/// every command gets unless a call tightens it) and what the kernel offers
+/// ([`toolhost_process::probe_kernel`], cached since the host started).
+///
+/// Shape: `{"mode", "landlock_abi" (enforced, or null), "network_blocked",
+/// "unix_sockets_blocked", "git_read_only", "metadata_read_only",
+/// "setid_refused", "weakened" (the mode is not fully enforced), "kernel":
+/// {"landlock_abi", "seccomp", "user_namespaces", "mount_namespace",
+/// "private_shm", "private_pts", "read_only_root"}}`.
+pub fn sandbox_layers(host: &Host) -> Value {
+    let s = host.sessions().sandbox();
+    let k = toolhost_process::probe_kernel();
+    json!({
+        "mode": s.mode.as_str(),
+        "landlock_abi": s.landlock_abi,
+        "network_blocked": s.network_blocked,
+        "unix_sockets_blocked": s.unix_sockets_blocked,
+        "git_read_only": s.git_read_only,
+        "metadata_read_only": s.metadata_read_only,
+        "setid_refused": s.setid_refused,
+        "weakened": !s.warnings.is_empty(),
+        "kernel": {
+            "landlock_abi": k.landlock_abi,
+            "seccomp": k.seccomp,
+            "user_namespaces": k.user_namespaces,
+            "mount_namespace": k.mount_namespace,
+            "private_shm": k.private_shm,
+            "private_pts": k.private_pts,
+            "read_only_root": k.read_only_root,
+        },
+    })
+}
+
+/// `/info`'s body: `{"name": "toolhost", "version" (the crate's),
+/// "mcp_protocol_versions" ([`SUPPORTED_PROTOCOL_VERSIONS`], newest first),
+/// "contract_versions" ([`ContractVersion::ALL`], oldest first), "sandbox"
+/// ([`sandbox_layers`])}`.
+pub fn info(host: &Host) -> Value {
+    json!({
+        "name": "toolhost",
+        "version": env!("CARGO_PKG_VERSION"),
+        "mcp_protocol_versions": SUPPORTED_PROTOCOL_VERSIONS,
+        "contract_versions": ContractVersion::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+        "sandbox": sandbox_layers(host),
+    })
+}
+
+/// The answer to `method` on `path` (one of [`is_endpoint`]'s): the status
+/// and JSON body. `405` (`{"error": "method not allowed", "allow": "GET"}`)
+/// for a method other than `GET`; `/ready` is `200`
+/// `{"status":"ready","checks":{...}}` or `503`
+/// `{"status":"not_ready","failed":[names],"checks":{...}}` (the names of
+/// [`Readiness::check`]).
+pub async fn answer(
+    host: &Host,
+    readiness: &Readiness,
+    method: &Method,
+    path: &str,
+) -> (StatusCode, Value) {
+    if method != Method::GET {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            json!({"error": "method not allowed", "allow": "GET"}),
+        );
+    }
+    match path {
+        READY_PATH => {
+            let checks = readiness.check(host).await;
+            let failed: Vec<&str> = checks
+                .iter()
+                .filter(|(_, ok)| !ok)
+                .map(|(name, _)| *name)
+                .collect();
+            let checks: serde_json::Map<String, Value> = checks
+                .into_iter()
+                .map(|(name, ok)| (name.to_string(), Value::Bool(ok)))
+                .collect();
+            if failed.is_empty() {
+                (StatusCode::OK, json!({"status": "ready", "checks": checks}))
+            } else {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    json!({"status": "not_ready", "failed": failed, "checks": checks}),
+                )
+            }
+        }
+        INFO_PATH => (StatusCode::OK, info(host)),
+        _ => (StatusCode::OK, json!({"status": "ok"})),
+    }
+}
