@@ -30,6 +30,7 @@ mod hostile_load;
 mod load;
 mod mcp;
 mod mcp_http;
+mod mcp_http_health;
 mod mcp_modern;
 mod mcp_robustness;
 mod plugin_cli;
