@@ -32,6 +32,7 @@ mod mcp;
 mod mcp_http;
 mod mcp_http_health;
 mod mcp_modern;
+mod mcp_mrtr;
 mod mcp_robustness;
 mod plugin_cli;
 mod plugin_oci;

@@ -86,7 +86,9 @@ pub use plugin::{
 
 // Manifests (the `toolhost-manifest` crate: schema, validation, exec grants) and the
 // permission pipeline.
-pub use permissions::{ApprovalOutcome, ApprovalRequest, Approver, Decision, PermissionRequest};
+pub use permissions::{
+    Answer, ApprovalOutcome, ApprovalRequest, Approver, Decision, PermissionRequest,
+};
 use toolhost_manifest as manifest;
 pub use toolhost_manifest::{ExecGrant, Manifest, parse_size, validate_id};
 

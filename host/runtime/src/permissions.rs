@@ -303,6 +303,36 @@ pub trait Approver: Send + Sync {
         &'a self,
         request: &'a ApprovalRequest,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<ApprovalOutcome>> + Send + 'a>>;
+
+    /// Asks, as [`Approver::ask`], and says who settled the question and
+    /// why: an approver that can settle a question itself (it expired, was
+    /// withdrawn, or was refused past a limit) labels that apart from its
+    /// user's answer. The default is [`Approver::ask`]'s outcome by
+    /// [`Approver::name`], with the usual denial text.
+    fn answer<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Answer>> + Send + 'a>> {
+        Box::pin(async move {
+            self.ask(request).await.map(|outcome| Answer {
+                outcome,
+                by: self.name().to_string(),
+                reason: None,
+            })
+        })
+    }
+}
+
+/// An approver's settled question ([`Approver::answer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The outcome.
+    pub outcome: ApprovalOutcome,
+    /// Who settled it, for the log (`PermissionObserver::resolved`'s `by`).
+    pub by: String,
+    /// The denial text instead of `rejected by {by} ({outcome})`, when it
+    /// does not allow.
+    pub reason: Option<String>,
 }
 
 /// Told about every approval request and its resolution (the host-session
@@ -312,7 +342,8 @@ pub trait PermissionObserver: Send + Sync {
     /// The pipeline is about to ask the approvers (or to apply a remembered
     /// answer) for `request`.
     fn requested(&self, request: &ApprovalRequest);
-    /// `request` was resolved with `outcome` by `by`: an approver's name,
+    /// `request` was resolved with `outcome` by `by`: an approver's name (or
+    /// the label of its own settling, [`Approver::answer`]),
     /// `remembered`, `no-approver` (nobody could answer: rejected), or
     /// `call-ended` (the call was cancelled while asking: `cancelled`).
     fn resolved(&self, request: &ApprovalRequest, outcome: ApprovalOutcome, by: &str);
@@ -476,7 +507,8 @@ impl Permissions {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         for approver in approvers {
-            if let Some(outcome) = approver.ask(&approval).await {
+            if let Some(answer) = approver.answer(&approval).await {
+                let outcome = answer.outcome;
                 if matches!(
                     outcome,
                     ApprovalOutcome::AllowAlways | ApprovalOutcome::RejectAlways
@@ -486,8 +518,13 @@ impl Permissions {
                         .unwrap_or_else(|e| e.into_inner())
                         .push((key.clone(), outcome));
                 }
-                guard.resolve(outcome, approver.name());
-                return decide_outcome(outcome, approver.name());
+                guard.resolve(outcome, &answer.by);
+                return match answer.reason {
+                    Some(reason) if !outcome.allows() => {
+                        Err(Denial::new(DeniedBy::Approver, reason))
+                    }
+                    _ => decide_outcome(outcome, &answer.by),
+                };
             }
         }
         guard.resolve(ApprovalOutcome::RejectOnce, "no-approver");

@@ -73,7 +73,7 @@ pub(crate) enum Opening {
     /// Hand it to rmcp; `opens` is whether rmcp leaves its pre-lifecycle
     /// loop with it (an `initialize`, or a request other than
     /// `server/discover` whose `_meta` is complete and names a supported
-    /// version). Anything else rmcp answers itself (`server/discover`, a
+    /// modern version). Anything else rmcp answers itself (`server/discover`, a
     /// missing `_meta` key: `-32602`, an unsupported version: `-32022`) and
     /// keeps waiting.
     Pass { opens: bool },
@@ -90,10 +90,11 @@ pub(crate) enum Opening {
 ///   allows before `initialize`. With one: `-32022` if toolhost does not
 ///   support it, `-32601` if it is modern (2026-07-28 removed `ping`),
 ///   else `{}`.
-/// - `server/discover`, or any request whose `_meta` names a protocol
-///   version: passed to rmcp (see [`Opening::Pass`]).
-/// - Any other request (no `_meta` protocol version): `-32600`, naming both
-///   ways to open.
+/// - `server/discover`, or any request whose `_meta` names a modern or an
+///   unsupported protocol version: passed to rmcp (see [`Opening::Pass`]).
+/// - Any other request (no `_meta` protocol version, or a supported legacy
+///   one such as 2025-11-25, whose lifecycle opens only with `initialize`):
+///   `-32600`, naming both ways to open.
 /// - Notifications and responses: dropped (rmcp would end the connection on
 ///   them here).
 pub(crate) fn open_stdio(message: &RxJsonRpcMessage<RoleServer>) -> Opening {
@@ -118,15 +119,17 @@ pub(crate) fn open_stdio(message: &RxJsonRpcMessage<RoleServer>) -> Opening {
         },
         ClientRequest::DiscoverRequest(_) => Opening::Pass { opens: false },
         request => match version {
-            Some(v) => Opening::Pass {
-                opens: SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
-                    && meta
-                        .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-                        .is_empty(),
-            },
-            None => {
+            Some(v) if !SUPPORTED_PROTOCOL_VERSIONS.contains(&v) || is_modern_version(&v) => {
+                Opening::Pass {
+                    opens: SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
+                        && meta
+                            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                            .is_empty(),
+                }
+            }
+            _ => {
                 let method = request.method().to_string();
-                tracing::debug!(%method, "a request before `initialize` without a protocol version");
+                tracing::debug!(%method, "a request before `initialize` without a modern protocol version");
                 Opening::Answer(jsonrpc::error(
                     &id,
                     codes::INVALID_REQUEST,

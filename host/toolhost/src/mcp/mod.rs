@@ -378,7 +378,7 @@ impl Shared {
     pub(crate) fn new(host: Arc<Host>, cancelled: CancelledSet) -> Arc<Shared> {
         let elicitation = Arc::new(ElicitationApprover::default());
         host.permissions().add_approver(elicitation.clone());
-        let questions = mrtr::Questions::new(&host.config().sessions.state_dir);
+        let questions = mrtr::Questions::new(host.config());
         host.permissions().add_approver(questions.clone());
         Arc::new(Shared {
             host,

@@ -316,6 +316,7 @@ async fn serve_transport<R: AsyncRead + Unpin + Send + 'static>(
     use rmcp::ServiceExt;
     let shared = Shared::new(host, cancelled);
     let mut inflight = shared.inflight();
+    let questions = shared.questions.clone();
     let server = McpServer::new(shared);
     let running = tokio::select! {
         r = server.serve(transport) => match r {
@@ -339,6 +340,15 @@ async fn serve_transport<R: AsyncRead + Unpin + Send + 'static>(
         }
     }
     drop(waiting);
+    // End of input: nobody can answer a parked permission question (MRTR,
+    // `mrtr.rs`) any more, so each is refused now rather than at its deadline.
+    let withdrawn = questions.withdraw_all();
+    if withdrawn > 0 {
+        tracing::info!(
+            withdrawn,
+            "the MCP client went away; its permission questions are withdrawn"
+        );
+    }
     let calls = inflight.borrow().to_owned();
     if calls > 0 {
         tracing::info!(
