@@ -221,3 +221,55 @@ async fn an_oversized_request_state_is_refused_before_decoding() {
     assert!(!ws.path().join("big").exists());
     s.close().await.unwrap();
 }
+
+/// A refused `requestState` is logged at `warn` (the default filter) with
+/// the reason and the tool name, and the state itself never reaches the
+/// log.
+#[test]
+fn refused_request_states_are_logged_at_warn_without_the_state() {
+    use std::io::{BufRead, Write};
+    let (ws, state) = dirs();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["serve", "--workspace"])
+        .arg(ws.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .env_remove("TOOLHOST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let forged = format!("forged{}", "Q".repeat(90));
+    let allow = json!({"permission": {"action": "accept", "content": {"decision": "allow_once"}}});
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for (id, state) in [(1, forged.clone()), (2, "R".repeat(5000))] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "bash", "arguments": {"command": "touch forged"}, "_meta": meta(),
+            "requestState": state, "inputResponses": allow}});
+        writeln!(stdin, "{request}").unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let response: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(response["id"], json!(id), "{response}");
+        assert_eq!(response["error"]["code"], json!(-32602), "{response}");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("refused a requestState"))
+        .collect();
+    assert_eq!(refusals.len(), 2, "{log}");
+    for line in &refusals {
+        assert!(line.contains("WARN"), "{line}");
+        assert!(line.contains("tool=bash"), "{line}");
+    }
+    assert!(refusals[1].contains("longer than 4096 bytes"), "{log}");
+    assert!(!log.contains("forgedQQ"), "{log}");
+    assert!(!log.contains("RRRR"), "{log}");
+    assert!(!ws.path().join("forged").exists());
+}
