@@ -1159,8 +1159,7 @@ impl toolhost_runtime::Approver for ElicitationApprover {
             dyn std::future::Future<Output = Option<toolhost_runtime::ApprovalOutcome>> + Send + 'a,
         >,
     > {
-        use rmcp::model::{ElicitRequestParams, ElicitationAction};
-        use toolhost_runtime::ApprovalOutcome;
+        use rmcp::model::ElicitRequestParams;
         Box::pin(async move {
             let (peer, origin) = self
                 .routes
@@ -1182,18 +1181,7 @@ impl toolhost_runtime::Approver for ElicitationApprover {
                     return None;
                 }
             };
-            match result.action {
-                ElicitationAction::Accept => result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("decision"))
-                    .and_then(Value::as_str)
-                    .and_then(ApprovalOutcome::parse),
-                ElicitationAction::Decline => Some(ApprovalOutcome::RejectOnce),
-                ElicitationAction::Cancel => Some(ApprovalOutcome::Cancelled),
-                // A newer action this host does not know: not an answer.
-                _ => None,
-            }
+            mrtr::outcome_of(&result)
         })
     }
 }

@@ -44,9 +44,10 @@ use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ElicitRequestParams, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    RequestStateCodec, SealOptions,
+    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -449,20 +450,30 @@ fn input_requests(message: &str) -> InputRequests {
     requests
 }
 
-/// An `ElicitResult` as an answer: `accept` with a known `decision`,
-/// `decline` (`reject_once`) or `cancel` (`cancelled`); anything else is
-/// no answer.
-fn outcome(response: &Value) -> Option<ApprovalOutcome> {
-    match response.get("action")?.as_str()? {
-        "accept" => response
-            .get("content")?
-            .get("decision")?
-            .as_str()
+/// An elicitation's result as a permission answer: `accept` with a known
+/// `decision`, `decline` (`reject_once`) or `cancel` (`cancelled`); anything
+/// else (no decision, an action this host does not know) is no answer. One
+/// mapping for both eras: `ElicitationApprover` (2025-11-25
+/// `elicitation/create`) and a retry's `inputResponses` here.
+pub(crate) fn outcome_of(result: &ElicitResult) -> Option<ApprovalOutcome> {
+    match result.action {
+        ElicitationAction::Accept => result
+            .content
+            .as_ref()
+            .and_then(|c| c.get("decision"))
+            .and_then(Value::as_str)
             .and_then(ApprovalOutcome::parse),
-        "decline" => Some(ApprovalOutcome::RejectOnce),
-        "cancel" => Some(ApprovalOutcome::Cancelled),
+        ElicitationAction::Decline => Some(ApprovalOutcome::RejectOnce),
+        ElicitationAction::Cancel => Some(ApprovalOutcome::Cancelled),
+        // A newer action this host does not know: not an answer.
         _ => None,
     }
+}
+
+/// One `inputResponses` entry as an answer ([`outcome_of`]); a value that is
+/// not an `ElicitResult` is no answer.
+fn outcome(response: &Value) -> Option<ApprovalOutcome> {
+    outcome_of(&ElicitResult::deserialize(response).ok()?)
 }
 
 impl toolhost_runtime::Approver for Questions {
