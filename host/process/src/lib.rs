@@ -27,7 +27,7 @@ pub use sessions::config::{DEFAULT_MAX_SESSIONS, DEFAULT_OUTPUT_LOG_MAX_BYTES, S
 pub use sessions::engine::{FINISHED_OUTPUT_BYTES, Sessions};
 pub use sessions::observer::{ObservedSession, SessionObserver};
 pub use sessions::output::OutputCapPolicy;
-pub use sessions::tree::ProcessTracking;
+pub use sessions::tree::{ProcessTracking, TrackingMechanism};
 
 // Starting a command: the request, its limits, its shell and its environment.
 pub use sessions::process::{ENV_ALLOWLIST, NON_INTERACTIVE_ENV};

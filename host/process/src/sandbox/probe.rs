@@ -13,6 +13,10 @@ pub struct KernelSupport {
     pub seccomp: bool,
     /// A process can create a user namespace (`unshare(CLONE_NEWUSER)` in a throwaway child).
     pub user_namespaces: bool,
+    /// Why the user namespace probe failed, if it did (e.g. `Operation not permitted
+    /// (os error 1)` where a container's seccomp profile refuses `unshare`).
+    #[serde(default)]
+    pub user_namespaces_error: Option<String>,
     /// A child can get a private mount namespace the way `mounts.rs` does it (directly
     /// with `CAP_SYS_ADMIN`, else through a user namespace) and make `/` private.
     pub mount_namespace: bool,
@@ -94,6 +98,7 @@ pub fn probe_kernel() -> KernelSupport {
                 landlock_abi: super::landlock::kernel_abi(),
                 seccomp,
                 user_namespaces: userns.is_ok(),
+                user_namespaces_error: userns.err().map(|e| e.to_string()),
                 mount_namespace: mount_ok,
                 mount_namespace_error: mount.err().map(|e| e.to_string()),
                 private_shm,

@@ -611,16 +611,20 @@ fn mask_file(state_dir: &std::path::Path) -> Option<PathBuf> {
     let path = dir.join("mask");
     let made = crate::private_fs::create_private_dir_all(&dir).and_then(|()| {
         let meta = std::fs::symlink_metadata(&path);
-        if meta.as_ref().is_ok_and(|m| !m.is_file() || m.len() != 0) {
+        let fit = meta.as_ref().is_ok_and(|m| m.is_file() && m.len() == 0);
+        if meta.is_ok() && !fit {
             std::fs::remove_file(&path)?;
         }
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .mode(0o000)
-            .open(&path)?;
+        // An empty file left by an earlier start is kept as it is: opening it
+        // again for writing fails for a host that is not root (mode `0000`).
+        if !fit {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0o000)
+                .open(&path)?;
+        }
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000))
     });
     match made {
@@ -780,6 +784,12 @@ impl Sessions {
     /// (docs/processes.md#process-tracking).
     pub fn tracking(&self) -> &str {
         &self.inner.tracking
+    }
+
+    /// The mechanism behind [`Sessions::tracking`]: cgroup v2, cgroup v1 `pids`,
+    /// or the subreaper where the host cannot create cgroups.
+    pub fn tracking_mechanism(&self) -> super::tree::TrackingMechanism {
+        self.inner.tracker.mechanism()
     }
 
     /// The operator's sandbox policy ([`SessionsConfig::sandbox`]).

@@ -69,11 +69,17 @@ pub enum ProcessTracking {
     Subreaper,
 }
 
-/// How a session's tree is tracked (see the module docs).
+/// How a session's tree is tracked (see the module docs), as
+/// [`Sessions::tracking_mechanism`](crate::Sessions::tracking_mechanism) reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mechanism {
+pub enum TrackingMechanism {
+    /// A cgroup v2 per session under `toolhost-<host pid>`: membership, kills
+    /// (`cgroup.kill`) and, with the `pids` controller, the process limit.
     CgroupV2,
+    /// No usable cgroup v2 hierarchy, a writable cgroup v1 `pids` one: membership,
+    /// kills by signalling every member, the limit.
     CgroupV1Pids,
+    /// No writable cgroup: the host is the subreaper and scans `/proc`; no limit.
     Subreaper,
 }
 
@@ -105,7 +111,7 @@ static NEXT_GROUP: AtomicU64 = AtomicU64::new(1);
 
 /// The host-wide half: which mechanism holds and where session cgroups go.
 pub(crate) struct Tracker {
-    mechanism: Mechanism,
+    mechanism: TrackingMechanism,
     v2: Option<Arc<Parent>>,
     /// A v1 `pids` parent (the limit on hybrid systems, or the whole mechanism).
     v1: Option<Arc<Parent>>,
@@ -142,17 +148,17 @@ impl Tracker {
             .as_ref()
             .is_some_and(|p| p.dir.join("cgroup.subtree_control").exists() && enable_pids(&p.dir));
         let mechanism = match (&v2, &v1) {
-            (Some(_), _) => Mechanism::CgroupV2,
-            (None, Some(_)) => Mechanism::CgroupV1Pids,
-            (None, None) => Mechanism::Subreaper,
+            (Some(_), _) => TrackingMechanism::CgroupV2,
+            (None, Some(_)) => TrackingMechanism::CgroupV1Pids,
+            (None, None) => TrackingMechanism::Subreaper,
         };
         // The v1 hierarchy is only needed for the limit when v2 cannot give one.
-        let v1 = if mechanism == Mechanism::CgroupV2 && (v2_pids || limit == 0) {
+        let v1 = if mechanism == TrackingMechanism::CgroupV2 && (v2_pids || limit == 0) {
             None
         } else {
             v1
         };
-        if mechanism == Mechanism::Subreaper {
+        if mechanism == TrackingMechanism::Subreaper {
             // SAFETY: a plain prctl on the host process.
             if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
                 notes.push(format!(
@@ -165,7 +171,7 @@ impl Tracker {
         if limit > 0 && !limited {
             notes.push("no pids controller: the number of processes is not limited".to_owned());
         }
-        let reaper = (mechanism == Mechanism::Subreaper)
+        let reaper = (mechanism == TrackingMechanism::Subreaper)
             .then(super::reaper::start)
             .flatten();
         let tracker = Tracker {
@@ -181,17 +187,22 @@ impl Tracker {
         tracker
     }
 
+    /// The mechanism [`Tracker::detect`] picked.
+    pub(crate) fn mechanism(&self) -> TrackingMechanism {
+        self.mechanism
+    }
+
     /// One line for snapshots and logs, e.g. `cgroup v2, at most 512 processes`
     /// or `subreaper and /proc scan, no process limit (no writable cgroup ...)`.
     pub(crate) fn describe(&self) -> String {
         let what = match self.mechanism {
-            Mechanism::CgroupV2 => "cgroup v2",
-            Mechanism::CgroupV1Pids => "cgroup v1 pids",
-            Mechanism::Subreaper => "subreaper and /proc scan",
+            TrackingMechanism::CgroupV2 => "cgroup v2",
+            TrackingMechanism::CgroupV1Pids => "cgroup v1 pids",
+            TrackingMechanism::Subreaper => "subreaper and /proc scan",
         };
         let limit = if self.limit > 0 {
             let how = match (&self.v1, self.mechanism) {
-                (Some(_), Mechanism::CgroupV2) => " (cgroup v1 pids.max)",
+                (Some(_), TrackingMechanism::CgroupV2) => " (cgroup v1 pids.max)",
                 _ => " (pids.max)",
             };
             format!("at most {} processes{how}", self.limit)
@@ -199,7 +210,7 @@ impl Tracker {
             "no process limit".to_owned()
         };
         match &self.note {
-            Some(note) if self.mechanism != Mechanism::CgroupV2 || self.limit == 0 => {
+            Some(note) if self.mechanism != TrackingMechanism::CgroupV2 || self.limit == 0 => {
                 format!("{what}, {limit} ({note})")
             }
             _ => format!("{what}, {limit}"),
@@ -612,7 +623,7 @@ impl Drop for Group {
 
 /// A session's process tree (see the module docs).
 pub(crate) struct Tree {
-    mechanism: Mechanism,
+    mechanism: TrackingMechanism,
     v2: Option<Group>,
     v1: Option<Group>,
     limit: u32,
@@ -675,7 +686,7 @@ impl Tree {
     /// True when members are found by a `/proc` scan (the caller passes one to
     /// [`Tree::members`]); cgroup trees read their member list directly.
     pub(crate) fn needs_scan(&self) -> bool {
-        self.mechanism == Mechanism::Subreaper
+        self.mechanism == TrackingMechanism::Subreaper
     }
 
     /// The live members. `table` is required for a tree that [needs a
