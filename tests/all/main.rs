@@ -23,6 +23,7 @@ mod crash_restart;
 mod descendants;
 mod disk;
 mod docs;
+mod doctor;
 mod examples;
 mod exec_sandbox;
 mod hostile;

@@ -115,8 +115,29 @@ async fn health_ready_and_info_answer_without_the_token_and_reveal_nothing_sensi
             "metadata_read_only",
             "setid_refused",
             "weakened",
-            "kernel"
+            "kernel",
+            "layers"
         ])
+    );
+    // Which layers are available (`sandbox_layers.rs`, as `toolhost doctor`),
+    // booleans only.
+    assert_eq!(
+        keys(&sandbox["layers"]),
+        set(&[
+            "user_namespace",
+            "mount_namespace",
+            "landlock",
+            "seccomp",
+            "cgroup_v2",
+            "network"
+        ])
+    );
+    assert!(
+        sandbox["layers"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(Value::is_boolean)
     );
     assert_eq!(
         keys(&sandbox["kernel"]),

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use toolhost::sandbox_layers::{EXIT_LAYER_MISSING, RequiredLayers};
 use toolhost::{errln, out, outln};
 use toolhost_process::{SandboxMode, SandboxPolicy};
 use toolhost_runtime::{Host, HostConfig, ToolCallError};
@@ -95,6 +96,40 @@ struct HostArgs {
     /// and no `--plugin` is given.
     #[arg(long, value_name = "DIR")]
     plugins_dir: Option<PathBuf>,
+}
+
+/// `--require-sandbox`, on the commands that run plugins' commands.
+#[derive(clap::Args)]
+struct RequireArgs {
+    /// Refuse to start (exit 69) unless every named sandbox layer is available:
+    /// `all`, or a comma-separated list of user_namespace, mount_namespace,
+    /// landlock, seccomp, cgroup_v2, network (`toolhost doctor` shows which are).
+    /// Without it a missing layer only weakens the sandbox, with a warning.
+    #[arg(long, value_name = "LAYERS")]
+    require_sandbox: Option<RequiredLayers>,
+}
+
+impl RequireArgs {
+    /// A usage error when the layers required contradict the sandbox `host`
+    /// asks for (`--sandbox full-access`, `--allow-network` with `network`).
+    fn conflict(&self, host: &HostArgs) -> Option<String> {
+        self.require_sandbox.as_ref()?.conflict(&SandboxPolicy {
+            mode: host.sandbox,
+            network: host.allow_network,
+            ..SandboxPolicy::default()
+        })
+    }
+}
+
+/// `--require-sandbox` against a started `host`: the refusal's text when a
+/// required layer is missing (the caller prints it and exits 69).
+fn missing_layers(required: Option<&RequiredLayers>, host: &Host) -> Result<(), String> {
+    let Some(required) = required else {
+        return Ok(());
+    };
+    required
+        .check(&toolhost::sandbox_layers::of_sessions(host.sessions()))
+        .map_err(|missing| missing.to_string())
 }
 
 /// A `--output-cap` in bytes, shown (as its default in `--help`) in the largest
@@ -190,6 +225,8 @@ enum Command {
         json: bool,
         #[command(flatten)]
         host: HostArgs,
+        #[command(flatten)]
+        require: RequireArgs,
     },
     /// Serve MCP over stdio or Streamable HTTP (for agents), plus the control
     /// socket (for humans).
@@ -219,6 +256,8 @@ enum Command {
         token_file: Option<PathBuf>,
         #[command(flatten)]
         host: HostArgs,
+        #[command(flatten)]
+        require: RequireArgs,
     },
     /// Follow a running host session's events; answer permission prompts,
     /// cancel or background calls, detach and re-attach.
@@ -288,6 +327,23 @@ enum Command {
         #[command(flatten)]
         state: StateArgs,
     },
+    /// Check whether this machine (or container) runs toolhost as configured.
+    ///
+    /// Starts the host as `serve` would with the same options and reports each
+    /// sandbox layer (user_namespace, mount_namespace, landlock, seccomp,
+    /// cgroup_v2, network) as available or not, with the reason and what it
+    /// needs from the machine or the container runtime; the sandbox commands
+    /// would run under; whether the state dir is writable; the contract and MCP
+    /// versions; whether every plugin loads. Serves nothing and records no host
+    /// session. Exits 0 when everything is available, 1 when something is
+    /// missing, 2 for usage errors.
+    Doctor {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: HostArgs,
+    },
     /// Work with plugin components: inspect, add (install, compiled ahead),
     /// new (a project from the examples), wit (the contract).
     Plugin {
@@ -335,7 +391,11 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             arguments,
             json,
             host,
+            require,
         } => {
+            if let Some(conflict) = require.conflict(&host) {
+                return usage_error(conflict);
+            }
             let arguments: serde_json::Value = match serde_json::from_str(&arguments) {
                 Ok(v) => v,
                 Err(e) => return usage_error(format!("ARGUMENTS is not valid JSON: {e}")),
@@ -351,6 +411,11 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                 Ok(h) => h,
                 Err(code) => return code,
             };
+            if let Err(refusal) = missing_layers(require.require_sandbox.as_ref(), &host) {
+                errln!("toolhost: {}", escape(&refusal));
+                host.sessions().shutdown().await;
+                return ExitCode::from(EXIT_LAYER_MISSING);
+            }
             // A person at the terminal answers the policy's asks (`tty::TtyApprover`,
             // the last approver `Permissions::check_start` asks).
             if let Some(tty) = toolhost::tty::TtyApprover::if_interactive() {
@@ -439,7 +504,11 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             http,
             token_file,
             host,
+            require,
         } => {
+            if let Some(conflict) = require.conflict(&host) {
+                return usage_error(conflict);
+            }
             // Checked before anything starts, so a refused bind costs nothing.
             // Commands that can reach the network could reach this server too.
             let commands_network = if host.sandbox == SandboxMode::FullAccess {
@@ -456,7 +525,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                 Ok(h) => h,
                 Err(e) => return usage_error(e.to_string()),
             };
-            serve(host, host_session, http, child_nofile).await
+            serve(host, host_session, http, require, child_nofile).await
         }
         Command::Attach {
             session,
@@ -537,6 +606,10 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Doctor { json, host } => match host_config(host, child_nofile) {
+            Ok(config) => toolhost::doctor::run(config, json).await,
+            Err(code) => code,
+        },
         Command::Plugin { command } => plugin_cli::run(command).await,
         Command::Gc {
             max_age,
@@ -613,6 +686,7 @@ async fn serve(
     args: HostArgs,
     host_session: Option<String>,
     http: Option<toolhost::mcp::http::HttpOptions>,
+    require: RequireArgs,
     child_nofile: Option<u64>,
 ) -> ExitCode {
     let state_dir = args
@@ -697,6 +771,13 @@ async fn serve(
         Ok(h) => Arc::new(h),
         Err(e) => return failed("the host could not start", e),
     };
+    // Before anything is served: a missing required layer is a failed start.
+    if let Err(refusal) = missing_layers(require.require_sandbox.as_ref(), &host) {
+        failed("the host could not start", refusal);
+        host.sessions().shutdown().await;
+        toolhost_process::remove_own_cgroups();
+        return ExitCode::from(EXIT_LAYER_MISSING);
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let control = match toolhost::control::ControlServer::start(host.clone(), stop_tx) {
         Ok(c) => c,

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use toolhost_process::Sessions;
 use toolhost_runtime::{ContractVersion, Host};
 
 use super::SUPPORTED_PROTOCOL_VERSIONS;
@@ -74,8 +75,9 @@ impl Readiness {
     }
 }
 
-/// Whether a probe file can be created, written and removed in `dir`.
-fn state_dir_writable(dir: &Path, n: u64) -> bool {
+/// Whether a probe file (`.ready-<pid>-<n>`) can be created, written and
+/// removed in `dir` (also `toolhost doctor`'s `state_dir_writable`).
+pub(crate) fn state_dir_writable(dir: &Path, n: u64) -> bool {
     use std::io::Write;
     let path = dir.join(format!(".ready-{}-{n}", std::process::id()));
     let written = std::fs::File::create_new(&path).and_then(|mut f| f.write_all(b"ready\n"));
@@ -85,16 +87,20 @@ fn state_dir_writable(dir: &Path, n: u64) -> bool {
 
 /// The sandbox layers in force, without any path: the operator's prepared
 /// sandbox (`Sessions::sandbox`, the [`toolhost_process::EffectiveSandbox`]
-/// every command gets unless a call tightens it) and what the kernel offers
-/// ([`toolhost_process::probe_kernel`], cached since the host started).
+/// every command gets unless a call tightens it), what the kernel offers
+/// ([`toolhost_process::probe_kernel`], cached since the host started) and
+/// which layers are available ([`crate::sandbox_layers`], the same facts as
+/// `toolhost doctor`).
 ///
 /// Shape: `{"mode", "landlock_abi" (enforced, or null), "network_blocked",
 /// "unix_sockets_blocked", "git_read_only", "metadata_read_only",
 /// "setid_refused", "weakened" (the mode is not fully enforced), "kernel":
 /// {"landlock_abi", "seccomp", "user_namespaces", "mount_namespace",
-/// "private_shm", "private_pts", "read_only_root"}}`.
-pub fn sandbox_layers(host: &Host) -> Value {
-    let s = host.sessions().sandbox();
+/// "private_shm", "private_pts", "read_only_root"}, "layers": {"user_namespace",
+/// "mount_namespace", "landlock", "seccomp", "cgroup_v2", "network"} (each
+/// `true` when available)}`.
+pub fn sandbox_facts(sessions: &Sessions) -> Value {
+    let s = sessions.sandbox();
     let k = toolhost_process::probe_kernel();
     json!({
         "mode": s.mode.as_str(),
@@ -114,20 +120,21 @@ pub fn sandbox_layers(host: &Host) -> Value {
             "private_pts": k.private_pts,
             "read_only_root": k.read_only_root,
         },
+        "layers": crate::sandbox_layers::availability(&crate::sandbox_layers::of_sessions(sessions)),
     })
 }
 
 /// `/info`'s body: `{"name": "toolhost", "version" (the crate's),
 /// "mcp_protocol_versions" ([`SUPPORTED_PROTOCOL_VERSIONS`], newest first),
 /// "contract_versions" ([`ContractVersion::ALL`], oldest first), "sandbox"
-/// ([`sandbox_layers`])}`.
+/// ([`sandbox_facts`])}`.
 pub fn info(host: &Host) -> Value {
     json!({
         "name": "toolhost",
         "version": env!("CARGO_PKG_VERSION"),
         "mcp_protocol_versions": SUPPORTED_PROTOCOL_VERSIONS,
         "contract_versions": ContractVersion::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
-        "sandbox": sandbox_layers(host),
+        "sandbox": sandbox_facts(host.sessions()),
     })
 }
 
