@@ -9,6 +9,9 @@
 #                               (host/registry/tests, tests/all/plugin_oci.rs);
 #                               oras-py, requests, bcrypt and pyca/cryptography
 #                               (push, htpasswd, keys) go into .venv
+#   .venv/ also                 kubernetes-validate (the Kubernetes schemas the
+#                               manifests in deploy/kubernetes are checked against,
+#                               tests/deploy/manifests.py)
 #   target/examples/            the example plugins in Rust, Python and JavaScript
 #                               and the conformance plugin (plugins/examples/build.sh)
 set -euo pipefail
@@ -17,6 +20,7 @@ cd "$root"
 python3 -m venv .venv
 .venv/bin/pip install -q mcp pytest
 .venv/bin/pip install -q oras==0.2.43 requests==2.34.2 bcrypt==5.0.0 cryptography==50.0.2
+.venv/bin/pip install -q kubernetes-validate==1.37.0
 # `npm install` with the committed lock (npm 11's `npm ci` refuses this lock over
 # an optional dependency of another platform); --loglevel=error hides the
 # engine warnings of the system Node, which these packages never run on.

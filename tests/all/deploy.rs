@@ -1,0 +1,40 @@
+//! The Kubernetes manifests in `deploy/kubernetes/` (docs/operations.md#kubernetes)
+//! checked by `tests/deploy/manifests.py` from `.venv`: each object against the
+//! Kubernetes schemas (kubernetes-validate, strict: unknown fields refused), then
+//! the probes, volumes, securityContext, image, Secret mount and serve's
+//! arguments docs/operations.md promises. The container itself runs in
+//! `container.rs`.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn kubernetes_manifests_match_the_schemas_and_the_documented_deployment() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: the manifests are checked with kubernetes-validate from it. \
+         Create it with\n  tests/setup.sh\n(in {}); README's test command runs it.",
+        python.display(),
+        root.display()
+    );
+    let out = Command::new(&python)
+        .arg("tests/deploy/manifests.py")
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tests/deploy/manifests.py failed ({:?}):\n{stdout}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Every object was validated and every promise checked.
+    let oks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("ok: ")).collect();
+    assert_eq!(oks.len(), 7, "{stdout}");
+}
