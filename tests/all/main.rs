@@ -21,6 +21,7 @@ mod contract;
 mod contract_v0_2;
 mod control;
 mod crash_restart;
+mod deny_read;
 mod deploy;
 mod descendants;
 mod disk;

@@ -525,7 +525,13 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                 Ok(h) => h,
                 Err(e) => return usage_error(e.to_string()),
             };
-            serve(host, host_session, http, require, child_nofile).await
+            // Absolute but not resolved: each start masks what the path names
+            // then (a Kubernetes Secret's file is a symlink that moves on update).
+            let secrets = match token_file.as_deref().map(std::path::absolute).transpose() {
+                Ok(path) => path.into_iter().collect(),
+                Err(e) => return usage_error(format!("cannot resolve the token file: {e}")),
+            };
+            serve(host, host_session, http, require, secrets, child_nofile).await
         }
         Command::Attach {
             session,
@@ -687,6 +693,7 @@ async fn serve(
     host_session: Option<String>,
     http: Option<toolhost::mcp::http::HttpOptions>,
     require: RequireArgs,
+    secrets: Vec<PathBuf>,
     child_nofile: Option<u64>,
 ) -> ExitCode {
     let state_dir = args
@@ -763,6 +770,18 @@ async fn serve(
     let host = match host_config_text(args, child_nofile) {
         Ok(mut config) => {
             config.events = Some(log.clone());
+            // What authenticates clients is no command's to read.
+            config
+                .sessions
+                .read_denied
+                .extend(
+                    secrets
+                        .into_iter()
+                        .map(|path| toolhost_process::DeniedRead {
+                            path,
+                            origin: "host: token file".to_owned(),
+                        }),
+                );
             Host::new(config).await.map_err(|e| e.to_string())
         }
         Err(e) => Err(e),
@@ -1095,6 +1114,12 @@ fn host_config_text(args: HostArgs, child_nofile: Option<u64>) -> Result<HostCon
     sessions.output_log_max_bytes = args.output_cap.0;
     sessions.output_cap_policy = args.output_cap_policy;
     sessions.process_tracking = args.process_tracking;
+    // The built-in deny list beneath the host user's home and the system's
+    // secrets (docs/sandbox.md#denied-reads); `serve` adds its token file.
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    sessions.read_denied = toolhost_process::default_read_denied(home.as_deref());
     Ok(config)
 }
 
