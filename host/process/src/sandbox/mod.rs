@@ -442,8 +442,10 @@ impl SandboxPolicy {
 
         // Every other mount of a protected path (e.g. a bind of a parent elsewhere) gets
         // what the path gets: a hidden dir is covered whole there too, and a read-only
-        // bind beneath a writable root is made there too (outside the writable roots the
-        // read-only root below already keeps an alias read-only).
+        // bind beneath a writable root is made there too. Outside the writable roots the
+        // read-only root below keeps an alias read-only; without it (no `mount_setattr`)
+        // the alias gets its own read-only bind, since Landlock's rules are on inodes and
+        // a bind of the workspace elsewhere shows the same inodes, writable.
         let mount_table = mountinfo::current();
         let mut masks: Vec<(PathBuf, Vec<PathBuf>, u32)> = Vec::new();
         let holes_in = |dir: &Path| -> Vec<PathBuf> {
@@ -465,7 +467,7 @@ impl SandboxPolicy {
         }
         for bind in read_only_binds.clone() {
             for alias in mountinfo::aliases(&mount_table, &bind) {
-                if writable_roots.iter().any(|r| alias.starts_with(r))
+                if (writable_roots.iter().any(|r| alias.starts_with(r)) || !support.read_only_root)
                     && !read_only_binds.contains(&alias)
                     && !in_hidden(&alias)
                 {
@@ -596,6 +598,18 @@ impl SandboxPolicy {
         if pts {
             writable.push(PathBuf::from(mounts::DEV_PTMX));
             writable.push(PathBuf::from(mounts::DEV_PTS));
+        }
+        if mount_plan.is_none() {
+            warnings.push(format!(
+                "cannot create a private mount namespace ({}); metadata outside the writable \
+                 roots (mode bits, owner, times, extended attributes, file flags) can be \
+                 changed wherever the host user may change it: Landlock does not confine \
+                 metadata",
+                support
+                    .mount_namespace_error
+                    .as_deref()
+                    .unwrap_or("unknown")
+            ));
         }
         let git_read_only = !git_targets.is_empty()
             && !git_unprotectable

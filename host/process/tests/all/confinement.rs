@@ -71,9 +71,10 @@ fn text(o: &Output) -> String {
 /// Each operation with the errno name it got (`OK` when it succeeded), one per line.
 #[cfg(target_arch = "x86_64")]
 const PROBE: &str = r#"
-import ctypes, errno, os, sys
+import ctypes, errno, fcntl, os, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 outside = sys.argv[1]
+os.chdir(sys.argv[2])
 def report(name, fn):
     try:
         fn()
@@ -89,11 +90,23 @@ def sys_call(nr, *args):
 report("chmod-outside", lambda: os.chmod(outside, 0o644))
 report("utime-outside", lambda: os.utime(outside, (0, 0)))
 report("setxattr-outside", lambda: os.setxattr(outside, "user.pwn", b"1"))
+report("chown-outside", lambda: os.chown(outside, os.getuid(), os.getgid()))
+def setflags(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        # FS_IOC_SETFLAGS with no flag: chattr's call, refused before the flags count.
+        fcntl.ioctl(fd, 0x40086602, struct.pack("l", 0))
+    finally:
+        os.close(fd)
+report("setflags-outside", lambda: setflags(outside))
 open("exe", "w").close()
 report("chmod-suid", lambda: os.chmod("exe", 0o4755))
 report("chmod-sgid", lambda: os.chmod("exe", 0o2755))
 report("open-suid", lambda: os.close(os.open("mk", os.O_CREAT | os.O_WRONLY, 0o4755)))
 report("mknod-suid", lambda: os.mknod("mkn", 0o104755))
+# A v2 `security.capability` granting CAP_SYS_ADMIN, effective.
+fcap = struct.pack("<5I", 0x02000001, 1 << 21, 0, 0, 0)
+report("setxattr-fcap", lambda: os.setxattr("exe", "security.capability", fcap))
 report("openat2", lambda: sys_call(437, -100, b"x", None, 0))
 report("io_uring_setup", lambda: sys_call(425, 1, ctypes.create_string_buffer(120)))
 report("add_key", lambda: sys_call(248, b"user", b"toolhost-test", b"s", 1, -4))
@@ -104,7 +117,9 @@ report("chmod-644-inside", lambda: os.chmod("exe", 0o644))
 
 #[cfg(target_arch = "x86_64")]
 const EXPECTED: &str = "chmod-outside EROFS\nutime-outside EROFS\nsetxattr-outside EROFS\n\
-chmod-suid EPERM\nchmod-sgid EPERM\nopen-suid EPERM\nmknod-suid EPERM\nopenat2 ENOSYS\n\
+chown-outside EROFS\nsetflags-outside EROFS\n\
+chmod-suid EPERM\nchmod-sgid EPERM\nopen-suid EPERM\nmknod-suid EPERM\nsetxattr-fcap EPERM\n\
+openat2 ENOSYS\n\
 io_uring_setup EPERM\nadd_key EPERM\nrequest_key EPERM\nkeyctl EPERM\nchmod-644-inside OK\n";
 
 #[test]
@@ -124,7 +139,17 @@ fn metadata_outside_the_roots_and_setid_files_anywhere_are_refused() {
         unix_sockets: true,
         ..SandboxPolicy::default()
     };
-    for policy in [&plain, &granted] {
+    let read_only = SandboxPolicy {
+        mode: SandboxMode::ReadOnly,
+        ..SandboxPolicy::default()
+    };
+    // Each confined mode, the set-id probes where it may write: the workspace, or the
+    // private temp dir under read-only.
+    for (policy, dir) in [
+        (&plain, &tree.ws),
+        (&granted, &tree.ws),
+        (&read_only, &tree.tmp),
+    ] {
         let conf = policy
             .prepare(&SandboxPaths {
                 workspace: tree.ws.clone(),
@@ -134,10 +159,21 @@ fn metadata_outside_the_roots_and_setid_files_anywhere_are_refused() {
             .unwrap();
         assert!(conf.effective().metadata_read_only && conf.effective().setid_refused);
         for junk in ["exe", "mk", "mkn"] {
-            let _ = std::fs::remove_file(tree.ws.join(junk));
+            let _ = std::fs::remove_file(dir.join(junk));
         }
-        let o = tree.run(policy, "python3", &["-c", PROBE, f.to_str().unwrap()]);
-        assert_eq!(String::from_utf8_lossy(&o.stdout), EXPECTED, "{}", text(&o));
+        let args = ["-c", PROBE, f.to_str().unwrap(), dir.to_str().unwrap()];
+        let o = tree.run(policy, "python3", &args);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            EXPECTED,
+            "{}: {}",
+            policy.mode,
+            text(&o)
+        );
+        let mode = std::fs::metadata(dir.join("exe")).unwrap().mode();
+        assert_eq!(mode & 0o7777, 0o644, "exe has mode {mode:o}");
+        assert!(!dir.join("mk").exists() && !dir.join("mkn").exists());
+        assert!(xattr_names(&dir.join("exe")).is_empty());
     }
     let meta = std::fs::metadata(&f).unwrap();
     assert_eq!(meta.mode() & 0o7777, 0o600);
@@ -147,9 +183,6 @@ fn metadata_outside_the_roots_and_setid_files_anywhere_are_refused() {
         "an xattr was set: {:?}",
         xattr_names(&f)
     );
-    let mode = std::fs::metadata(tree.ws.join("exe")).unwrap().mode();
-    assert_eq!(mode & 0o7777, 0o644, "exe has mode {mode:o}");
-    assert!(!tree.ws.join("mk").exists() && !tree.ws.join("mkn").exists());
 }
 
 fn xattr_names(p: &Path) -> Vec<u8> {
