@@ -23,7 +23,7 @@ fn outside_refusal() -> &'static str {
 }
 
 /// `toolhost call bash {"command": COMMAND} EXTRA...`.
-fn bash(ws: &Path, state: &Path, command: &str, extra: &[&str]) -> Output {
+pub(crate) fn bash(ws: &Path, state: &Path, command: &str, extra: &[&str]) -> Output {
     let args = serde_json::json!({ "command": command }).to_string();
     // These tests are about the kernel sandbox, not the policy: allow every command.
     let policy = allow_all_policy(state);

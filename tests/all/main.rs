@@ -15,6 +15,7 @@
 mod architecture;
 mod cli;
 mod closed_output;
+mod confinement;
 mod conformance;
 mod container;
 mod contract;
