@@ -14,16 +14,12 @@ use serde_json::{Value, json};
 use toolhost_test_support::StdioClient;
 
 use crate::mcp_http::{HttpServe, post_headers, send};
-use crate::support::{describe, dirs};
+use crate::support::{describe, dirs, exchange};
 
 /// The `_meta` a 2026-07-28 request carries (protocol version and client
 /// capabilities are required, client info recommended), at `version`.
 fn meta(version: &str) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-    })
+    crate::support::modern_meta(version, json!({}))
 }
 
 /// What `bash` is asked in every client test: `echo` in the foreground, then
@@ -151,14 +147,6 @@ fn stdio_serve(ws: &std::path::Path, state: &std::path::Path) -> StdioClient {
     let mut cmd = crate::support::serve(ws, state);
     cmd.args(["--policy", &policy]);
     StdioClient::spawn(cmd).unwrap()
-}
-
-/// One raw request line with `id`, and its response.
-async fn exchange(s: &StdioClient, id: Value, method: &str, params: Value) -> Value {
-    s.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
-        .await
-        .unwrap();
-    s.response(&id).await.unwrap()
 }
 
 /// The supported versions toolhost names, newest first.

@@ -1,21 +1,20 @@
-//! The bounds of permission questions asked as 2026-07-28 `input_required`
-//! results (docs/mcp.md, its MRTR section), through the real
-//! `toolhost serve` on stdio with raw JSON lines: parked questions per
-//! plugin, questions withdrawn at end of input, the stateless lifecycle
-//! opened only by a modern version, and an oversized `requestState`.
+//! Questions asked as 2026-07-28 `input_required` results (docs/mcp.md, its
+//! MRTR section), through the real `toolhost serve` on stdio with raw JSON
+//! lines: the bounds of permission questions (parked questions per plugin,
+//! questions withdrawn at end of input, the stateless lifecycle opened only
+//! by a modern version, an oversized `requestState`), and a contract 0.2.0
+//! plugin's elicitation and sampling (the conformance plugin): their
+//! `inputRequests` keys, a tampered state refused, the suspended call
+//! resumed once with the answer, and a missing capability.
 
 use serde_json::{Value, json};
 use toolhost_test_support::StdioClient;
 
-use crate::support::dirs;
+use crate::support::{dirs, exchange, modern_meta};
 
 /// The `_meta` of a 2026-07-28 request whose client answers elicitations.
 fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-    })
+    modern_meta("2026-07-28", json!({"elicitation": {}}))
 }
 
 /// `serve` on stdio under a policy that allows `echo *` and asks about
@@ -27,14 +26,6 @@ fn serve(ws: &std::path::Path, state: &std::path::Path) -> StdioClient {
     let mut cmd = crate::support::serve(ws, state);
     cmd.args(["--policy", policy.to_str().unwrap()]);
     StdioClient::spawn(cmd).unwrap()
-}
-
-/// One raw request line with `id`, and its response.
-async fn exchange(s: &StdioClient, id: Value, method: &str, params: Value) -> Value {
-    s.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
-        .await
-        .unwrap();
-    s.response(&id).await.unwrap()
 }
 
 /// A modern `tools/call` of `bash` running `command`, with `extra` params.
@@ -90,10 +81,10 @@ async fn parked_questions_are_bounded_per_plugin_and_never_block_allowed_calls()
     assert_eq!(
         refused["result"]["content"][0]["text"],
         json!(
-            "Could not start the command: permission denied.\nrefused without asking: 12 \
-             permission questions of plugin `bash` are already waiting for answers, the most \
-             that may wait at once (12: each holds one of the plugin's calls in flight). Answer \
-             or let expire one of them, or allow the command in the --policy file"
+            "Could not start the command: permission denied.\nrefused without asking: 12 calls \
+             of plugin `bash` are already waiting for answers to their questions, the most that \
+             may wait at once (12: each holds one of the plugin's calls in flight). Answer or let \
+             expire one of them, or allow the command in the --policy file"
         ),
         "{refused}"
     );
@@ -272,4 +263,238 @@ fn refused_request_states_are_logged_at_warn_without_the_state() {
     assert!(!log.contains("forgedQQ"), "{log}");
     assert!(!log.contains("RRRR"), "{log}");
     assert!(!ws.path().join("forged").exists());
+}
+
+/// `serve` on stdio with the conformance plugin (contract 0.2.0, granted
+/// elicitation and sampling).
+fn serve_conformance(ws: &std::path::Path, state: &std::path::Path) -> StdioClient {
+    let wasm = crate::conformance::conformance_plugin();
+    let mut cmd = crate::support::serve(ws, state);
+    cmd.args(["--plugin", wasm.to_str().unwrap()]);
+    StdioClient::spawn(cmd).unwrap()
+}
+
+/// A modern `tools/call` of the conformance plugin's `tool` (no arguments)
+/// with client capabilities `caps` and `extra` params.
+async fn call(s: &StdioClient, id: u64, tool: &str, caps: Value, extra: Value) -> Value {
+    let mut params = json!({"name": tool, "arguments": {},
+        "_meta": modern_meta("2026-07-28", caps)});
+    for (k, v) in extra.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    exchange(s, json!(id), "tools/call", params).await
+}
+
+/// The `kind` events of every host session under `state` for `tool`'s
+/// calls, as parsed lines (`tool_call_started` names the tool; a settled
+/// call is matched by its id).
+fn call_events(state: &std::path::Path, kind: &str, tool: &str) -> Vec<Value> {
+    let mut events = Vec::new();
+    for host in std::fs::read_dir(state.join("hosts")).unwrap() {
+        let log = host.unwrap().path().join("events.jsonl");
+        let Ok(text) = std::fs::read_to_string(log) else {
+            continue;
+        };
+        let all: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let ids: Vec<&Value> = all
+            .iter()
+            .filter(|e| e["kind"] == "tool_call_started" && e["tool"] == tool)
+            .map(|e| &e["tool_call_id"])
+            .collect();
+        events.extend(
+            all.iter()
+                .filter(|e| e["kind"] == kind && ids.contains(&&e["tool_call_id"]))
+                .cloned(),
+        );
+    }
+    events
+}
+
+/// The `inputRequests` keys of an `input_required` response, in order.
+fn keys(response: &Value) -> Vec<String> {
+    assert_eq!(
+        response["result"]["resultType"],
+        json!("input_required"),
+        "{response}"
+    );
+    response["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+/// A plugin's two elicitations in a row are two rounds keyed by the call's
+/// question number (`elicitation-1`, then `elicitation-2`) with the
+/// plugin's own form, each under a new `requestState`; a retry answering
+/// under another key is asked again (the same question, a new state); the
+/// last answer completes the one call (started once, settled once) with
+/// both answers in its text.
+#[tokio::test]
+async fn plugin_elicitations_are_rounds_keyed_per_question() {
+    let (ws, state) = dirs();
+    let s = serve_conformance(ws.path(), state.path());
+    let caps = json!({"elicitation": {}});
+    let tool = "test_input_required_result_multi_round";
+    let r1 = call(&s, 1, tool, caps.clone(), json!({})).await;
+    assert_eq!(keys(&r1), ["elicitation-1"], "{r1}");
+    assert_eq!(
+        r1["result"]["inputRequests"]["elicitation-1"],
+        json!({"method": "elicitation/create", "params": {
+            "mode": "form",
+            "message": "Step 1: What is your name?",
+            "requestedSchema": {"type": "object",
+                "properties": {"name": {"type": "string"}}, "required": ["name"]}}}),
+        "{r1}"
+    );
+    let state1 = r1["result"]["requestState"].clone();
+    let wrong = json!({"requestState": state1,
+        "inputResponses": {"name": {"action": "accept", "content": {"name": "Alice"}}}});
+    let again = call(&s, 2, tool, caps.clone(), wrong).await;
+    assert_eq!(keys(&again), ["elicitation-1"], "{again}");
+    assert_ne!(again["result"]["requestState"], state1, "{again}");
+    let answer = json!({"requestState": again["result"]["requestState"],
+        "inputResponses": {"elicitation-1": {"action": "accept", "content": {"name": "Alice"}}}});
+    let r2 = call(&s, 3, tool, caps.clone(), answer).await;
+    assert_eq!(keys(&r2), ["elicitation-2"], "{r2}");
+    assert_eq!(
+        r2["result"]["inputRequests"]["elicitation-2"]["params"]["message"],
+        json!("Step 2: What is your favorite color?"),
+        "{r2}"
+    );
+    let last = json!({"requestState": r2["result"]["requestState"],
+        "inputResponses": {"elicitation-2": {"action": "accept", "content": {"color": "blue"}}}});
+    let done = call(&s, 4, tool, caps, last).await;
+    assert_eq!(done["id"], json!(4), "{done}");
+    assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
+    assert_eq!(done["result"]["isError"], json!(false), "{done}");
+    assert_eq!(
+        done["result"]["content"],
+        json!([{"type": "text", "text": "Alice likes blue"}]),
+        "{done}"
+    );
+    s.close().await.unwrap();
+    assert_eq!(
+        call_events(state.path(), "tool_call_started", tool).len(),
+        1
+    );
+    let settled = call_events(state.path(), "tool_call_settled", tool);
+    assert_eq!(settled.len(), 1, "{settled:?}");
+    assert_eq!(settled[0]["text"], json!("Alice likes blue"), "{settled:?}");
+}
+
+/// A tampered `requestState` of a plugin's question is `-32602` and resumes
+/// nothing; the untampered one then resumes the suspended call exactly once
+/// (its result carries the answer), and replaying it is `-32602` again.
+#[tokio::test]
+async fn a_tampered_state_resumes_nothing_and_the_answer_resumes_the_call_once() {
+    let (ws, state) = dirs();
+    let s = serve_conformance(ws.path(), state.path());
+    let caps = json!({"elicitation": {}});
+    let tool = "test_input_required_result_elicitation";
+    let r1 = call(&s, 1, tool, caps.clone(), json!({})).await;
+    assert_eq!(keys(&r1), ["elicitation-1"], "{r1}");
+    let good = r1["result"]["requestState"].as_str().unwrap().to_string();
+    let answer = json!({"elicitation-1": {"action": "accept", "content": {"name": "Alice"}}});
+    let mut tampered = good.clone().into_bytes();
+    let last = tampered.len() - 1;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let refused = call(
+        &s,
+        2,
+        tool,
+        caps.clone(),
+        json!({"requestState": tampered, "inputResponses": answer}),
+    )
+    .await;
+    assert_eq!(refused["id"], json!(2), "{refused}");
+    assert_eq!(refused["error"]["code"], json!(-32602), "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        json!(
+            "invalid requestState: tampered, expired, for another tool, or made by another server"
+        ),
+        "{refused}"
+    );
+    assert!(call_events(state.path(), "tool_call_settled", tool).is_empty());
+    let done = call(
+        &s,
+        3,
+        tool,
+        caps.clone(),
+        json!({"requestState": good, "inputResponses": answer}),
+    )
+    .await;
+    assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
+    assert_eq!(
+        done["result"]["content"],
+        json!([{"type": "text", "text": "Hello, Alice!"}]),
+        "{done}"
+    );
+    let replay = call(
+        &s,
+        4,
+        tool,
+        caps,
+        json!({"requestState": good, "inputResponses": answer}),
+    )
+    .await;
+    assert_eq!(replay["error"]["code"], json!(-32602), "{replay}");
+    s.close().await.unwrap();
+    assert_eq!(
+        call_events(state.path(), "tool_call_started", tool).len(),
+        1
+    );
+    assert_eq!(
+        call_events(state.path(), "tool_call_settled", tool).len(),
+        1
+    );
+}
+
+/// Only declared kinds are asked: with `sampling` alone the plugin's
+/// elicitation fails `unsupported` and its sampling is the one input
+/// request (`sampling-1`, `sampling/createMessage`); answered, the call
+/// completes with the sampled text. Without `sampling`, a plugin call that
+/// needs it and fails is `-32021` naming `sampling`.
+#[tokio::test]
+async fn only_declared_kinds_are_asked_and_a_failed_call_names_the_missing_one() {
+    let (ws, state) = dirs();
+    let s = serve_conformance(ws.path(), state.path());
+    let tool = "test_input_required_result_capabilities";
+    let r1 = call(&s, 1, tool, json!({"sampling": {}}), json!({})).await;
+    assert_eq!(keys(&r1), ["sampling-1"], "{r1}");
+    assert_eq!(
+        r1["result"]["inputRequests"]["sampling-1"],
+        json!({"method": "sampling/createMessage", "params": {"maxTokens": 100, "messages": [
+            {"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}]}}),
+        "{r1}"
+    );
+    let sampled = json!({"sampling-1": {"role": "assistant", "model": "m", "stopReason": "endTurn",
+        "content": {"type": "text", "text": "Paris"}}});
+    let done = call(
+        &s,
+        2,
+        tool,
+        json!({"sampling": {}}),
+        json!({"requestState": r1["result"]["requestState"], "inputResponses": sampled}),
+    )
+    .await;
+    assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("name: (no elicitation: "), "{text}");
+    assert!(text.ends_with("; capital: Paris"), "{text}");
+    let missing = call(&s, 3, "test_missing_capability", json!({}), json!({})).await;
+    assert_eq!(missing["id"], json!(3), "{missing}");
+    assert_eq!(missing["error"]["code"], json!(-32021), "{missing}");
+    assert_eq!(
+        missing["error"]["data"],
+        json!({"requiredCapabilities": {"sampling": {}}}),
+        "{missing}"
+    );
+    s.close().await.unwrap();
 }

@@ -63,3 +63,26 @@ pub fn describe(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// The `_meta` of a modern request naming protocol `version`, with client
+/// capabilities `capabilities` (MCP 2026-07-28 "Overview", `_meta`).
+pub fn modern_meta(version: &str, capabilities: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    })
+}
+
+/// One raw JSON-RPC request line to `s` with `id`, and its response.
+pub async fn exchange(
+    s: &toolhost_test_support::StdioClient,
+    id: serde_json::Value,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let request =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    s.send(request.to_string()).await.unwrap();
+    s.response(&id).await.unwrap()
+}

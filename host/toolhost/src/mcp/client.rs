@@ -16,6 +16,9 @@
 //!   "Elicitation"), only when the client declared it;
 //! - sample → `sampling/createMessage` ("Client Features", "Sampling"), only
 //!   when the client declared it;
+//! - for a 2026-07-28 `tools/call`, elicit and sample are questions of the
+//!   call instead ([`super::mrtr::Asker`]): an `input_required` result whose
+//!   retry brings the answer back to the waiting plugin;
 //! - resource updated → `notifications/resources/updated` to every session
 //!   subscribed to the URI ([`Subscriptions`]; "Server Features",
 //!   "Resources", "Subscriptions").
@@ -39,12 +42,13 @@ use base64::Engine as _;
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientResult, CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, GetExtensions, LoggingLevel, LoggingMessageNotificationParam,
+    ElicitationSchema, GetExtensions, InputRequest, LoggingLevel, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken, RequestId, ServerRequest,
 };
 use rmcp::service::{
     ElicitationMode, OriginatingRequestId, Peer, PeerRequestOptions, ServiceError,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use toolhost_runtime::CallClient;
@@ -323,6 +327,9 @@ pub(crate) struct McpClient {
     /// one (MCP 2026-07-28 "Key Changes": no `notifications/message` for a
     /// request without it). `None`: the session's level.
     request_log_floor: Option<u8>,
+    /// For a 2026-07-28 `tools/call`: where its elicitations and samplings
+    /// go, as questions of the call (`mrtr.rs`).
+    asker: Option<super::mrtr::Asker>,
 }
 
 impl McpClient {
@@ -341,15 +348,110 @@ impl McpClient {
             subscriptions,
             plugin_reports_progress: Arc::default(),
             request_log_floor: None,
+            asker: None,
         }
     }
 
     /// This client for a modern request whose `_meta` log level is `level`
-    /// (`None`: no log messages at all).
-    pub(crate) fn for_modern_request(mut self, level: Option<LoggingLevel>) -> McpClient {
+    /// (`None`: no log messages at all), asking its elicitations and
+    /// samplings through `asker` (`None`: they are `unsupported`, there
+    /// being no server-to-client requests in 2026-07-28).
+    pub(crate) fn for_modern_request(
+        mut self,
+        level: Option<LoggingLevel>,
+        asker: Option<super::mrtr::Asker>,
+    ) -> McpClient {
         self.request_log_floor = Some(level.map_or(u8::MAX, mcp_rank));
+        self.asker = asker;
         self
     }
+}
+
+/// A plugin's elicitation as MCP form parameters.
+///
+/// Errors: `failed` for a `requested-schema` that is not an MCP
+/// elicitation schema.
+fn elicit_params(request: ElicitRequest) -> Result<ElicitRequestParams, ClientError> {
+    let schema: ElicitationSchema =
+        serde_json::from_str(&request.requested_schema).map_err(|e| {
+            ClientError::Failed(format!(
+                "`requested-schema` is not an MCP elicitation schema (an object of primitive \
+                 properties): {e}"
+            ))
+        })?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: request.message,
+        requested_schema: schema,
+    })
+}
+
+/// The client's `ElicitResult` as the plugin's answer (`content` as JSON
+/// text, `{}` for an accept without one).
+fn elicit_response(result: ElicitResult) -> ElicitResponse {
+    let action = match result.action {
+        ElicitationAction::Accept => ElicitAction::Accept,
+        ElicitationAction::Decline => ElicitAction::Decline,
+        _ => ElicitAction::Cancel,
+    };
+    let content = match (&action, result.content) {
+        (ElicitAction::Accept, Some(c)) => Some(c.to_string()),
+        (ElicitAction::Accept, None) => Some("{}".into()),
+        _ => None,
+    };
+    ElicitResponse { action, content }
+}
+
+/// A plugin's sampling request as MCP `sampling/createMessage` parameters.
+///
+/// Errors: `failed` for content a sampling message cannot carry or
+/// `model-preferences` that do not parse.
+fn sampling_params(request: &SamplingRequest) -> Result<CreateMessageRequestParams, ClientError> {
+    let mut messages = Vec::with_capacity(request.messages.len());
+    for m in &request.messages {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        messages.push(json!({"role": role, "content": sampling_content(&m.content)?}));
+    }
+    let mut params = json!({"messages": messages, "maxTokens": request.max_tokens});
+    if let Some(s) = &request.system_prompt {
+        params["systemPrompt"] = json!(s);
+    }
+    if let Some(t) = request.temperature {
+        params["temperature"] = json!(t);
+    }
+    if !request.stop_sequences.is_empty() {
+        params["stopSequences"] = json!(request.stop_sequences);
+    }
+    if let Some(p) = &request.model_preferences {
+        params["modelPreferences"] =
+            serde_json::from_str(p).map_err(|e| failed("model-preferences", e))?;
+    }
+    serde_json::from_value(params).map_err(|e| failed("sampling request", e))
+}
+
+/// The client's `CreateMessageResult` (as JSON) as the plugin's answer.
+///
+/// Errors: `failed` for content contract 0.2.0 cannot carry.
+fn sampling_response(result: &Value) -> Result<SamplingResponse, ClientError> {
+    let role = match result["role"].as_str() {
+        Some("assistant") => Role::Assistant,
+        _ => Role::User,
+    };
+    // MCP 2025-11-25 lets `content` be one block or a list; the contract
+    // carries one: the first.
+    let content = match &result["content"] {
+        Value::Array(items) => items.first().cloned().unwrap_or(Value::Null),
+        one => one.clone(),
+    };
+    Ok(SamplingResponse {
+        role,
+        content: plugin_content(&content)?,
+        model: result["model"].as_str().unwrap_or_default().to_string(),
+        stop_reason: result["stopReason"].as_str().map(str::to_string),
+    })
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> ClientError {
@@ -438,6 +540,13 @@ impl CallClient for McpClient {
         request: ElicitRequest,
     ) -> ClientFuture<'_, Result<ElicitResponse, ClientError>> {
         Box::pin(async move {
+            if let Some(asker) = &self.asker {
+                let question = super::mrtr::elicitation_request(elicit_params(request)?);
+                let answer = asker.ask(super::mrtr::Kind::Elicitation, question).await?;
+                let result = ElicitResult::deserialize(&answer)
+                    .map_err(|e| failed("the elicitation answer", e))?;
+                return Ok(elicit_response(result));
+            }
             if !self
                 .peer
                 .supported_elicitation_modes()
@@ -448,32 +557,11 @@ impl CallClient for McpClient {
                         .into(),
                 ));
             }
-            let schema: ElicitationSchema = serde_json::from_str(&request.requested_schema)
-                .map_err(|e| {
-                    ClientError::Failed(format!(
-                        "`requested-schema` is not an MCP elicitation schema (an object of \
-                         primitive properties): {e}"
-                    ))
-                })?;
-            let params = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: request.message,
-                requested_schema: schema,
-            };
+            let params = elicit_params(request)?;
             let result = elicit_for(&self.peer, &self.origin, params, CLIENT_REQUEST_TIMEOUT)
                 .await
                 .map_err(|e| failed("elicitation/create", e))?;
-            let action = match result.action {
-                ElicitationAction::Accept => ElicitAction::Accept,
-                ElicitationAction::Decline => ElicitAction::Decline,
-                _ => ElicitAction::Cancel,
-            };
-            let content = match (&action, result.content) {
-                (ElicitAction::Accept, Some(c)) => Some(c.to_string()),
-                (ElicitAction::Accept, None) => Some("{}".into()),
-                _ => None,
-            };
-            Ok(ElicitResponse { action, content })
+            Ok(elicit_response(result))
         })
     }
 
@@ -482,6 +570,13 @@ impl CallClient for McpClient {
         request: SamplingRequest,
     ) -> ClientFuture<'_, Result<SamplingResponse, ClientError>> {
         Box::pin(async move {
+            if let Some(asker) = &self.asker {
+                let params = sampling_params(&request)?;
+                let question =
+                    InputRequest::CreateMessage(rmcp::model::CreateMessageRequest::new(params));
+                let answer = asker.ask(super::mrtr::Kind::Sampling, question).await?;
+                return sampling_response(&answer);
+            }
             let declared = self
                 .peer
                 .peer_info()
@@ -491,30 +586,7 @@ impl CallClient for McpClient {
                     "the MCP client did not declare the `sampling` capability".into(),
                 ));
             }
-            let mut messages = Vec::with_capacity(request.messages.len());
-            for m in &request.messages {
-                let role = match m.role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                };
-                messages.push(json!({"role": role, "content": sampling_content(&m.content)?}));
-            }
-            let mut params = json!({"messages": messages, "maxTokens": request.max_tokens});
-            if let Some(s) = &request.system_prompt {
-                params["systemPrompt"] = json!(s);
-            }
-            if let Some(t) = request.temperature {
-                params["temperature"] = json!(t);
-            }
-            if !request.stop_sequences.is_empty() {
-                params["stopSequences"] = json!(request.stop_sequences);
-            }
-            if let Some(p) = &request.model_preferences {
-                params["modelPreferences"] =
-                    serde_json::from_str(p).map_err(|e| failed("model-preferences", e))?;
-            }
-            let params: CreateMessageRequestParams =
-                serde_json::from_value(params).map_err(|e| failed("sampling request", e))?;
+            let params = sampling_params(&request)?;
             let request =
                 ServerRequest::CreateMessageRequest(rmcp::model::CreateMessageRequest::new(params));
             let result = match request_on_call_stream(
@@ -534,22 +606,7 @@ impl CallClient for McpClient {
                 }
             };
             let result = serde_json::to_value(&result).map_err(|e| failed("sampling result", e))?;
-            let role = match result["role"].as_str() {
-                Some("assistant") => Role::Assistant,
-                _ => Role::User,
-            };
-            // MCP 2025-11-25 lets `content` be one block or a list; the
-            // contract carries one: the first.
-            let content = match &result["content"] {
-                Value::Array(items) => items.first().cloned().unwrap_or(Value::Null),
-                one => one.clone(),
-            };
-            Ok(SamplingResponse {
-                role,
-                content: plugin_content(&content)?,
-                model: result["model"].as_str().unwrap_or_default().to_string(),
-                stop_reason: result["stopReason"].as_str().map(str::to_string),
-            })
+            sampling_response(&result)
         })
     }
 

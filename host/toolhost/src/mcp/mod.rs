@@ -11,10 +11,10 @@
 //!   `resources/subscribe`/`unsubscribe` (removed in 2026-07-28) are
 //!   `-32601`, and `subscriptions/listen` carries tool-list and resource
 //!   notices instead; arguments a tool refuses are a tool error (`isError: true`,
-//!   "Tools", "Error Handling"); a policy `ask` is not sent as
-//!   `elicitation/create` (no server-to-client requests in 2026-07-28) but
-//!   returned as an `input_required` result whose retry resumes the call
-//!   (`mrtr.rs`), when the request declares `elicitation`.
+//!   "Tools", "Error Handling"); a policy `ask`, and a plugin's elicitation
+//!   or sampling, are not sent to the client (no server-to-client requests
+//!   in 2026-07-28) but returned as an `input_required` result whose retry
+//!   resumes the call (`mrtr.rs`), when the request declares the capability.
 //! - *legacy* clients (2025-11-25, and 2024-11-05, 2025-03-26, 2025-06-18
 //!   as asked) open with `initialize` and are served as before, following
 //!   2025-11-25 (<https://modelcontextprotocol.io/specification/2025-11-25>).
@@ -426,7 +426,11 @@ impl McpServer {
 
     /// The client behind one request of this session, for the plugin's
     /// `client` import.
-    fn client_for(&self, context: &RequestContext<RoleServer>) -> Arc<McpClient> {
+    fn client_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+        asker: Option<mrtr::Asker>,
+    ) -> Arc<McpClient> {
         self.session.set_peer(&context.peer);
         let client = McpClient::new(
             context.peer.clone(),
@@ -436,7 +440,7 @@ impl McpServer {
             self.shared.subscriptions.clone(),
         );
         Arc::new(if era::is_modern(context) {
-            client.for_modern_request(context.meta.log_level())
+            client.for_modern_request(context.meta.log_level(), asker)
         } else {
             client
         })
@@ -457,10 +461,9 @@ impl McpServer {
         by_client || (modern && context.extensions.get::<::http::request::Parts>().is_some())
     }
 
-    /// Waits for a modern call: its result, or its next permission question
-    /// (an `input_required` result when the request's `_meta` declares the
-    /// `elicitation` capability; else the ask goes to the next approver), or
-    /// the request's cancellation.
+    /// Waits for a modern call: its result, or its next questions (an
+    /// `input_required` result asking those whose capability the request's
+    /// `_meta` declares, `mrtr.rs`), or the request's cancellation.
     async fn wait_modern(
         &self,
         mut running: mrtr::Running,
@@ -468,29 +471,30 @@ impl McpServer {
     ) -> Result<CallToolResponse, McpError> {
         enum Next {
             Done(Result<toolhost_runtime::ToolResult, ToolCallError>),
-            Ask(mrtr::Ask),
+            Ask(Box<mrtr::Ask>),
             Ended,
         }
-        let can_ask = context
-            .meta
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some());
+        let caps = context.meta.client_capabilities();
         loop {
             let next = tokio::select! {
                 r = &mut running.result => match r {
                     Ok(r) => Next::Done(r),
                     Err(_) => return Err(McpError::internal_error("the tool call task ended without a result", None)),
                 },
-                Some(ask) = running.asks.recv() => Next::Ask(ask),
+                Some(ask) = running.asks.recv() => Next::Ask(Box::new(ask)),
                 () = context.ct.cancelled() => Next::Ended,
             };
             match next {
-                Next::Done(r) => return to_mcp_result(r, true),
-                Next::Ask(ask) if !can_ask => ask.refuse(),
-                Next::Ask(ask) => match self.shared.questions.suspend(running, ask) {
-                    Ok(input) => return Ok(input.into()),
-                    Err(back) => running = back,
+                Next::Done(r) => match running.missing_capability(&r) {
+                    Some(missing) => return Err(missing),
+                    None => return to_mcp_result(r, true),
                 },
+                Next::Ask(ask) => {
+                    match self.shared.questions.suspend(running, *ask, caps.as_ref()) {
+                        Ok(input) => return Ok(input.into()),
+                        Err(back) => running = back,
+                    }
+                }
                 Next::Ended => {
                     let tool_call_id = &running.tool_call_id;
                     if self.cancelled_by_client(context, true) {
@@ -741,9 +745,19 @@ impl ServerHandler for McpServer {
             None => (None, None),
         };
         let cancel = Arc::new(tokio::sync::Notify::new());
-        let client = self.client_for(&context);
+        // A modern call's questions (its permission asks, and its plugin's
+        // elicitations and samplings) go to the call's handler, as an
+        // `input_required` result (`mrtr.rs`).
+        let (question_route, modern_asks) = match modern {
+            true => {
+                let (route, asks) = self.shared.questions.route(&tool_call_id);
+                (Some(route), Some(asks))
+            }
+            false => (None, None),
+        };
+        let asker = question_route.as_ref().map(|r| r.asker(tool.plugin.id()));
+        let client = self.client_for(&context, asker);
         let plugin_reports_progress = client.plugin_reports_progress.clone();
-        let mut modern_asks = None;
         // The call, holding what it needs until it settles. A legacy call runs
         // in this request's task, so its result is written by the task that
         // got it, with no hand-off to another task (which the scheduler may
@@ -762,15 +776,7 @@ impl ServerHandler for McpServer {
                     .elicitation
                     .route(&tool_call_id, &context.peer, &context.id)
             };
-            // ... but to the call's handler, as an `input_required` result
-            // (`mrtr.rs`).
-            let question_route = if modern {
-                let (route, asks) = self.shared.questions.route(&tool_call_id);
-                modern_asks = Some(asks);
-                Some(route)
-            } else {
-                None
-            };
+            // ... but to the call's handler (`question_route`).
             let host = host.clone();
             let request = toolhost_runtime::CallRequest {
                 tool_call_id: tool_call_id.clone(),
@@ -809,6 +815,8 @@ impl ServerHandler for McpServer {
                 tool: request.name.to_string(),
                 tool_call_id,
                 cancel,
+                asked: 0,
+                missing: Vec::new(),
             };
             let response = self.wait_modern(running, &context).await;
             if let Some(p) = progress {
@@ -869,7 +877,7 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let client: Arc<dyn toolhost_runtime::CallClient> = self.client_for(&context);
+        let client: Arc<dyn toolhost_runtime::CallClient> = self.client_for(&context, None);
         let _guard = self.shared.inflight.enter();
         let contents = self
             .shared
@@ -932,7 +940,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let arguments = offers::string_arguments(request.arguments.as_ref())?;
-        let client: Arc<dyn toolhost_runtime::CallClient> = self.client_for(&context);
+        let client: Arc<dyn toolhost_runtime::CallClient> = self.client_for(&context, None);
         let _guard = self.shared.inflight.enter();
         let result = self
             .shared

@@ -1,17 +1,24 @@
-//! Permission questions for 2026-07-28 clients as Multi Round-Trip Requests
-//! (MCP 2026-07-28, "Multi Round-Trip Requests"): a policy `ask` during a
-//! modern `tools/call` whose `_meta` client capabilities declare
-//! `elicitation` is not sent as `elicitation/create` (the revision has no
-//! server-to-client requests) but answered with an `input_required` result:
-//! one form elicitation under the key [`INPUT_KEY`] (the same form as
-//! `ElicitationApprover`'s) and a `requestState`. The call itself stays
-//! suspended in the host, its start waiting for the answer; the client's
-//! retry of the same `tools/call` with `inputResponses` and that
-//! `requestState` resumes it, so the command runs (or is refused) once,
-//! never from scratch.
+//! Questions asked during a 2026-07-28 `tools/call`, as Multi Round-Trip
+//! Requests (MCP 2026-07-28, "Multi Round-Trip Requests"; the revision has
+//! no server-to-client requests): the host's permission question (a policy
+//! `ask`) and a contract 0.2.0 plugin's `client.elicit` and `client.sample`
+//! are not sent as `elicitation/create` / `sampling/createMessage` but
+//! answered with an `input_required` result whose `inputRequests` hold one
+//! entry per question ([`Kind`]: `permission` for the permission form,
+//! `elicitation-N` / `sampling-N` for the plugin's N-th question of the
+//! call), and a `requestState`. The call itself stays suspended in the
+//! host (its start waiting for the answer, or the plugin waiting inside
+//! `elicit` / `sample`); the client's retry of the same `tools/call` with
+//! `inputResponses` and that `requestState` resumes it, so the command runs
+//! (or is refused) once and the plugin gets its answer once, never from
+//! scratch. A question may be asked only when the request's `_meta` client
+//! capabilities declare its kind ([`Kind::declared`]); otherwise the
+//! permission question goes to the next approver and a plugin's request
+//! fails `client-error::unsupported`, and a plugin call that then fails is
+//! `-32021` naming the capability ([`Running::missing_capability`]).
 //!
 //! `requestState` is rmcp's [`RequestStateCodec`] (HMAC-SHA256) over a
-//! random handle of the pending question, bound to the tool name and
+//! random handle of the pending questions, bound to the tool name and
 //! expiring after [`QUESTION_TTL`]; the key, 32 random bytes, is kept in the
 //! state dir ([`KEY_FILE`], mode 0600) and made on first use. A tampered,
 //! expired or foreign state, or one already used (the handle is taken out
@@ -20,15 +27,17 @@
 //! `warn` with the reason and the tool, never the state.
 //!
 //! A parked call keeps its plugin instance (the call is suspended inside the
-//! plugin), so parked questions are bounded per plugin well below the
+//! plugin), so parked calls are bounded per plugin well below the
 //! plugin's calls in flight ([`QuestionLimits`]: a quarter, at least 1), and
 //! at most [`MAX_PENDING_QUESTIONS`] in all: an ask past a bound is refused
 //! at once, the call's error naming the bound, and nothing runs. A question
 //! nobody answers by its deadline ([`QUESTION_TTL`] after the ask) is
-//! refused and logged as `cancelled` by `mcp-input-required-expired`, never
-//! as the user's answer; a retry without the answer is asked again under a
-//! new `requestState` that expires at the same deadline (the timer does not
-//! restart). Declining (`decline` is `reject_once`, `cancel` is `cancelled`)
+//! refused (a permission question is logged as `cancelled` by
+//! `mcp-input-required-expired`, never as the user's answer); a retry
+//! without an answer, or with one that is not a result of the question's
+//! kind, is asked again under a new `requestState` that expires at the same
+//! deadline (the timer does not restart), the questions it did answer
+//! settled. Declining (`decline` is `reject_once`, `cancel` is `cancelled`)
 //! never runs the command. [`Questions::withdraw_all`] refuses every parked
 //! question at once (`cancelled` by `mcp-input-required-withdrawn`): stdio's
 //! `serve` calls it at end of input, when nobody can answer any more.
@@ -37,6 +46,8 @@
 //! any connection to it (another stdio client cannot, as it has its own
 //! process), not through another process on the same state dir.
 
+#![allow(deprecated)] // rmcp marks sampling deprecated (SEP-2577); MCP 2026-07-28 has it.
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -44,17 +55,78 @@ use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
+    ClientCapabilities, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
+    SealOptions,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use toolhost_runtime::{Answer, ApprovalOutcome, ApprovalRequest, ToolCallError, ToolResult};
+use toolhost_runtime::{
+    Answer, ApprovalOutcome, ApprovalRequest, ClientError, ToolCallError, ToolResult,
+};
 
-/// The `inputRequests` key of the permission question.
+/// The `inputRequests` key of the permission question (`permission-N` for
+/// a second one in the same round).
 pub const INPUT_KEY: &str = "permission";
+
+/// What a question asks the client for: the request kinds an
+/// `inputRequests` entry may be (MCP 2026-07-28, "Multi Round-Trip
+/// Requests", "Server Requirements"). Contract 0.2.0 gives plugins no way
+/// to ask for roots, so `roots/list` is never asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The host's permission form (`elicitation/create`), key [`INPUT_KEY`].
+    Permission,
+    /// A plugin's `client.elicit` (`elicitation/create`, form mode), key
+    /// `elicitation-N`.
+    Elicitation,
+    /// A plugin's `client.sample` (`sampling/createMessage`), key
+    /// `sampling-N`.
+    Sampling,
+}
+
+impl Kind {
+    /// The client capability this kind needs (`elicitation`, `sampling`).
+    pub(crate) fn capability(self) -> &'static str {
+        match self {
+            Kind::Permission | Kind::Elicitation => "elicitation",
+            Kind::Sampling => "sampling",
+        }
+    }
+
+    /// Whether `caps` (a request's `_meta` client capabilities) declare
+    /// [`Kind::capability`]: the revision forbids asking for what the client
+    /// did not declare.
+    pub(crate) fn declared(self, caps: Option<&ClientCapabilities>) -> bool {
+        caps.is_some_and(|c| match self {
+            Kind::Permission | Kind::Elicitation => c.elicitation.is_some(),
+            Kind::Sampling => c.sampling.is_some(),
+        })
+    }
+
+    /// The key of the call's `n`-th question (1-based) in a round that
+    /// already has `taken` keys.
+    fn key(self, n: usize, taken: &[Question]) -> String {
+        match self {
+            Kind::Permission if !taken.iter().any(|q| q.key == INPUT_KEY) => INPUT_KEY.to_string(),
+            Kind::Permission => format!("{INPUT_KEY}-{n}"),
+            Kind::Elicitation => format!("elicitation-{n}"),
+            Kind::Sampling => format!("sampling-{n}"),
+        }
+    }
+
+    /// Whether `response` answers a question of this kind: a permission
+    /// answer ([`outcome`]), an `ElicitResult`, a `CreateMessageResult`.
+    fn answered_by(self, response: &Value) -> bool {
+        match self {
+            Kind::Permission => outcome(response).is_some(),
+            Kind::Elicitation => ElicitResult::deserialize(response).is_ok(),
+            Kind::Sampling => CreateMessageResult::deserialize(response).is_ok(),
+        }
+    }
+}
 
 /// How long a question waits for its answer, and how long its
 /// `requestState` is valid (5 min, as an elicitation waits).
@@ -100,10 +172,11 @@ impl QuestionLimits {
     }
 }
 
-/// How a question was settled, for the approver waiting on it.
+/// How a question was settled, for the one waiting on it.
 enum Settled {
-    /// The client's answer.
-    Answered(ApprovalOutcome),
+    /// The client's answer: a result of the question's kind
+    /// ([`Kind::answered_by`]).
+    Answered(Value),
     /// Refused past a bound (the denial text).
     Refused(String),
     /// Its deadline passed.
@@ -115,22 +188,93 @@ enum Settled {
 /// The key file in the state dir: `mcp-request-state.key`.
 pub const KEY_FILE: &str = "mcp-request-state.key";
 
-/// One `ask` of a call, on its way to the `tools/call` handler.
+/// One question of a call, on its way to the `tools/call` handler.
 pub(crate) struct Ask {
-    /// The form's message.
-    message: String,
+    kind: Kind,
+    /// The `inputRequests` entry.
+    request: InputRequest,
     /// The plugin that asks (its id).
     plugin: String,
     /// When the question expires.
     deadline: Instant,
-    /// Where the answer goes (`None`: cannot ask, try the next approver).
+    /// Where the answer goes (`None`: cannot ask; the permission question
+    /// tries the next approver, a plugin's request fails `unsupported`).
     answer: oneshot::Sender<Option<Settled>>,
 }
 
 impl Ask {
-    /// Answers "cannot ask": the next approver is tried.
+    /// Answers "cannot ask".
     pub(crate) fn refuse(self) {
         let _ = self.answer.send(None);
+    }
+}
+
+/// Where the questions of one modern call go ([`Questions::route`]), as the
+/// MCP client of a plugin call asks them ([`Asker::ask`]).
+#[derive(Clone)]
+pub(crate) struct Asker {
+    route: mpsc::UnboundedSender<Ask>,
+    plugin: String,
+}
+
+impl Asker {
+    /// Asks `request` (of `kind`) of the client behind the call and waits for
+    /// the answer, at most [`QUESTION_TTL`]: the client's result, as JSON of
+    /// the kind's result type.
+    ///
+    /// Errors: `unsupported` when the request's `_meta` does not declare the
+    /// kind's capability; `failed` when the question was refused past a
+    /// bound of [`QuestionLimits`] (the text names it), expired, or was
+    /// withdrawn.
+    pub(crate) async fn ask(
+        &self,
+        kind: Kind,
+        request: InputRequest,
+    ) -> Result<Value, ClientError> {
+        let capability = kind.capability();
+        match ask_on(&self.route, kind, request, &self.plugin).await {
+            Some(Settled::Answered(v)) => Ok(v),
+            None => Err(ClientError::Unsupported(format!(
+                "the MCP client did not declare the `{capability}` capability in this \
+                 request's `_meta` (io.modelcontextprotocol/clientCapabilities)"
+            ))),
+            Some(Settled::Refused(reason)) => Err(ClientError::Failed(reason)),
+            Some(Settled::Expired) => Err(ClientError::Failed(format!(
+                "the {capability} request expired unanswered ({} s after it was asked)",
+                QUESTION_TTL.as_secs()
+            ))),
+            Some(Settled::Withdrawn) => Err(ClientError::Failed(format!(
+                "the {capability} request was withdrawn unanswered: the MCP client's \
+                 connection ended"
+            ))),
+        }
+    }
+}
+
+/// Sends one question down `route` and waits for it to be settled, at most
+/// [`QUESTION_TTL`] (then [`Settled::Expired`]). `None`: it could not be
+/// asked (no capability, or the call's handler is gone).
+async fn ask_on(
+    route: &mpsc::UnboundedSender<Ask>,
+    kind: Kind,
+    request: InputRequest,
+    plugin: &str,
+) -> Option<Settled> {
+    let (answer, answered) = oneshot::channel();
+    let deadline = Instant::now() + QUESTION_TTL;
+    let ask = Ask {
+        kind,
+        request,
+        plugin: plugin.to_string(),
+        deadline,
+        answer,
+    };
+    route.send(ask).ok()?;
+    match tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), answered).await {
+        Ok(Ok(settled)) => settled,
+        Err(_) => Some(Settled::Expired),
+        // The question was dropped unanswered.
+        Ok(Err(_)) => Some(Settled::Withdrawn),
     }
 }
 
@@ -146,15 +290,63 @@ pub(crate) struct Running {
     pub tool_call_id: String,
     /// Kills the call's foreground processes ([`toolhost_runtime::CallRequest::cancel`]).
     pub cancel: Arc<tokio::sync::Notify>,
+    /// How many questions the call has asked so far (for their keys).
+    pub asked: usize,
+    /// The capabilities a plugin question needed that a request did not
+    /// declare.
+    pub missing: Vec<Kind>,
 }
 
-/// A question waiting for the client's retry.
+impl Running {
+    /// The `-32021` (MCP 2026-07-28 schema,
+    /// `MissingRequiredClientCapabilityError`: a server must not rely on a
+    /// capability the client did not declare) of a call that failed
+    /// (`isError`, or a call error) after a plugin question was not asked
+    /// for want of a capability; its `data.requiredCapabilities` names
+    /// those capabilities. `None` for a call that did not fail, or asked for
+    /// nothing undeclared: a plugin that goes on without the answer
+    /// succeeds as usual.
+    pub(crate) fn missing_capability(
+        &self,
+        result: &Result<ToolResult, ToolCallError>,
+    ) -> Option<McpError> {
+        let failed = result.as_ref().map_or(true, |r| r.is_error);
+        if !failed || self.missing.is_empty() {
+            return None;
+        }
+        let required: serde_json::Map<String, Value> = self
+            .missing
+            .iter()
+            .map(|k| (k.capability().to_string(), json!({})))
+            .collect();
+        let required: ClientCapabilities = serde_json::from_value(Value::Object(required)).ok()?;
+        Some(McpError::missing_required_client_capability(required))
+    }
+}
+
+/// One question of a parked call.
+struct Question {
+    key: String,
+    kind: Kind,
+    request: InputRequest,
+    answer: oneshot::Sender<Option<Settled>>,
+}
+
+/// A call's questions waiting for the client's retry.
 struct Pending {
     running: Running,
-    message: String,
+    questions: Vec<Question>,
     plugin: String,
-    answer: oneshot::Sender<Option<Settled>>,
     expires: Instant,
+}
+
+impl Pending {
+    /// Settles every question of the call with `settled`.
+    fn settle_all(&mut self, settled: impl Fn() -> Settled) {
+        for q in self.questions.drain(..) {
+            let _ = q.answer.send(Some(settled()));
+        }
+    }
 }
 
 /// The modern calls that can ask, and the questions waiting for a retry;
@@ -170,6 +362,17 @@ pub(crate) struct Questions {
 pub(crate) struct QuestionRoute {
     questions: Arc<Questions>,
     tool_call_id: String,
+    sender: mpsc::UnboundedSender<Ask>,
+}
+
+impl QuestionRoute {
+    /// The route as plugin `plugin`'s MCP client asks through it.
+    pub(crate) fn asker(&self, plugin: &str) -> Asker {
+        Asker {
+            route: self.sender.clone(),
+            plugin: plugin.to_string(),
+        }
+    }
 }
 
 impl Drop for QuestionRoute {
@@ -257,30 +460,63 @@ impl Questions {
         tool_call_id: &str,
     ) -> (QuestionRoute, mpsc::UnboundedReceiver<Ask>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.routes).insert(tool_call_id.to_string(), tx);
+        lock(&self.routes).insert(tool_call_id.to_string(), tx.clone());
         (
             QuestionRoute {
                 questions: self.clone(),
                 tool_call_id: tool_call_id.to_string(),
+                sender: tx,
             },
             rx,
         )
     }
 
-    /// Parks `running` with its question `ask` and returns the
-    /// `input_required` result that asks it; if too many are pending, the
-    /// ask is refused and `running` handed back to be waited on.
+    /// Parks `running` with its question `first` and every other question
+    /// it has already asked, and returns the `input_required` result that
+    /// asks them. A question whose kind `caps` (the request's `_meta` client
+    /// capabilities) do not declare is refused ([`Ask::refuse`]; a plugin's
+    /// noted in [`Running::missing`]); when none is left, or too many calls
+    /// are parked, or the questions expired, `running` is handed back to be
+    /// waited on.
     pub(crate) fn suspend(
         &self,
-        running: Running,
-        ask: Ask,
+        mut running: Running,
+        first: Ask,
+        caps: Option<&ClientCapabilities>,
     ) -> Result<InputRequiredResult, Running> {
+        let mut asks = vec![first];
+        while let Ok(more) = running.asks.try_recv() {
+            asks.push(more);
+        }
+        let mut questions: Vec<Question> = Vec::new();
+        let (mut plugin, mut expires) = (String::new(), None::<Instant>);
+        for ask in asks {
+            if !ask.kind.declared(caps) {
+                if ask.kind != Kind::Permission && !running.missing.contains(&ask.kind) {
+                    running.missing.push(ask.kind);
+                }
+                ask.refuse();
+                continue;
+            }
+            running.asked += 1;
+            let key = ask.kind.key(running.asked, &questions);
+            plugin = ask.plugin;
+            expires = Some(expires.map_or(ask.deadline, |e| e.min(ask.deadline)));
+            questions.push(Question {
+                key,
+                kind: ask.kind,
+                request: ask.request,
+                answer: ask.answer,
+            });
+        }
+        let Some(expires) = expires else {
+            return Err(running);
+        };
         self.park(Pending {
             running,
-            message: ask.message,
-            plugin: ask.plugin,
-            answer: ask.answer,
-            expires: ask.deadline,
+            questions,
+            plugin,
+            expires,
         })
     }
 
@@ -317,8 +553,8 @@ impl Questions {
             return None;
         };
         Some(format!(
-            "refused without asking: {count} permission questions {what} are already waiting \
-             for answers, the most that may wait at once ({limit}: each holds one of the \
+            "refused without asking: {count} calls {what} are already waiting for answers to \
+             their questions, the most that may wait at once ({limit}: each holds one of the \
              plugin's calls in flight). Answer or let expire one of them, or allow the command \
              in the --policy file"
         ))
@@ -326,31 +562,38 @@ impl Questions {
 
     /// Parks `p`, or settles it (refused past a bound, or expired) and hands
     /// its call back to be waited on.
-    fn park(&self, p: Pending) -> Result<InputRequiredResult, Running> {
+    fn park(&self, mut p: Pending) -> Result<InputRequiredResult, Running> {
         let now = Instant::now();
         let mut pending = lock(&self.pending);
-        pending.retain(|_, p| p.expires > now && !p.answer.is_closed());
+        pending.retain(|_, p| p.expires > now && p.questions.iter().any(|q| !q.answer.is_closed()));
         if p.expires <= now {
-            let _ = p.answer.send(Some(Settled::Expired));
+            p.settle_all(|| Settled::Expired);
             return Err(p.running);
         }
         if let Some(reason) = self.over_limit(&pending, &p.plugin) {
             tracing::warn!(plugin = %p.plugin, tool_call_id = %p.running.tool_call_id, "{reason}");
-            let _ = p.answer.send(Some(Settled::Refused(reason)));
+            p.settle_all(|| Settled::Refused(reason.clone()));
             return Err(p.running);
         }
         let Ok(handle) = random_bytes(16).map(hex) else {
-            let _ = p.answer.send(None);
+            for q in p.questions.drain(..) {
+                let _ = q.answer.send(None);
+            }
             return Err(p.running);
         };
-        // Valid until the question's own deadline, however often it is asked.
+        // Valid until the questions' own deadline, however often they are asked.
         let state = self.codec.seal_with(
             handle.as_bytes(),
             &SealOptions::new()
                 .associated_data(p.running.tool.as_bytes())
                 .ttl(p.expires - now),
         );
-        let result = InputRequiredResult::new(Some(input_requests(&p.message)), Some(state));
+        let requests: InputRequests = p
+            .questions
+            .iter()
+            .map(|q| (q.key.clone(), q.request.clone()))
+            .collect();
+        let result = InputRequiredResult::new(Some(requests), Some(state));
         pending.insert(handle, p);
         Ok(result)
     }
@@ -360,19 +603,21 @@ impl Questions {
     pub(crate) fn withdraw_all(&self) -> usize {
         let parked: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
         for p in &parked {
-            tracing::info!(tool_call_id = %p.running.tool_call_id, "permission question withdrawn: the client's connection ended");
+            tracing::info!(tool_call_id = %p.running.tool_call_id, "questions withdrawn: the client's connection ended");
         }
         let n = parked.len();
-        for p in parked {
-            let _ = p.answer.send(Some(Settled::Withdrawn));
+        for mut p in parked {
+            p.settle_all(|| Settled::Withdrawn);
         }
         n
     }
 
     /// The retry of a `tools/call` of `tool` with `state` and `responses`:
-    /// the answer goes to the pending question and its call is returned to
-    /// be waited on (`Ok(Ok(_))`); without an answer the question is asked
-    /// again (`Ok(Err(_))`, a new `input_required` result).
+    /// each answer (the response under a question's key, when it is a
+    /// result of the question's kind: [`Kind::answered_by`]) goes to its
+    /// question, and the call is returned to be waited on (`Ok(Ok(_))`);
+    /// the questions left unanswered are asked again (`Ok(Err(_))`, a new
+    /// `input_required` result). Responses under other keys are ignored.
     ///
     /// Errors: `-32602` for a state longer than [`MAX_REQUEST_STATE_BYTES`]
     /// (not decoded), one that fails verification, has expired, was made
@@ -411,19 +656,26 @@ impl Questions {
             invalid()
         })?;
         let handle = String::from_utf8_lossy(&handle).into_owned();
-        let Some(pending) = lock(&self.pending).remove(&handle) else {
+        let Some(mut pending) = lock(&self.pending).remove(&handle) else {
             tracing::warn!(tool = %tool_name, "refused a requestState: no pending question (answered already?)");
             return Err(invalid());
         };
-        match responses.and_then(|r| r.get(INPUT_KEY)).and_then(outcome) {
-            Some(answer) => {
-                let _ = pending.answer.send(Some(Settled::Answered(answer)));
-                Ok(Ok(pending.running))
+        let mut unanswered = Vec::new();
+        for q in pending.questions.drain(..) {
+            match responses.and_then(|r| r.get(&q.key)) {
+                Some(v) if q.kind.answered_by(v) => {
+                    let _ = q.answer.send(Some(Settled::Answered(v.clone())));
+                }
+                _ => unanswered.push(q),
             }
-            None => match self.park(pending) {
-                Ok(again) => Ok(Err(again)),
-                Err(running) => Ok(Ok(running)),
-            },
+        }
+        if unanswered.is_empty() {
+            return Ok(Ok(pending.running));
+        }
+        pending.questions = unanswered;
+        match self.park(pending) {
+            Ok(again) => Ok(Err(again)),
+            Err(running) => Ok(Ok(running)),
         }
     }
 }
@@ -432,22 +684,22 @@ fn hex(bytes: Vec<u8>) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The `inputRequests` of one permission question: a form elicitation.
-fn input_requests(message: &str) -> InputRequests {
-    let mut requests = InputRequests::new();
-    let Some(requested_schema) = super::ElicitationApprover::schema() else {
-        return requests;
-    };
-    let params = ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: message.to_string(),
-        requested_schema,
-    };
-    let request = json!({"method": "elicitation/create", "params": params});
-    if let Ok(r) = serde_json::from_value::<InputRequest>(request) {
-        requests.insert(INPUT_KEY.to_string(), r);
-    }
-    requests
+/// The `inputRequests` entry of a form elicitation `params`.
+pub(crate) fn elicitation_request(params: ElicitRequestParams) -> InputRequest {
+    InputRequest::Elicitation(rmcp::model::ElicitRequest::new(params))
+}
+
+/// The `inputRequests` entry of one permission question: the form of
+/// `ElicitationApprover`; `None` if its schema does not build.
+fn permission_request(message: &str) -> Option<InputRequest> {
+    let requested_schema = super::ElicitationApprover::schema()?;
+    Some(elicitation_request(
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: message.to_string(),
+            requested_schema,
+        },
+    ))
 }
 
 /// An elicitation's result as a permission answer: `accept` with a known
@@ -498,15 +750,8 @@ impl toolhost_runtime::Approver for Questions {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Answer>> + Send + 'a>> {
         Box::pin(async move {
             let route = lock(&self.routes).get(&request.tool_call_id).cloned()?;
-            let (answer, answered) = oneshot::channel();
-            let deadline = Instant::now() + QUESTION_TTL;
-            let ask = Ask {
-                message: super::ElicitationApprover::message(request),
-                plugin: request.plugin.clone(),
-                deadline,
-                answer,
-            };
-            route.send(ask).ok()?;
+            let question = permission_request(&super::ElicitationApprover::message(request))?;
+            let answered = ask_on(&route, Kind::Permission, question, &request.plugin).await?;
             let settled = |outcome, by: &str, reason: Option<String>| {
                 Some(Answer {
                     outcome,
@@ -535,17 +780,18 @@ impl toolhost_runtime::Approver for Questions {
                     )),
                 )
             };
-            match tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), answered).await
-            {
-                Ok(Ok(Some(Settled::Answered(outcome)))) => settled(outcome, self.name(), None),
-                Ok(Ok(Some(Settled::Refused(reason)))) => {
+            match answered {
+                // Checked by `resume` (`Kind::answered_by`); never `None` here.
+                Settled::Answered(v) => {
+                    let outcome = outcome(&v).unwrap_or(ApprovalOutcome::Cancelled);
+                    settled(outcome, self.name(), None)
+                }
+                Settled::Refused(reason) => {
                     settled(ApprovalOutcome::RejectOnce, BY_LIMIT, Some(reason))
                 }
-                Ok(Ok(Some(Settled::Expired))) | Err(_) => expired(),
-                Ok(Ok(Some(Settled::Withdrawn))) => withdrawn(),
-                Ok(Ok(None)) => None,
-                // The question was dropped unanswered: no run.
-                Ok(Err(_)) => withdrawn(),
+                Settled::Expired => expired(),
+                // Also a question dropped unanswered: no run.
+                Settled::Withdrawn => withdrawn(),
             }
         })
     }

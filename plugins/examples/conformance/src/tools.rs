@@ -119,6 +119,51 @@ pub fn specs() -> Vec<ToolSpec> {
             "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
             JSON_SCHEMA_2020_12,
         ),
+        ToolSpec::new(
+            "test_input_required_result_elicitation",
+            "Asks the user's name (MRTR elicitation, SEP-2322)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_input_required_result_sampling",
+            "Asks the client's LLM for the capital of France (MRTR sampling, SEP-2322)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_input_required_result_request_state",
+            "Asks for a confirmation and reports the state it resumed with (SEP-2322)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_input_required_result_multi_round",
+            "Asks a name, then a favorite color: two rounds (SEP-2322)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_input_required_result_tampered_state",
+            "Asks for a confirmation; a tampered requestState is refused (SEP-2322)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_input_required_result_capabilities",
+            "Asks the user, then the client's LLM, each only if the client declared it (SEP-2322)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_missing_capability",
+            "Needs sampling: fails when the client did not declare it (SEP-2575)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_streaming_elicitation",
+            "Asks the user for input while the response stream is open (SEP-2575)",
+            NO_ARGUMENTS,
+        ),
+        ToolSpec::new(
+            "test_logging_tool",
+            "Logs three messages (sent only at the level the request's _meta asks for)",
+            NO_ARGUMENTS,
+        ),
     ]
 }
 
@@ -158,6 +203,15 @@ pub fn call(call: ToolCall) -> Result<ToolOutput, ToolError> {
         "json_schema_2020_12_tool" => {
             ToolOutput::text(format!("JSON Schema 2020-12 tool called with: {args}"))
         }
+        "test_input_required_result_elicitation" => input_required_elicitation(),
+        "test_input_required_result_sampling" => input_required_sampling(),
+        "test_input_required_result_request_state" => input_required_confirm("state-ok"),
+        "test_input_required_result_tampered_state" => input_required_confirm("confirmed"),
+        "test_input_required_result_multi_round" => input_required_multi_round(),
+        "test_input_required_result_capabilities" => input_required_capabilities(),
+        "test_missing_capability" => sampling("What is the capital of France?"),
+        "test_streaming_elicitation" => input_required_confirm("streamed elicitation answered"),
+        "test_logging_tool" => with_logging(),
         other => return Err(ToolError::UnknownTool(other.into())),
     })
 }
@@ -333,4 +387,83 @@ fn summary(answer: &ElicitResponse) -> String {
 /// (e.g. the manifest lacks the grant, or the client lacks the capability).
 fn client_error(what: &str, err: &ClientError) -> ToolOutput {
     ToolOutput::error(format!("{what} not supported or error: {}", err.describe()))
+}
+
+/// A form of one required property `name` of JSON Schema type `kind`.
+fn one_field(name: &str, kind: &str) -> String {
+    serde_json::json!({
+        "type": "object",
+        "properties": { name: { "type": kind } },
+        "required": [name],
+    })
+    .to_string()
+}
+
+/// The accepted answer's property `name` as text (a string as is, anything
+/// else as JSON), or `None` when the user did not accept.
+fn answered(answer: &ElicitResponse, name: &str) -> Option<String> {
+    if answer.action.as_str() != "accept" {
+        return None;
+    }
+    let content: Value = serde_json::from_str(answer.content.as_deref()?).ok()?;
+    Some(match &content[name] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// `input-required-result-basic-elicitation`: "Hello, NAME!".
+fn input_required_elicitation() -> ToolOutput {
+    match v0_2::elicit("What is your name?", &one_field("name", "string")) {
+        Ok(answer) => match answered(&answer, "name") {
+            Some(name) => ToolOutput::text(format!("Hello, {name}!")),
+            None => ToolOutput::text(format!("No name given: {}", summary(&answer))),
+        },
+        Err(err) => client_error("Elicitation", &err),
+    }
+}
+
+/// `input-required-result-basic-sampling`: the sampled text.
+fn input_required_sampling() -> ToolOutput {
+    sampling("What is the capital of France?")
+}
+
+/// `input-required-result-request-state` and `-tampered-state`: asks for a
+/// confirmation and answers `word` with the answer.
+fn input_required_confirm(word: &str) -> ToolOutput {
+    match v0_2::elicit("Please confirm", &one_field("ok", "boolean")) {
+        Ok(answer) => ToolOutput::text(format!("{word}: {}", summary(&answer))),
+        Err(err) => client_error("Elicitation", &err),
+    }
+}
+
+/// `input-required-result-multi-round`: a name, then a color.
+fn input_required_multi_round() -> ToolOutput {
+    let name = match v0_2::elicit("Step 1: What is your name?", &one_field("name", "string")) {
+        Ok(answer) => answered(&answer, "name").unwrap_or_default(),
+        Err(err) => return client_error("Elicitation", &err),
+    };
+    let color = match v0_2::elicit(
+        "Step 2: What is your favorite color?",
+        &one_field("color", "string"),
+    ) {
+        Ok(answer) => answered(&answer, "color").unwrap_or_default(),
+        Err(err) => return client_error("Elicitation", &err),
+    };
+    ToolOutput::text(format!("{name} likes {color}"))
+}
+
+/// `input-required-result-capability-check`: asks the user and then the
+/// client's LLM; the host asks only what the request's capabilities
+/// declare, and the plugin goes on without what it could not ask.
+fn input_required_capabilities() -> ToolOutput {
+    let name = match v0_2::elicit("What is your name?", &one_field("name", "string")) {
+        Ok(answer) => answered(&answer, "name").unwrap_or_default(),
+        Err(err) => format!("(no elicitation: {})", err.describe()),
+    };
+    let capital = match v0_2::sample("What is the capital of France?", 100) {
+        Ok(response) => response.text().unwrap_or("(not text)").to_string(),
+        Err(err) => format!("(no sampling: {})", err.describe()),
+    };
+    ToolOutput::text(format!("name: {name}; capital: {capital}"))
 }
