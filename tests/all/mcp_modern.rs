@@ -35,7 +35,7 @@ fn bash_steps() -> Value {
 }
 
 /// Runs `tests/clients/ts_client.mjs` with `spec` and returns what it printed.
-fn ts_client(spec: Value) -> Value {
+pub(crate) fn ts_client(spec: Value) -> Value {
     let script = crate::conformance::root().join("tests/clients/ts_client.mjs");
     let out = Command::new(crate::conformance::node())
         .arg(&script)

@@ -400,9 +400,11 @@ async fn a_tampered_state_resumes_nothing_and_the_answer_resumes_the_call_once()
     assert_eq!(keys(&r1), ["elicitation-1"], "{r1}");
     let good = r1["result"]["requestState"].as_str().unwrap().to_string();
     let answer = json!({"elicitation-1": {"action": "accept", "content": {"name": "Alice"}}});
+    // One character of the tag changed (not the last, whose low bits a
+    // base64 decoder may ignore).
     let mut tampered = good.clone().into_bytes();
-    let last = tampered.len() - 1;
-    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let at = tampered.len() - 5;
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
     let refused = call(
         &s,
@@ -497,4 +499,42 @@ async fn only_declared_kinds_are_asked_and_a_failed_call_names_the_missing_one()
         "{missing}"
     );
     s.close().await.unwrap();
+}
+
+/// The TypeScript SDK v2 client pinned to 2026-07-28, on stdio and on
+/// HTTP, answers a plugin's elicitation through MRTR: its handler is asked
+/// the plugin's own message once, and its retry resumes the call, whose
+/// result carries the answer it gave (`decision`, no `name`).
+#[test]
+fn the_typescript_client_answers_a_plugin_elicitation_through_mrtr() {
+    let (ws, state) = dirs();
+    let wasm = crate::conformance::conformance_plugin();
+    let wasm = wasm.to_str().unwrap();
+    let serve = crate::mcp_http::HttpServe::start(
+        ws.path(),
+        state.path(),
+        None,
+        &["--http", "127.0.0.1:0", "--plugin", wasm],
+    );
+    let (ws2, state2) = dirs();
+    let stdio = json!({
+        "transport": "stdio",
+        "command": env!("CARGO_BIN_EXE_toolhost"),
+        "args": ["serve", "--plugin", wasm, "--workspace", ws2.path(), "--state-dir", state2.path()],
+    });
+    for mut spec in [stdio, json!({"transport": "http", "url": serve.url()})] {
+        spec["mode"] = json!("2026-07-28");
+        spec["elicitation"] = json!("accept");
+        spec["steps"] =
+            json!([{"tool": "test_input_required_result_elicitation", "arguments": {}}]);
+        let report = crate::mcp_modern::ts_client(spec);
+        assert_eq!(report["era"], json!("modern"), "{report}");
+        assert_eq!(report["asked"], json!(["What is your name?"]), "{report}");
+        assert_eq!(
+            report["results"][0],
+            json!({"text": "No name given: action=accept, content={\"decision\":\"allow_once\"}",
+                "structured": null, "isError": false, "resultType": null}),
+            "{report}"
+        );
+    }
 }

@@ -400,13 +400,13 @@ fn one_field(name: &str, kind: &str) -> String {
 }
 
 /// The accepted answer's property `name` as text (a string as is, anything
-/// else as JSON), or `None` when the user did not accept.
+/// else as JSON), or `None` when the user did not accept or left it out.
 fn answered(answer: &ElicitResponse, name: &str) -> Option<String> {
     if answer.action.as_str() != "accept" {
         return None;
     }
     let content: Value = serde_json::from_str(answer.content.as_deref()?).ok()?;
-    Some(match &content[name] {
+    Some(match content.get(name)? {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     })
