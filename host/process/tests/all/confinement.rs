@@ -298,7 +298,8 @@ fn a_fifo_as_git_config_is_noted_and_never_blocks() {
     assert_eq!(
         found.notes,
         vec![format!(
-            "{} is not a regular file: not read",
+            "git config {} is not a regular file (a FIFO, socket, device or symlink): \
+             ignored, so nothing it names is protected",
             tree.ws.join(".git/config").display()
         )]
     );
