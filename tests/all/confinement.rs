@@ -230,3 +230,55 @@ fn every_mount_of_the_workspace_keeps_git_read_only_and_the_state_dir_hidden() {
     assert!(!ws.join(".git/x").exists());
     assert!(ws.join("made").exists());
 }
+
+/// A command plants a FIFO where the host reads git's config: later starts neither hang
+/// nor fail, in the same host, and each says what it did not read.
+#[tokio::test]
+async fn a_fifo_planted_as_git_config_never_blocks_a_later_call() {
+    let (ws, state) = dirs();
+    let policy = crate::support::allow_all_policy(&state.path().join("policy"));
+    let mut serve = crate::support::serve(ws.path(), state.path());
+    serve.args(["--policy", &policy]);
+    let client = toolhost_test_support::StdioClient::spawn(serve).unwrap();
+    client.initialize("2025-06-18").await.unwrap();
+    // No `.git` when this starts: nothing protects one the command makes.
+    let commands = [
+        "mkdir .git && mkfifo .git/config && echo planted",
+        "echo second",
+        "echo third",
+    ];
+    for (i, command) in commands.into_iter().enumerate() {
+        let call = client.call_tool("bash", serde_json::json!({ "command": command }));
+        let result = tokio::time::timeout(std::time::Duration::from_secs(30), call)
+            .await
+            .unwrap_or_else(|_| panic!("call {i} hung"))
+            .unwrap();
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["exit_code"], 0, "call {i}: {result}");
+        let sandbox = structured["sandbox"].as_str().unwrap();
+        assert_eq!(
+            sandbox.contains("1 warning(s)"),
+            i > 0,
+            "call {i}: {sandbox}"
+        );
+    }
+    client.close().await.unwrap();
+    // The warning, as `call` prints it; and `.git` itself a FIFO starts as well.
+    let out = bash(ws.path(), state.path(), "echo fourth", &[]);
+    assert_eq!(stdout(&out), "fourth\n", "{}", describe(&out));
+    let config = ws.path().canonicalize().unwrap().join(".git/config");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "sandbox weaker than requested: git config {} is not a regular file (a FIFO, \
+             socket, device or symlink): ignored, so nothing it names is protected",
+            config.display()
+        )),
+        "{}",
+        describe(&out)
+    );
+    std::fs::remove_dir_all(ws.path().join(".git")).unwrap();
+    let c = std::ffi::CString::new(ws.path().join(".git").to_str().unwrap()).unwrap();
+    nix::unistd::mkfifo(c.as_c_str(), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let out = bash(ws.path(), state.path(), "echo fifth", &[]);
+    assert_eq!(stdout(&out), "fifth\n", "{}", describe(&out));
+}
