@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs and builds what the test suite drives besides Rust, all pinned, all
 # inside the repository (run from anywhere; README's test command runs it):
-#   .venv/                      the official MCP Python SDK and pytest (tests/python)
+#   .venv/                      the official MCP Python SDK and pytest (tests/python);
+#                               the Prometheus Python client, whose parser reads
+#                               /metrics (tests/all/mcp_http_metrics.rs)
 #   tests/clients/node_modules/ Node 22 (the `node` npm package), the official MCP
 #                               conformance suite and the MCP Inspector CLI
 #                               (tests/all/conformance.rs), from package-lock.json
@@ -19,6 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 python3 -m venv .venv
 .venv/bin/pip install -q mcp pytest
+.venv/bin/pip install -q prometheus-client==0.26.0
 .venv/bin/pip install -q oras==0.2.43 requests==2.34.2 bcrypt==5.0.0 cryptography==50.0.2
 .venv/bin/pip install -q kubernetes-validate==1.37.0
 # `npm install` with the committed lock (npm 11's `npm ci` refuses this lock over

@@ -36,6 +36,7 @@ mod load;
 mod mcp;
 mod mcp_http;
 mod mcp_http_health;
+mod mcp_http_metrics;
 mod mcp_modern;
 mod mcp_mrtr;
 mod mcp_robustness;

@@ -8,7 +8,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
-use toolhost_process::{ObservedSession, OutputOmission, SessionEvent, SessionObserver};
+use toolhost_process::{
+    ObservedSession, OutputOmission, SessionEvent, SessionEventKind, SessionObserver,
+};
+
+use crate::metrics::Metrics;
 
 /// What a tool call's sink receives while the call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,11 +72,13 @@ impl CallSinks {
 }
 
 /// The session engine's one observer, handing each event to every listener:
-/// the sink of the call the session runs for in the foreground
-/// ([`CallSinks`]), then `log` (the host-session event log's bridge).
+/// the host's metrics (sessions running and finished, output bytes), the
+/// sink of the call the session runs for in the foreground ([`CallSinks`]),
+/// then `log` (the host-session event log's bridge).
 pub(crate) struct Listeners {
     pub(crate) calls: Arc<CallSinks>,
     pub(crate) log: Arc<dyn SessionObserver>,
+    pub(crate) metrics: Metrics,
 }
 
 impl SessionObserver for Listeners {
@@ -81,12 +87,18 @@ impl SessionObserver for Listeners {
     }
 
     fn on_session_event(&self, session: &ObservedSession<'_>, event: &SessionEvent) {
-        if let (Some(tool_call_id), toolhost_process::SessionEventKind::Output(chunk)) =
-            (session.tool_call_id, &event.kind)
-        {
-            let bytes = chunk.data.len() as u64;
-            self.calls
-                .deliver(tool_call_id, CallProgress::Output { bytes });
+        match &event.kind {
+            SessionEventKind::Started(_) => self.metrics.session_started(),
+            SessionEventKind::Exited(status) => self.metrics.session_ended(&status.reason),
+            SessionEventKind::Output(chunk) => {
+                let bytes = chunk.data.len() as u64;
+                self.metrics.output(bytes);
+                if let Some(tool_call_id) = session.tool_call_id {
+                    self.calls
+                        .deliver(tool_call_id, CallProgress::Output { bytes });
+                }
+            }
+            _ => {}
         }
         self.log.on_session_event(session, event);
     }

@@ -22,6 +22,7 @@ use crate::contract::v0_2_0::client::CallClient;
 use crate::engine::{EngineOptions, Runtime};
 use crate::event_bridge::LogObserver;
 use crate::manifest::{Manifest, ManifestError};
+use crate::metrics::{CallOutcome, Metrics, ToolMetrics};
 use crate::permissions::Permissions;
 use crate::plugin::{
     CallError, Completions, LoadError, PolicyPlugin, PromptResult, RefusedOffer, RefusedTool,
@@ -295,6 +296,8 @@ pub struct ToolEntry {
     pub plugin: Arc<ToolPlugin>,
     /// Its description and JSON Schema.
     pub spec: ToolSpec,
+    /// Its calls' counters and latency histogram ([`Host::metrics`]).
+    pub metrics: ToolMetrics,
 }
 
 /// A plugin file of [`HostConfig::plugins_dir`] that was not loaded, and
@@ -327,6 +330,7 @@ pub struct Host {
     calls: Mutex<HashMap<String, CallSlot>>,
     /// The progress sinks of the calls in progress that have one.
     call_sinks: Arc<CallSinks>,
+    metrics: Metrics,
 }
 
 impl Host {
@@ -426,9 +430,11 @@ impl Host {
         // Process events go to the sink of the call they belong to and to the
         // event log side by side; the log is never read back for a live call.
         let call_sinks = Arc::new(CallSinks::default());
+        let metrics = Metrics::default();
         config.sessions.observer = Some(Arc::new(Listeners {
             calls: call_sinks.clone(),
             log: observer.clone(),
+            metrics: metrics.clone(),
         }));
         // The built-in bash is exempt from the per-plugin session quotas and may use
         // the slots kept for the host (`SessionsConfig::reserved_sessions`).
@@ -475,7 +481,8 @@ impl Host {
             .await
             .map_err(|e| StartError::Config(format!("starting the session engine: {e}")))?
             .map_err(|e| StartError::Config(e.to_string()))?;
-        let permissions = Permissions::new(policy, workspace);
+        let metrics = metrics.with_pool(crate::plugin::pool_use(&runtime));
+        let permissions = Permissions::new(policy, workspace).with_metrics(metrics.clone());
         // Request ids never repeat within one log: a resumed one continues above its highest.
         permissions.continue_request_ids_after(events.recovery().last_permission_request);
         permissions.set_observer(observer);
@@ -523,7 +530,7 @@ impl Host {
                 Err(e) => skip(&mut skipped, file, e.to_string()),
             }
         }
-        let (tools, mut refused) = merge_tools(&plugins);
+        let (tools, mut refused) = merge_tools(&plugins, &metrics);
         let tools: Vec<Arc<ToolEntry>> = tools.into_iter().map(Arc::new).collect();
         let tool_index = tools
             .iter()
@@ -563,7 +570,14 @@ impl Host {
             events,
             calls: Mutex::new(HashMap::new()),
             call_sinks,
+            metrics,
         })
+    }
+
+    /// The host's metric families (`crate::metrics`), for a front door to
+    /// register and serve.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// The host session's event log.
@@ -814,6 +828,7 @@ impl Host {
             client,
             progress,
         } = request;
+        let started = std::time::Instant::now();
         let tool_call_id = tool_call_id.as_str();
         let name = tool.name.as_str();
         let info = RunningCall {
@@ -870,6 +885,15 @@ impl Host {
             None => Err(ToolCallError::Cancelled(tool_call_id.to_string())),
             Some(outcome) => map_outcome(name, outcome),
         };
+        let counted = match &result {
+            Ok(r) if r.is_error => CallOutcome::Error,
+            Ok(_) => CallOutcome::Ok,
+            Err(ToolCallError::Cancelled(_)) => CallOutcome::Cancelled,
+            Err(ToolCallError::Plugin(_)) => CallOutcome::Failed,
+            Err(_) => CallOutcome::Usage,
+        };
+        tool.metrics
+            .record(counted, started.elapsed().as_secs_f64());
         self.events.append(match &result {
             Ok(r) => {
                 let text = r.render_terminal();
@@ -925,7 +949,10 @@ fn map_outcome(
 /// plugin can take the name the host gives another's colliding tool. A name
 /// still taken after that (which those rules leave impossible) refuses the
 /// later tool.
-fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> (Vec<ToolEntry>, Vec<RefusedTool>) {
+fn merge_tools(
+    plugins: &[Arc<ToolPlugin>],
+    metrics: &Metrics,
+) -> (Vec<ToolEntry>, Vec<RefusedTool>) {
     let is_builtin = |p: &ToolPlugin| p.id() == builtin::BASH_ID;
     let mut builtin_names: HashSet<&str> = HashSet::new();
     let mut offered_by: HashMap<&str, usize> = HashMap::new();
@@ -966,6 +993,7 @@ fn merge_tools(plugins: &[Arc<ToolPlugin>]) -> (Vec<ToolEntry>, Vec<RefusedTool>
                 continue;
             }
             entries.push(ToolEntry {
+                metrics: metrics.tool(&name, plugin.id()),
                 name,
                 plugin_tool: spec.name.clone(),
                 plugin: plugin.clone(),

@@ -46,6 +46,7 @@ mod host;
 mod inspect;
 mod installed;
 mod limits;
+mod metrics;
 mod permissions;
 mod plugin;
 mod uri_template;
@@ -58,6 +59,7 @@ pub use host::{
     ToolEntry, ToolResult, manifest_for,
 };
 pub use limits::{LimitExceeded, Limits};
+pub use metrics::{Metrics, ToolMetrics};
 
 // The contract: its versions, and 0.2.0's types, which are the runtime's (content,
 // resources, prompts, and the client channel a front door implements).

@@ -42,6 +42,7 @@ use toolhost_process::{
 };
 
 use crate::manifest::{ExecDenial, ExecRequest, Manifest};
+use crate::metrics::{DecisionSource, Metrics};
 
 /// Who asks to start a process: the plugin, the tool call, and the plugin's
 /// manifest (its exec grants).
@@ -145,6 +146,27 @@ pub enum StartRefused {
     Session(SessionError),
 }
 
+impl StartRefused {
+    /// The `kind` label of `toolhost_denials_total`: the [`DeniedBy`] step
+    /// (`manifest`, `policy`, `host_rule`, `approver`, `quota`), or for the
+    /// engine's refusals `quota` (a resource limit), `io` or `invalid_request`
+    /// (the hard rules).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StartRefused::Denied(d) => match d.by {
+                DeniedBy::Manifest => "manifest",
+                DeniedBy::Policy => "policy",
+                DeniedBy::HostRule => "host_rule",
+                DeniedBy::Approver => "approver",
+                DeniedBy::Quota => "quota",
+            },
+            StartRefused::Session(SessionError::ResourceLimit(_)) => "quota",
+            StartRefused::Session(SessionError::Io(_)) => "io",
+            StartRefused::Session(_) => "invalid_request",
+        }
+    }
+}
+
 /// The start gate every process start from a plugin passes, whatever its contract
 /// version (ARCHITECTURE.md, invariant "No plugin spawns without the pipeline"), in
 /// an order nothing can skip:
@@ -165,17 +187,25 @@ pub async fn start_process(
     caller: &Caller,
     request: StartRequest,
 ) -> Result<SessionId, StartRefused> {
-    let resolved = sessions
-        .resolve(request, &who.manifest.sandbox_policy())
-        .map_err(StartRefused::Session)?;
-    permissions
-        .check_start(who, &resolved)
-        .await
-        .map_err(StartRefused::Denied)?;
-    sessions
-        .spawn(caller, resolved)
-        .await
-        .map_err(StartRefused::Session)
+    let resolved = match sessions.resolve(request, &who.manifest.sandbox_policy()) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            let refused = StartRefused::Session(e);
+            permissions.metrics.refused(refused.kind());
+            return Err(refused);
+        }
+    };
+    let started = match permissions.check_start(who, &resolved).await {
+        Ok(()) => sessions
+            .spawn(caller, resolved)
+            .await
+            .map_err(StartRefused::Session),
+        Err(denial) => Err(StartRefused::Denied(denial)),
+    };
+    if let Err(refused) = &started {
+        permissions.metrics.refused(refused.kind());
+    }
+    started
 }
 
 /// What a [`Policy`] decides on (the WIT `permission-request` with a
@@ -388,6 +418,7 @@ pub struct Permissions {
     remembered: Mutex<Vec<(String, ApprovalOutcome)>>,
     observer: Mutex<Option<Arc<dyn PermissionObserver>>>,
     next_request: AtomicU64,
+    metrics: Metrics,
 }
 
 impl Permissions {
@@ -400,7 +431,14 @@ impl Permissions {
             remembered: Mutex::new(Vec::new()),
             observer: Mutex::new(None),
             next_request: AtomicU64::new(1),
+            metrics: Metrics::default(),
         }
+    }
+
+    /// This pipeline, counting its decisions and refusals in `metrics`
+    /// (`toolhost_permission_decisions_total`, `toolhost_denials_total`).
+    pub(crate) fn with_metrics(self, metrics: Metrics) -> Permissions {
+        Permissions { metrics, ..self }
     }
 
     /// Numbers new permission requests above `last` (a resumed host session's
@@ -439,16 +477,28 @@ impl Permissions {
         who: &Requester<'_>,
         request: &ResolvedStart,
     ) -> Result<(), Denial> {
+        let (source, decided) = self.decide_start(who, request).await;
+        self.metrics.decision(source, decided.is_ok());
+        decided
+    }
+
+    /// [`Permissions::check_start`], and which step decided.
+    async fn decide_start(
+        &self,
+        who: &Requester<'_>,
+        request: &ResolvedStart,
+    ) -> (DecisionSource, Result<(), Denial>) {
         let command = &request.request.command;
         let shell = request.shell.to_string_lossy();
-        who.manifest
-            .check_exec(&ExecRequest {
-                command,
-                shell: &shell,
-                env: &request.request.env,
-                feeds_stdin: !matches!(request.request.stdin, StdinMode::Closed),
-            })
-            .map_err(Denial::from)?;
+        let granted = who.manifest.check_exec(&ExecRequest {
+            command,
+            shell: &shell,
+            env: &request.request.env,
+            feeds_stdin: !matches!(request.request.stdin, StdinMode::Closed),
+        });
+        if let Err(e) = granted {
+            return (DecisionSource::Manifest, Err(Denial::from(e)));
+        }
         let key = remember_key(request);
         let cwd = request.cwd.display().to_string();
         let req = PermissionRequest {
@@ -462,15 +512,23 @@ impl Permissions {
             shell: request.shell.display().to_string(),
         };
         let prompt = match self.policy.decide(&req).await {
-            Ok(Decision::Allow) => return Ok(()),
-            Ok(Decision::Deny(reason)) => return Err(Denial::new(DeniedBy::Policy, reason)),
+            Ok(Decision::Allow) => return (DecisionSource::Policy, Ok(())),
+            Ok(Decision::Deny(reason)) => {
+                return (
+                    DecisionSource::Policy,
+                    Err(Denial::new(DeniedBy::Policy, reason)),
+                );
+            }
             Ok(Decision::Ask(prompt)) => prompt,
             // Fail closed: a policy that traps or hits a limit denies.
             Err(e) => {
-                return Err(Denial::new(
-                    DeniedBy::HostRule,
-                    format!("the policy plugin failed ({e})"),
-                ));
+                return (
+                    DecisionSource::PolicyFailed,
+                    Err(Denial::new(
+                        DeniedBy::HostRule,
+                        format!("the policy plugin failed ({e})"),
+                    )),
+                );
             }
         };
         let approval = ApprovalRequest {
@@ -499,7 +557,10 @@ impl Permissions {
         };
         if let Some(outcome) = self.remembered(&key) {
             guard.resolve(outcome, "remembered");
-            return decide_outcome(outcome, "remembered for this host session");
+            return (
+                DecisionSource::Remembered,
+                decide_outcome(outcome, "remembered for this host session"),
+            );
         }
         let approvers: Vec<_> = self
             .approvers
@@ -519,12 +580,13 @@ impl Permissions {
                         .push((key.clone(), outcome));
                 }
                 guard.resolve(outcome, &answer.by);
-                return match answer.reason {
+                let decided = match answer.reason {
                     Some(reason) if !outcome.allows() => {
                         Err(Denial::new(DeniedBy::Approver, reason))
                     }
                     _ => decide_outcome(outcome, &answer.by),
                 };
+                return (DecisionSource::Approver, decided);
             }
         }
         guard.resolve(ApprovalOutcome::RejectOnce, "no-approver");
@@ -534,7 +596,7 @@ impl Permissions {
             .filter(|l| !l.starts_with("Answer "))
             .collect::<Vec<_>>()
             .join("\n");
-        Err(Denial::new(
+        let denial = Denial::new(
             DeniedBy::Approver,
             format!(
                 "the policy asks before running this, and no approver is available (no TTY, \
@@ -542,7 +604,8 @@ impl Permissions {
                  without asking, add a matching pattern to the `allow` list of the --policy \
                  file. The policy's question:\n{question}"
             ),
-        ))
+        );
+        (DecisionSource::NoApprover, Err(denial))
     }
 
     fn remembered(&self, key: &str) -> Option<ApprovalOutcome> {

@@ -38,6 +38,7 @@ use crate::contract::v0_2_0::client::ClientState;
 use crate::engine::PoolShares;
 use crate::engine::{EngineOptions, Runtime};
 use crate::limits::LimitExceeded;
+use crate::metrics::PoolUse;
 
 /// Which of the policy's two shares of the pool ([`PoolShares`]) a decision
 /// takes its slot from.
@@ -78,6 +79,8 @@ pub(super) struct Pool {
     /// Third-party plugins' ready instances ([`Spare`]) by plugin id, given
     /// up when the third-party share or that plugin's quota is full.
     spares: Mutex<Vec<RegisteredSpare>>,
+    /// The slots held by calls and by ready instances, for the host's metrics.
+    usage: PoolUse,
 }
 
 /// A third-party plugin's ready-instance holder, by plugin id.
@@ -102,6 +105,50 @@ pub(super) struct CallPermit {
     counted: Option<(Arc<Pool>, Arc<str>)>,
     /// The slot of a built-in plugin's share, freed on drop.
     _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    _in_use: Held,
+}
+
+/// One slot counted in a gauge of [`PoolUse`] from its making to its drop:
+/// a [`CallPermit`]'s in `in_use`; a [`Ready`] instance's moves its permit's
+/// count from `in_use` to `idle` while it waits.
+struct Held(prometheus_client::metrics::gauge::Gauge);
+
+impl Held {
+    fn new(gauge: &prometheus_client::metrics::gauge::Gauge) -> Held {
+        gauge.inc();
+        Held(gauge.clone())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The mark of an instance waiting for its call or decision with its slot (a
+/// [`Ready`] instance, a policy plugin's idle one): its permit's slot counts
+/// as `idle`, not `in_use`, from the mark's making to its drop.
+pub(super) struct IdleMark {
+    _idle: Held,
+    in_use: prometheus_client::metrics::gauge::Gauge,
+}
+
+impl IdleMark {
+    /// Moves one slot of `usage` from `in_use` to `idle` until dropped.
+    pub(super) fn new(usage: &PoolUse) -> IdleMark {
+        usage.in_use.dec();
+        IdleMark {
+            _idle: Held::new(&usage.idle),
+            in_use: usage.in_use.clone(),
+        }
+    }
+}
+
+impl Drop for IdleMark {
+    fn drop(&mut self) {
+        self.in_use.inc();
+    }
 }
 
 impl Drop for CallPermit {
@@ -119,12 +166,14 @@ impl Drop for CallPermit {
     }
 }
 
-/// Waits for a slot of `share` (a semaphore that is never closed).
-async fn wait_for_slot(share: &Arc<tokio::sync::Semaphore>) -> CallPermit {
+/// Waits for a slot of `share` (a semaphore that is never closed), counted
+/// in `usage`.
+async fn wait_for_slot(share: &Arc<tokio::sync::Semaphore>, usage: &PoolUse) -> CallPermit {
     let slot = share.clone().acquire_owned().await.ok();
     CallPermit {
         counted: None,
         _slot: slot,
+        _in_use: Held::new(&usage.in_use),
     }
 }
 
@@ -153,7 +202,13 @@ impl Pool {
             policy_builtin: semaphore(shares.policy_builtin),
             policy_third_party: semaphore(shares.policy_third_party),
             spares: Mutex::default(),
+            usage: PoolUse::default(),
         }
+    }
+
+    /// The gauges of the slots held by calls and by ready instances.
+    pub(super) fn usage(&self) -> &PoolUse {
+        &self.usage
     }
 
     /// Admits one policy decision on a start asked for by plugin `requester`
@@ -161,7 +216,11 @@ impl Pool {
     /// long as the returned permit lives: it waits for a slot of the policy's
     /// share for built-in or for third-party requesters ([`PoolShares`]).
     pub(super) async fn admit_decision(&self, requester: &str) -> CallPermit {
-        wait_for_slot(self.decision_semaphore(DecisionShare::of(requester))).await
+        wait_for_slot(
+            self.decision_semaphore(DecisionShare::of(requester)),
+            &self.usage,
+        )
+        .await
     }
 
     /// How many slots of the policy's `share` are free now: decisions that
@@ -191,10 +250,10 @@ impl Pool {
     /// 16); wait for one to end``.
     pub(super) async fn admit(self: &Arc<Self>, plugin: &str) -> Result<CallPermit, String> {
         if plugin == BASH_ID {
-            return Ok(wait_for_slot(&self.builtin).await);
+            return Ok(wait_for_slot(&self.builtin, &self.usage).await);
         }
         if plugin == POLICY_ID {
-            return Ok(wait_for_slot(&self.policy_builtin).await);
+            return Ok(wait_for_slot(&self.policy_builtin, &self.usage).await);
         }
         // A full share (or quota) first takes back the slots of ready
         // instances ([`Spare`]): any third-party plugin's for the share, the
@@ -239,6 +298,7 @@ impl Pool {
         Some(CallPermit {
             counted: None,
             _slot: Some(slot),
+            _in_use: Held::new(&self.usage.in_use),
         })
     }
 
@@ -298,6 +358,7 @@ impl Pool {
         Ok(CallPermit {
             counted: Some((self.clone(), plugin)),
             _slot: None,
+            _in_use: Held::new(&self.usage.in_use),
         })
     }
 }
@@ -316,8 +377,10 @@ pub(super) struct Instance {
 
 /// An instance made ahead of its call: a store from [`blank_store`] (no call
 /// data yet) and the instance in it, with the pool slot it holds. Only the
-/// component's start code has run in it.
+/// component's start code has run in it. Its slot counts as idle until it is
+/// dropped or taken apart for its call.
 struct Ready {
+    _idle: IdleMark,
     store: Store<CallState>,
     bindings: ToolInstance,
     permit: CallPermit,
@@ -463,6 +526,7 @@ impl ToolInstances {
                 mut store,
                 bindings,
                 permit,
+                ..
             }) => {
                 attach(&mut store, call, services, client)?;
                 Instance {
@@ -538,6 +602,7 @@ impl ToolInstances {
             };
             match made {
                 Ok((store, bindings)) => slot.put(Ready {
+                    _idle: IdleMark::new(&pool.usage),
                     store,
                     bindings,
                     permit,

@@ -32,6 +32,12 @@ use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
 pub use guest_log::GuestLog;
+
+/// The instance pool gauges of `runtime` (`instances.rs`, `Pool`), shared by
+/// every plugin loaded on it, for the host's metrics.
+pub(crate) fn pool_use(runtime: &crate::engine::Runtime) -> crate::metrics::PoolUse {
+    instances::Pool::of(runtime).usage().clone()
+}
 pub use offers::{MAX_LABEL_BYTES, OfferKind, RefusedOffer, uri_error};
 pub use policy::PolicyPlugin;
 pub use store::CallState;

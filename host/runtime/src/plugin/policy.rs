@@ -62,7 +62,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime::Store;
 
-use super::instances::{CallPermit, DecisionShare, Pool};
+use super::instances::{CallPermit, DecisionShare, IdleMark, Pool};
 use super::store::{new_store, restart_call};
 use super::{
     CallError, CallState, LoadError, PluginKind, Prepared, prepare, with_stderr_tail, within_wall,
@@ -95,6 +95,8 @@ pub const MAX_DECISIONS_PER_INSTANCE: u32 = 256;
 struct Idle {
     // Field order is drop order: the store (and its pool slot) goes before
     // the permit that admits another call to that slot.
+    /// Its slot counts as idle in the host's metrics while it waits.
+    _idle: IdleMark,
     store: Store<CallState>,
     bindings: policy_plugin::PolicyPlugin,
     /// Decisions this instance has served.
@@ -260,6 +262,7 @@ impl PolicyPlugin {
                 bindings,
                 decisions,
                 _permit,
+                ..
             }) => {
                 restart_call(&mut store);
                 (_permit, store, Some(bindings), decisions)
@@ -285,6 +288,7 @@ impl PolicyPlugin {
                 self.keep(
                     share,
                     Idle {
+                        _idle: IdleMark::new(Pool::of(&self._runtime).usage()),
                         store,
                         bindings,
                         decisions: decisions + 1,

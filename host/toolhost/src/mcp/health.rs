@@ -13,6 +13,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -34,11 +35,20 @@ pub fn is_endpoint(path: &str) -> bool {
     matches!(path, HEALTH_PATH | READY_PATH | INFO_PATH)
 }
 
-/// What `/ready` checks beyond the [`Host`]: whether the server is draining.
+/// How long a `state_dir_writable` answer is reused (1 s): the probe file
+/// is written at most once per second, however many requests `/ready` gets
+/// (it needs no token, so anyone who reaches the port can send them).
+pub const WRITABLE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What `/ready` checks beyond the [`Host`]: whether the server is draining,
+/// and the last `state_dir_writable` answer.
 #[derive(Debug, Default)]
 pub struct Readiness {
     draining: AtomicBool,
     probes: AtomicU64,
+    /// When `state_dir_writable` was last probed, and its answer; requests
+    /// that come while one probes wait for its answer.
+    writable: tokio::sync::Mutex<Option<(Instant, bool)>>,
 }
 
 impl Readiness {
@@ -54,24 +64,39 @@ impl Readiness {
     ///   once they are; the HTTP listener binds after it) and at least one
     ///   tool is served;
     /// - `state_dir_writable`: a file can be created, written and removed in
-    ///   the state dir now (`.ready-<pid>-<n>`, removed at once);
+    ///   the state dir (`.ready-<pid>-<n>`, removed at once), probed at most
+    ///   once per [`WRITABLE_CHECK_INTERVAL`];
     /// - `sandbox_probed`: the kernel probe has run and the operator's
     ///   sandbox is prepared (`Sessions::new`, inside [`Host::new`], does
     ///   both before the host exists);
     /// - `accepting`: no stop (control `stop`, SIGTERM, SIGINT, SIGHUP) has
     ///   begun ([`Readiness::drain`]).
     pub async fn check(&self, host: &Host) -> Vec<(&'static str, bool)> {
-        let state_dir = host.config().sessions.state_dir.clone();
-        let n = self.probes.fetch_add(1, Ordering::Relaxed);
-        let writable = tokio::task::spawn_blocking(move || state_dir_writable(&state_dir, n))
-            .await
-            .unwrap_or(false);
+        let writable = self.writable(&host.config().sessions.state_dir).await;
         vec![
             ("plugins_loaded", !host.tools().is_empty()),
             ("state_dir_writable", writable),
             ("sandbox_probed", true),
             ("accepting", !self.draining.load(Ordering::SeqCst)),
         ]
+    }
+
+    /// `state_dir_writable`: the last answer if it is younger than
+    /// [`WRITABLE_CHECK_INTERVAL`], else a new probe.
+    async fn writable(&self, state_dir: &Path) -> bool {
+        let mut last = self.writable.lock().await;
+        if let Some((at, writable)) = *last
+            && at.elapsed() < WRITABLE_CHECK_INTERVAL
+        {
+            return writable;
+        }
+        let state_dir = state_dir.to_path_buf();
+        let n = self.probes.fetch_add(1, Ordering::Relaxed);
+        let writable = tokio::task::spawn_blocking(move || state_dir_writable(&state_dir, n))
+            .await
+            .unwrap_or(false);
+        *last = Some((Instant::now(), writable));
+        writable
     }
 }
 
@@ -179,5 +204,28 @@ pub async fn answer(
         }
         INFO_PATH => (StatusCode::OK, info(host)),
         _ => (StatusCode::OK, json!({"status": "ok"})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_state_dir_is_probed_at_most_once_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let readiness = Readiness::default();
+        for _ in 0..50 {
+            assert!(readiness.writable(dir.path()).await);
+        }
+        assert_eq!(readiness.probes.load(Ordering::Relaxed), 1);
+        // An answer older than the interval is probed again.
+        let past = Instant::now().checked_sub(WRITABLE_CHECK_INTERVAL * 2);
+        if let Some(past) = past {
+            *readiness.writable.lock().await = Some((past, true));
+            assert!(readiness.writable(dir.path()).await);
+            assert_eq!(readiness.probes.load(Ordering::Relaxed), 2);
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -26,7 +26,8 @@
 //!    Bearer realm="toolhost"`. The token is never logged.
 //! 3. The path: [`health::HEALTH_PATH`], [`health::READY_PATH`] and
 //!    [`health::INFO_PATH`] are answered by [`health`] without a token (so
-//!    before step 2; they reveal nothing sensitive); anything else but
+//!    before step 2; they reveal nothing sensitive); after it
+//!    [`metrics::METRICS_PATH`] is answered by [`metrics`]; anything else but
 //!    [`MCP_PATH`] is `404`.
 //! 4. The body: at most [`MAX_MESSAGE_BYTES`], else `413` with a JSON-RPC
 //!    `-32600` body. A `POST` body is classified like a stdio line
@@ -67,6 +68,7 @@ use tokio_util::sync::CancellationToken;
 use toolhost_runtime::Host;
 
 use super::health::{self, Readiness};
+use super::metrics::{self, HttpMetrics};
 use super::{
     CancelledSet, Incoming, MAX_MESSAGE_BYTES, McpServer, Shared, classify, codes, record_cancel,
 };
@@ -328,9 +330,11 @@ impl HttpServer {
             config.disable_allowed_hosts()
         };
         let factory_shared = shared.clone();
+        let manager = Arc::new(LocalSessionManager::default());
+        let metrics = HttpMetrics::new(&shared.host, manager.clone());
         let mcp = StreamableHttpService::new(
             move || Ok(McpServer::new(factory_shared.clone())),
-            Arc::new(LocalSessionManager::default()),
+            manager,
             config,
         );
         let readiness = Arc::new(Readiness::default());
@@ -341,6 +345,7 @@ impl HttpServer {
             loopback,
             token: self.options.token.clone(),
             cancelled,
+            metrics,
         });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut stop = std::pin::pin!(stop);
@@ -410,6 +415,7 @@ struct Front {
     loopback: bool,
     token: Option<BearerToken>,
     cancelled: CancelledSet,
+    metrics: HttpMetrics,
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -452,11 +458,29 @@ fn normalize(host: &str) -> String {
 }
 
 impl Front {
+    /// The answer to `request`, counted by status; an SSE stream is counted
+    /// open until its body is dropped.
     async fn handle(&self, request: Request<IncomingBody>) -> Response<Body> {
-        match self.handle_checked(request).await {
+        let response = match self.handle_checked(request).await {
             Ok(response) => response,
             Err(refused) => *refused,
+        };
+        self.metrics.response(response.status().as_u16());
+        let is_sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        if !is_sse {
+            return response;
         }
+        let open = self.metrics.stream_opened();
+        response.map(|body| {
+            body.map_frame(move |frame| {
+                let _open = &open;
+                frame
+            })
+            .boxed()
+        })
     }
 
     /// The host name of the `Host` header, when acceptable.
@@ -525,6 +549,27 @@ impl Front {
         Err(Box::new(response))
     }
 
+    /// `GET /metrics`: every family as OpenMetrics text; `405` otherwise.
+    async fn answer_metrics(&self, method: &http::Method) -> Response<Body> {
+        if method != http::Method::GET {
+            let mut response = json_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &serde_json::json!({"error": "method not allowed", "allow": "GET"}),
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET"));
+            return response;
+        }
+        let text = self.metrics.encode().await;
+        let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(metrics::CONTENT_TYPE),
+        );
+        response
+    }
+
     async fn handle_checked(
         &self,
         request: Request<IncomingBody>,
@@ -548,6 +593,9 @@ impl Front {
             return Ok(response);
         }
         self.check_token(request.headers())?;
+        if request.uri().path() == metrics::METRICS_PATH {
+            return Ok(self.answer_metrics(request.method()).await);
+        }
         if request.uri().path() != MCP_PATH {
             return Err(Box::new(plain(
                 StatusCode::NOT_FOUND,

@@ -97,6 +97,7 @@ mod client;
 mod era;
 pub mod health;
 pub mod http;
+pub mod metrics;
 mod mrtr;
 mod offers;
 pub mod stdio;
