@@ -538,3 +538,32 @@ fn the_typescript_client_answers_a_plugin_elicitation_through_mrtr() {
         );
     }
 }
+
+/// A modern `prompts/get` of a plugin prompt that elicits is an
+/// `input_required` result too (`elicitation-1`); the retry's answer
+/// resumes the prompt, whose message carries it.
+#[tokio::test]
+async fn a_plugin_prompt_asks_through_mrtr_on_prompts_get() {
+    let (ws, state) = dirs();
+    let s = serve_conformance(ws.path(), state.path());
+    let name = "test_input_required_result_prompt";
+    let m = modern_meta("2026-07-28", json!({"elicitation": {}}));
+    let r1 = exchange(
+        &s,
+        json!(1),
+        "prompts/get",
+        json!({"name": name, "_meta": m}),
+    )
+    .await;
+    assert_eq!(keys(&r1), ["elicitation-1"], "{r1}");
+    let retry = json!({"name": name, "_meta": m, "requestState": r1["result"]["requestState"],
+        "inputResponses": {"elicitation-1": {"action": "accept", "content": {"context": "tests"}}}});
+    let done = exchange(&s, json!(2), "prompts/get", retry).await;
+    assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
+    assert_eq!(
+        done["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Use this context: tests"}}]),
+        "{done}"
+    );
+    s.close().await.unwrap();
+}

@@ -462,54 +462,6 @@ impl McpServer {
         by_client || (modern && context.extensions.get::<::http::request::Parts>().is_some())
     }
 
-    /// Waits for a modern call: its result, or its next questions (an
-    /// `input_required` result asking those whose capability the request's
-    /// `_meta` declares, `mrtr.rs`), or the request's cancellation.
-    async fn wait_modern(
-        &self,
-        mut running: mrtr::Running,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        enum Next {
-            Done(Result<toolhost_runtime::ToolResult, ToolCallError>),
-            Ask(Box<mrtr::Ask>),
-            Ended,
-        }
-        let caps = context.meta.client_capabilities();
-        loop {
-            let next = tokio::select! {
-                r = &mut running.result => match r {
-                    Ok(r) => Next::Done(r),
-                    Err(_) => return Err(McpError::internal_error("the tool call task ended without a result", None)),
-                },
-                Some(ask) = running.asks.recv() => Next::Ask(Box::new(ask)),
-                () = context.ct.cancelled() => Next::Ended,
-            };
-            match next {
-                Next::Done(r) => match running.missing_capability(&r) {
-                    Some(missing) => return Err(missing),
-                    None => return to_mcp_result(r, true),
-                },
-                Next::Ask(ask) => {
-                    match self.shared.questions.suspend(running, *ask, caps.as_ref()) {
-                        Ok(input) => return Ok(input.into()),
-                        Err(back) => running = back,
-                    }
-                }
-                Next::Ended => {
-                    let tool_call_id = &running.tool_call_id;
-                    if self.cancelled_by_client(context, true) {
-                        tracing::info!(%tool_call_id, "cancelled by the client");
-                        running.cancel.notify_one();
-                    } else {
-                        tracing::info!(%tool_call_id, "the client went away; the call keeps running");
-                    }
-                    return Err(McpError::internal_error("request cancelled", None));
-                }
-            }
-        }
-    }
-
     /// The MCP tool list (name, description, input schema, annotations), in
     /// the host's order (fixed at start-up: the same on every call, as MCP
     /// 2026-07-28 asks of `tools/list`).
@@ -717,6 +669,7 @@ impl ServerHandler for McpServer {
         // A retry that answers a permission question resumes its call.
         if modern && let Some(state) = &request.request_state {
             let running = match self.shared.questions.resume(
+                mrtr::TOOLS_CALL,
                 &request.name,
                 state,
                 request.input_responses.as_ref(),
@@ -724,7 +677,7 @@ impl ServerHandler for McpServer {
                 Ok(running) => running,
                 Err(asked_again) => return Ok(asked_again.into()),
             };
-            return self.wait_modern(running, &context).await;
+            return mrtr::tool_response(self.wait_modern(running, &context).await?);
         }
         // The one lookup of the tool: the entry travels with the call.
         let Some(tool) = host.tool(&request.name) else {
@@ -808,18 +761,15 @@ impl ServerHandler for McpServer {
             // A retry of the request may be the one to get the result.
             let (tx, rx) = tokio::sync::oneshot::channel();
             tokio::spawn(async move {
-                let _ = tx.send(call.await);
+                let _ = tx.send(mrtr::Outcome::Tool(call.await));
             });
-            let running = mrtr::Running {
-                result: rx,
-                asks,
-                tool: request.name.to_string(),
-                tool_call_id,
-                cancel,
-                asked: 0,
-                missing: Vec::new(),
-            };
-            let response = self.wait_modern(running, &context).await;
+            let running =
+                mrtr::Running::new(rx, asks, mrtr::TOOLS_CALL, &request.name, tool_call_id)
+                    .with_cancel(cancel);
+            let response = self
+                .wait_modern(running, &context)
+                .await
+                .and_then(mrtr::tool_response);
             if let Some(p) = progress {
                 p.abort();
             }
@@ -940,6 +890,9 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if era::is_modern(&context) {
+            return self.get_prompt_modern(request, context).await;
+        }
         let arguments = offers::string_arguments(request.arguments.as_ref())?;
         let client: Arc<dyn toolhost_runtime::CallClient> = self.client_for(&context, None);
         let _guard = self.shared.inflight.enter();

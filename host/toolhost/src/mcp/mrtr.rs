@@ -1,5 +1,5 @@
-//! Questions asked during a 2026-07-28 `tools/call`, as Multi Round-Trip
-//! Requests (MCP 2026-07-28, "Multi Round-Trip Requests"; the revision has
+//! Questions asked during a 2026-07-28 `tools/call` (or a plugin prompt's
+//! `prompts/get`, [`PROMPTS_GET`]), as Multi Round-Trip Requests (MCP 2026-07-28, "Multi Round-Trip Requests"; the revision has
 //! no server-to-client requests): the host's permission question (a policy
 //! `ask`) and a contract 0.2.0 plugin's `client.elicit` and `client.sample`
 //! are not sent as `elicitation/create` / `sampling/createMessage` but
@@ -18,8 +18,8 @@
 //! `-32021` naming the capability ([`Running::missing_capability`]).
 //!
 //! `requestState` is rmcp's [`RequestStateCodec`] (HMAC-SHA256) over a
-//! random handle of the pending questions, bound to the tool name and
-//! expiring after [`QUESTION_TTL`]; the key, 32 random bytes, is kept in the
+//! random handle of the pending questions, bound to the method and the
+//! tool (or prompt) name and expiring after [`QUESTION_TTL`]; the key, 32 random bytes, is kept in the
 //! state dir ([`KEY_FILE`], mode 0600) and made on first use. A tampered,
 //! expired or foreign state, or one already used (the handle is taken out
 //! once), is `-32602` and runs nothing; so is one longer than
@@ -53,12 +53,14 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResponse, GetPromptRequestParams, GetPromptResponse};
 use rmcp::model::{
     ClientCapabilities, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
     InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
     SealOptions,
 };
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -278,39 +280,83 @@ async fn ask_on(
     }
 }
 
-/// A modern call in progress, as the `tools/call` handler waits on it.
+/// The method of a modern `tools/call`, as [`Running::method`].
+pub(crate) const TOOLS_CALL: &str = "tools/call";
+/// The method of a modern `prompts/get`, as [`Running::method`].
+pub(crate) const PROMPTS_GET: &str = "prompts/get";
+
+/// What a suspended request settles with.
+pub(crate) enum Outcome {
+    /// A `tools/call`'s host call.
+    Tool(Result<ToolResult, ToolCallError>),
+    /// A `prompts/get`'s plugin prompt.
+    Prompt(Result<toolhost_runtime::PromptResult, toolhost_runtime::RequestError>),
+}
+
+/// A modern request in progress (a `tools/call`, or a `prompts/get`), as
+/// its handler waits on it.
 pub(crate) struct Running {
-    /// The call's settled result.
-    pub result: oneshot::Receiver<Result<ToolResult, ToolCallError>>,
+    /// The request's settled result.
+    result: oneshot::Receiver<Outcome>,
     /// Its asks.
-    pub asks: mpsc::UnboundedReceiver<Ask>,
-    /// The tool it calls.
-    pub tool: String,
+    asks: mpsc::UnboundedReceiver<Ask>,
+    /// Its method ([`TOOLS_CALL`], [`PROMPTS_GET`]): a `requestState` is
+    /// bound to it and [`Running::tool`].
+    method: &'static str,
+    /// The tool (or prompt) it calls.
+    tool: String,
     /// The call's id, for logs.
-    pub tool_call_id: String,
+    tool_call_id: String,
     /// Kills the call's foreground processes ([`toolhost_runtime::CallRequest::cancel`]).
-    pub cancel: Arc<tokio::sync::Notify>,
+    cancel: Arc<tokio::sync::Notify>,
     /// How many questions the call has asked so far (for their keys).
-    pub asked: usize,
+    asked: usize,
     /// The capabilities a plugin question needed that a request did not
     /// declare.
-    pub missing: Vec<Kind>,
+    missing: Vec<Kind>,
 }
 
 impl Running {
+    /// Request `method` of `name`, with id `tool_call_id` (for logs),
+    /// settling on `result`, asking on `asks` ([`Questions::route`]).
+    pub(crate) fn new(
+        result: oneshot::Receiver<Outcome>,
+        asks: mpsc::UnboundedReceiver<Ask>,
+        method: &'static str,
+        name: &str,
+        tool_call_id: String,
+    ) -> Running {
+        Running {
+            result,
+            asks,
+            method,
+            tool: name.to_string(),
+            tool_call_id,
+            cancel: Arc::default(),
+            asked: 0,
+            missing: Vec::new(),
+        }
+    }
+
+    /// This request, whose cancellation notifies `cancel`.
+    pub(crate) fn with_cancel(mut self, cancel: Arc<tokio::sync::Notify>) -> Running {
+        self.cancel = cancel;
+        self
+    }
+
     /// The `-32021` (MCP 2026-07-28 schema,
     /// `MissingRequiredClientCapabilityError`: a server must not rely on a
     /// capability the client did not declare) of a call that failed
-    /// (`isError`, or a call error) after a plugin question was not asked
+    /// (`isError`, or an error) after a plugin question was not asked
     /// for want of a capability; its `data.requiredCapabilities` names
     /// those capabilities. `None` for a call that did not fail, or asked for
     /// nothing undeclared: a plugin that goes on without the answer
     /// succeeds as usual.
-    pub(crate) fn missing_capability(
-        &self,
-        result: &Result<ToolResult, ToolCallError>,
-    ) -> Option<McpError> {
-        let failed = result.as_ref().map_or(true, |r| r.is_error);
+    pub(crate) fn missing_capability(&self, outcome: &Outcome) -> Option<McpError> {
+        let failed = match outcome {
+            Outcome::Tool(r) => r.as_ref().map_or(true, |r| r.is_error),
+            Outcome::Prompt(r) => r.is_err(),
+        };
         if !failed || self.missing.is_empty() {
             return None;
         }
@@ -582,10 +628,11 @@ impl Questions {
             return Err(p.running);
         };
         // Valid until the questions' own deadline, however often they are asked.
+        let bound = format!("{} {}", p.running.method, p.running.tool);
         let state = self.codec.seal_with(
             handle.as_bytes(),
             &SealOptions::new()
-                .associated_data(p.running.tool.as_bytes())
+                .associated_data(bound.as_bytes())
                 .ttl(p.expires - now),
         );
         let requests: InputRequests = p
@@ -612,7 +659,8 @@ impl Questions {
         n
     }
 
-    /// The retry of a `tools/call` of `tool` with `state` and `responses`:
+    /// The retry of a request `method` (a `tools/call`, a `prompts/get`) of
+    /// `tool` (the tool or prompt) with `state` and `responses`:
     /// each answer (the response under a question's key, when it is a
     /// result of the question's kind: [`Kind::answered_by`]) goes to its
     /// question, and the call is returned to be waited on (`Ok(Ok(_))`);
@@ -621,11 +669,12 @@ impl Questions {
     ///
     /// Errors: `-32602` for a state longer than [`MAX_REQUEST_STATE_BYTES`]
     /// (not decoded), one that fails verification, has expired, was made
-    /// for another tool, or names no pending question (answered already,
+    /// for another tool (or prompt, or method), or names no pending question (answered already,
     /// refused, or from another process); each logged at `warn` with the
     /// reason and the tool name only.
     pub(crate) fn resume(
         &self,
+        method: &str,
         tool: &str,
         state: &str,
         responses: Option<&InputResponses>,
@@ -651,7 +700,8 @@ impl Questions {
                 None,
             ));
         }
-        let handle = self.codec.open_with(state, tool.as_bytes()).map_err(|e| {
+        let bound = format!("{method} {tool}");
+        let handle = self.codec.open_with(state, bound.as_bytes()).map_err(|e| {
             tracing::warn!(tool = %tool_name, "refused a requestState: {e}");
             invalid()
         })?;
@@ -794,5 +844,147 @@ impl toolhost_runtime::Approver for Questions {
                 Settled::Withdrawn => withdrawn(),
             }
         })
+    }
+}
+
+/// How waiting on a modern request ended ([`super::McpServer::wait_modern`]).
+pub(crate) enum Waited {
+    /// It settled.
+    Done(Outcome),
+    /// It asks: the `input_required` result to answer with.
+    Input(InputRequiredResult),
+}
+
+/// A modern `tools/call`'s response once waited on: its result
+/// (`super::to_mcp_result`) or `input_required`.
+pub(crate) fn tool_response(waited: Waited) -> Result<CallToolResponse, McpError> {
+    match waited {
+        Waited::Done(Outcome::Tool(r)) => super::to_mcp_result(r, true),
+        Waited::Done(Outcome::Prompt(_)) => Err(McpError::internal_error(
+            "a tools/call settled as a prompt",
+            None,
+        )),
+        Waited::Input(input) => Ok(input.into()),
+    }
+}
+
+impl super::McpServer {
+    /// Waits for a modern request: its result, or its next questions (an
+    /// `input_required` result asking those whose capability the request's
+    /// `_meta` declares), or the request's cancellation (`-32603`; the call
+    /// is cancelled when the client asked for it, and otherwise goes on).
+    ///
+    /// Errors: `-32021` for a request that failed after a question it could
+    /// not ask ([`Running::missing_capability`]); `-32603` when the request's
+    /// task ended without a result, or the request was cancelled.
+    pub(super) async fn wait_modern(
+        &self,
+        mut running: Running,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Waited, McpError> {
+        enum Next {
+            Done(Outcome),
+            Ask(Box<Ask>),
+            Ended,
+        }
+        let caps = context.meta.client_capabilities();
+        loop {
+            let next = tokio::select! {
+                r = &mut running.result => match r {
+                    Ok(r) => Next::Done(r),
+                    Err(_) => return Err(McpError::internal_error("the call's task ended without a result", None)),
+                },
+                Some(ask) = running.asks.recv() => Next::Ask(Box::new(ask)),
+                () = context.ct.cancelled() => Next::Ended,
+            };
+            match next {
+                Next::Done(r) => match running.missing_capability(&r) {
+                    Some(missing) => return Err(missing),
+                    None => return Ok(Waited::Done(r)),
+                },
+                Next::Ask(ask) => {
+                    match self.shared.questions.suspend(running, *ask, caps.as_ref()) {
+                        Ok(input) => return Ok(Waited::Input(input)),
+                        Err(back) => running = back,
+                    }
+                }
+                Next::Ended => {
+                    let tool_call_id = &running.tool_call_id;
+                    if self.cancelled_by_client(context, true) {
+                        tracing::info!(%tool_call_id, "cancelled by the client");
+                        running.cancel.notify_one();
+                    } else {
+                        tracing::info!(%tool_call_id, "the client went away; the call keeps running");
+                    }
+                    return Err(McpError::internal_error("request cancelled", None));
+                }
+            }
+        }
+    }
+
+    /// A modern `prompts/get`: the plugin's prompt runs with its
+    /// elicitations and samplings asked as questions of the request, as a
+    /// `tools/call`'s are; a retry with `requestState` resumes it.
+    ///
+    /// Errors: as `resume` for the state; the prompt's own errors as the
+    /// legacy `prompts/get` maps them (`super::offers::mcp_error`).
+    pub(super) async fn get_prompt_modern(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if let Some(state) = &request.request_state {
+            let responses = request.input_responses.as_ref();
+            let running =
+                match self
+                    .shared
+                    .questions
+                    .resume(PROMPTS_GET, &request.name, state, responses)?
+                {
+                    Ok(running) => running,
+                    Err(asked_again) => return Ok(asked_again.into()),
+                };
+            return prompt_response(self.wait_modern(running, &context).await?);
+        }
+        let arguments = super::offers::string_arguments(request.arguments.as_ref())?;
+        let host = self.shared.host.clone();
+        let plugin = host
+            .prompts()
+            .iter()
+            .find(|p| p.prompt.name == request.name)
+            .map(|p| p.plugin.id().to_string())
+            .unwrap_or_default();
+        let id = random_bytes(8)
+            .map(|b| format!("prompt-{}", hex(b)))
+            .map_err(|e| McpError::internal_error(format!("no random id: {e}"), None))?;
+        let (route, asks) = self.shared.questions.route(&id);
+        let client: Arc<dyn toolhost_runtime::CallClient> =
+            self.client_for(&context, Some(route.asker(&plugin)));
+        let guard = self.shared.inflight.enter();
+        let (tx, rx) = oneshot::channel();
+        let name = request.name.clone();
+        tokio::spawn(async move {
+            let result = host.get_prompt(&name, arguments, Some(client)).await;
+            drop(route);
+            drop(guard);
+            let _ = tx.send(Outcome::Prompt(result));
+        });
+        let running = Running::new(rx, asks, PROMPTS_GET, &request.name, id);
+        prompt_response(self.wait_modern(running, &context).await?)
+    }
+}
+
+/// A modern `prompts/get`'s response once waited on.
+fn prompt_response(waited: Waited) -> Result<GetPromptResponse, McpError> {
+    match waited {
+        Waited::Done(Outcome::Prompt(r)) => {
+            let result = r.map_err(super::offers::mcp_error)?;
+            Ok(super::offers::prompt_result(&result)?.into())
+        }
+        Waited::Done(Outcome::Tool(_)) => Err(McpError::internal_error(
+            "a prompts/get settled as a tool call",
+            None,
+        )),
+        Waited::Input(input) => Ok(input.into()),
     }
 }

@@ -2,7 +2,7 @@
 //! embedded resource, and with an image.
 
 use toolhost_plugin_sdk::v0_2::{
-    ContentBlock, Prompt, PromptError, PromptMessage, PromptResult, arg, complete_from,
+    self, ContentBlock, Prompt, PromptError, PromptMessage, PromptResult, arg, complete_from,
 };
 
 use crate::media::RED_PIXEL_PNG;
@@ -29,6 +29,11 @@ pub fn list() -> Vec<Prompt> {
             "A prompt that includes image content",
         )
         .title("Prompt With Image"),
+        Prompt::new(
+            "test_input_required_result_prompt",
+            "A prompt that asks the user for its context (MRTR on prompts/get, SEP-2322)",
+        )
+        .title("Prompt Asking For Context"),
     ]
 }
 
@@ -61,6 +66,9 @@ pub fn get(name: &str, arguments: &[(String, String)]) -> Result<PromptResult, P
             PromptMessage::user(ContentBlock::image(RED_PIXEL_PNG, "image/png")),
             PromptMessage::user(ContentBlock::text("Please analyze the image above.")),
         ],
+        "test_input_required_result_prompt" => vec![PromptMessage::user(ContentBlock::text(
+            format!("Use this context: {}", asked_context()?),
+        ))],
         other => return Err(PromptError::UnknownPrompt(other.into())),
     };
     Ok(PromptResult::new(messages))
@@ -77,4 +85,16 @@ pub fn complete(name: &str, argument: &str, value: &str) -> Vec<String> {
         }
         _ => Vec::new(),
     }
+}
+
+/// The context the user gives through the client (an elicitation; on a
+/// 2026-07-28 `prompts/get`, a question of the request).
+fn asked_context() -> Result<String, PromptError> {
+    let schema =
+        r#"{"type":"object","properties":{"context":{"type":"string"}},"required":["context"]}"#;
+    let answer = v0_2::elicit("What context should the prompt use?", schema)
+        .map_err(|e| PromptError::Failed(format!("elicitation: {}", e.describe())))?;
+    let content: serde_json::Value =
+        serde_json::from_str(answer.content.as_deref().unwrap_or("{}")).unwrap_or_default();
+    Ok(content["context"].as_str().unwrap_or("(none)").to_string())
 }
