@@ -20,6 +20,7 @@ mod private_fs;
 mod sandbox;
 mod sessions;
 mod spawn;
+mod terminal;
 
 // The session engine, its configuration and its defaults, and who calls it.
 pub use sessions::caller::Caller;
@@ -31,6 +32,7 @@ pub use sessions::tree::{ProcessTracking, TrackingMechanism};
 
 // Starting a command: the request, its limits, its shell and its environment.
 pub use sessions::process::{ENV_ALLOWLIST, NON_INTERACTIVE_ENV};
+pub use sessions::program::{Program, clean_path, dropped_entries};
 pub use sessions::request::{
     MAX_COMMAND_BYTES, MAX_CWD_BYTES, MAX_ENV_BYTES, MAX_ENV_VARS, MAX_SHELL_BYTES,
     MAX_STDIN_BYTES, MAX_TIMEOUT, OutputStreams, ResolvedStart, StartRequest, StdinMode,
@@ -72,6 +74,7 @@ pub use sessions::survivors::{Survivor, SurvivorReport, kill_survivors, process_
 pub use fd_flags::{O_NOFOLLOW, set_nonblocking};
 pub use fd_limit::{FdLimit, raise_fd_limit};
 pub use peer::current_uid;
+pub use terminal::{InputWait, Withdraw, discard_typed_input, input_wait};
 
 // What the host creates in its state dir: private to the host user.
 pub use private_fs::{

@@ -647,7 +647,8 @@ pub(super) fn spawner_error(operation: IoOperation, e: std::io::Error) -> Sessio
 
 impl Sessions {
     /// Creates the engine: canonicalises the workspace, creates
-    /// `<state_dir>/sessions`, validates `extra_env`, prepares the operator's sandbox
+    /// `<state_dir>/sessions`, validates `extra_env`, warns once about empty or
+    /// relative `PATH` entries (dropped from every command's `PATH`), prepares the operator's sandbox
     /// once (probing the kernel; every way the kernel makes it weaker than asked is
     /// logged once with `tracing::warn!`, see [`Sessions::sandbox`]) and starts the
     /// spawner thread.
@@ -677,6 +678,25 @@ impl Sessions {
         }
         for (k, v) in &config.extra_env {
             process::validate_env_pair(k, v)?;
+        }
+        let base_path = super::program::command_path(&config.extra_env, &[]);
+        let given_path = config
+            .extra_env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"));
+        if let Some(given) = given_path {
+            let dropped = super::program::dropped_entries(&given);
+            if !dropped.is_empty() {
+                tracing::warn!(
+                    "PATH for started commands: dropped the empty or relative entries {dropped:?} \
+                     (the shell would search the working directory for programs); commands get \
+                     PATH={}",
+                    base_path.to_string_lossy()
+                );
+            }
         }
         let sessions_dir = config.state_dir.join("sessions");
         crate::private_fs::prepare_private_dir(&sessions_dir).map_err(|e| {

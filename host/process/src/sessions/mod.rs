@@ -16,6 +16,7 @@
 //! - one session: `session.rs` (its state and task), `output.rs` (memory buffers, the
 //!   capped `output.log`), `exits.rs` (waiting for exits through io_uring);
 //! - processes: `process.rs` (environment, cwd, the spawner thread, signalling),
+//!   `program.rs` (the program a command's first word names, the `PATH` it is found on),
 //!   `tree.rs` (whole process trees: cgroups or the subreaper), `reaper.rs`
 //!   (orphans the subreaper adopted, reaped), `proc_scan.rs` (`/proc`);
 //! - what outlives a host: `retention.rs` (the state dir's sweep), `survivors.rs`
@@ -34,6 +35,7 @@ pub(crate) mod observer;
 pub(crate) mod output;
 pub(crate) mod proc_scan;
 pub(crate) mod process;
+pub(crate) mod program;
 pub(crate) mod reaper;
 pub(crate) mod request;
 pub(crate) mod retention;

@@ -84,9 +84,6 @@ pub const NON_INTERACTIVE_ENV: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// `PATH` given to the child when the host has none.
-const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-
 /// Pipe capacity asked for each output pipe (best effort), in bytes.
 const PIPE_SIZE: i32 = 256 * 1024;
 
@@ -124,7 +121,7 @@ pub(crate) fn build_env(
         }
     }
     if !env.iter().any(|(k, _)| k == "PATH") {
-        env.push(("PATH".into(), DEFAULT_PATH.into()));
+        env.push(("PATH".into(), super::program::DEFAULT_PATH.into()));
     }
     env.push(("TERM".into(), "dumb".into()));
     for (name, value, _) in NON_INTERACTIVE_ENV {
@@ -142,6 +139,13 @@ pub(crate) fn build_env(
         .filter(|(k, _)| seen.insert(k.clone()))
         .collect();
     unique.reverse();
+    // No empty or relative entry: the shell would search the working directory
+    // (`sessions/program.rs`).
+    for (k, v) in &mut unique {
+        if k == "PATH" {
+            *v = super::program::clean_path(v);
+        }
+    }
     unique
 }
 

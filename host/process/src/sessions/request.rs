@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::sandbox::SandboxPolicy;
 #[cfg(doc)]
 use crate::{OutputStream, Sessions};
-use crate::{SessionError, ShellKind, ShellRequest};
+use crate::{Program, SessionError, ShellKind, ShellRequest};
 
 /// Longest timeout a [`StartRequest`] may ask for: 24 hours.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
@@ -113,6 +113,11 @@ pub struct ResolvedStart {
     pub shell_kind: ShellKind,
     /// The working directory's real path (symlinks resolved, inside the workspace).
     pub cwd: PathBuf,
+    /// The program the command's first word names, found as the shell will find
+    /// it from [`ResolvedStart::cwd`] on the `PATH` the command runs with
+    /// ([`Program::of`]); `None` when the first word is not a plain program word
+    /// of a simple command (a builtin, an assignment, an expansion).
+    pub program: Option<Program>,
     /// The sandbox the command runs under: the operator's, tightened by the caller's.
     pub sandbox: SandboxPolicy,
     /// The request as given (its `cwd` and `shell` are what the caller wrote).

@@ -11,11 +11,11 @@ use super::ledger::Slot;
 use super::request::check_sizes;
 use super::session::{self, Session, SessionInit};
 use super::shell::resolve_shell;
-use super::{output, process, retention};
+use super::{output, process, program, retention};
 use crate::sandbox::SandboxPolicy;
 use crate::{
-    Caller, HostIoError, IoOperation, MAX_TIMEOUT, OutputStreams, ResolvedStart, SessionError,
-    SessionId, Sessions, ShellKind, ShellRequest, StartRequest, StdinMode,
+    Caller, HostIoError, IoOperation, MAX_TIMEOUT, OutputStreams, Program, ResolvedStart,
+    SessionError, SessionId, Sessions, ShellKind, ShellRequest, StartRequest, StdinMode,
 };
 #[cfg(doc)]
 use crate::{
@@ -100,6 +100,7 @@ impl Sessions {
         for (k, v) in &req.env {
             process::validate_env_pair(k, v)?;
         }
+        program::check_request_path(&req.env)?;
         let (shell, shell_kind) = match &req.shell {
             ShellRequest::Default => (resolve_shell(None)?, ShellKind::Sh),
             ShellRequest::Path(path) => {
@@ -124,9 +125,12 @@ impl Sessions {
                 inner.state_dir.display()
             )));
         }
+        let path = program::command_path(&inner.config.extra_env, &req.env);
+        let program = Program::of(&req.command, &cwd, &path);
         Ok(ResolvedStart {
             shell,
             shell_kind,
+            program,
             cwd,
             cwd_fd,
             sandbox,
