@@ -228,10 +228,17 @@ fn a_malformed_policy_file_is_refused_at_start_with_its_line() {
     assert!(err.contains("frobnicate"), "{err}");
 }
 
-/// Runs `toolhost call` under a pseudo-terminal (util-linux `script`) and
-/// types `answer` at the permission prompt.
-fn call_on_a_tty(ws: &Path, state: &Path, command: &str, answer: &str) -> (Output, String) {
-    use std::io::Write;
+/// Runs `toolhost call` under a pseudo-terminal (util-linux `script`), types
+/// `early` at once (before any prompt can be on screen), then `answer` once
+/// the permission prompt is drawn.
+fn call_on_a_tty(
+    ws: &Path,
+    state: &Path,
+    command: &str,
+    early: &str,
+    answer: &str,
+) -> (Output, String) {
+    use std::io::{Read, Write};
     let args = serde_json::json!({ "command": command }).to_string();
     let inner = format!(
         "{} call bash '{}' --workspace {} --state-dir {}",
@@ -247,29 +254,58 @@ fn call_on_a_tty(ws: &Path, state: &Path, command: &str, answer: &str) -> (Outpu
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("util-linux script");
-    child
-        .stdin
-        .as_mut()
-        .unwrap()
-        .write_all(answer.as_bytes())
-        .unwrap();
+    let mut keys = child.stdin.take().unwrap();
+    keys.write_all(early.as_bytes()).unwrap();
+    keys.flush().unwrap();
+    let mut screen = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen)
+        .replace('\r', "")
+        .contains("[4] reject always\n> ")
+    {
+        let n = screen.read(&mut chunk).unwrap();
+        assert!(n > 0, "no prompt: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    keys.write_all(answer.as_bytes()).unwrap();
+    keys.flush().unwrap();
+    screen.read_to_end(&mut seen).unwrap();
+    drop(keys);
     let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let text = String::from_utf8_lossy(&seen).replace('\r', "");
     (out, text)
 }
 
 #[test]
 fn a_person_at_the_terminal_approves_or_rejects_an_ask() {
     let (ws, state) = dirs();
-    let (out, text) = call_on_a_tty(ws.path(), state.path(), "touch approved", "1\n");
+    let (out, text) = call_on_a_tty(ws.path(), state.path(), "touch approved", "", "1\n");
     assert!(text.contains("[1] allow once"), "{text}");
+    assert!(
+        text.contains("toolhost permission request #1: plugin `bash`, tool `bash`"),
+        "{text}"
+    );
+    assert!(text.contains("\n  command: touch approved\n"), "{text}");
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(ws.path().join("approved").exists(), "{text}");
 
-    let (out, text) = call_on_a_tty(ws.path(), state.path(), "touch rejected", "3\n");
+    let (out, text) = call_on_a_tty(ws.path(), state.path(), "touch rejected", "", "3\n");
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("reject_once"), "{text}");
     assert!(!ws.path().join("rejected").exists());
+}
+
+/// A key pressed before the prompt existed never answers it: `1` (allow
+/// once) typed at once is discarded when the prompt is drawn, and the answer
+/// typed after it, `3` (reject once), is the one taken.
+#[test]
+fn input_typed_before_the_terminal_prompt_is_discarded() {
+    let (ws, state) = dirs();
+    let (out, text) = call_on_a_tty(ws.path(), state.path(), "touch early", "1\n", "3\n");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("rejected by tty (reject_once)"), "{text}");
+    assert!(!ws.path().join("early").exists(), "{text}");
 }
 
 #[test]

@@ -182,6 +182,10 @@ async fn permission_prompts_go_to_attached_clients_and_are_answered_once() {
         command: "rm -rf build".into(),
         cwd: "/w".into(),
         prompt: "not in the allow list".into(),
+        shell: "/bin/sh".into(),
+        env_names: vec![],
+        stdin: toolhost_runtime::StdinShown::Closed,
+        program: Some("/usr/bin/rm".into()),
     };
     // Nobody attached: this approver cannot answer.
     assert_eq!(approver.ask(&request).await, None);

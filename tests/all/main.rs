@@ -12,6 +12,7 @@
 //! `host/runtime/tests`, and those that need only `toolhost-process` in
 //! `host/process/tests`.
 
+mod approvals;
 mod architecture;
 mod cli;
 mod closed_output;

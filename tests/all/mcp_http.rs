@@ -716,7 +716,12 @@ async fn elicitation_rides_the_calls_own_stream() {
         }
     };
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
-    assert_eq!(ask["params"]["message"], "Who are you?", "{ask}");
+    // Attributed to its plugin, in a shape no permission question takes.
+    assert_eq!(
+        ask["params"]["message"],
+        "plugin `conformance` asks (this is not a toolhost permission request):\n| Who are you?",
+        "{ask}"
+    );
     let answer = send(
         &serve.addr,
         "POST",

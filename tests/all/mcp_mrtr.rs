@@ -346,7 +346,7 @@ async fn plugin_elicitations_are_rounds_keyed_per_question() {
         r1["result"]["inputRequests"]["elicitation-1"],
         json!({"method": "elicitation/create", "params": {
             "mode": "form",
-            "message": "Step 1: What is your name?",
+            "message": "plugin `conformance` asks (this is not a toolhost permission request):\n| Step 1: What is your name?",
             "requestedSchema": {"type": "object",
                 "properties": {"name": {"type": "string"}}, "required": ["name"]}}}),
         "{r1}"
@@ -363,7 +363,9 @@ async fn plugin_elicitations_are_rounds_keyed_per_question() {
     assert_eq!(keys(&r2), ["elicitation-2"], "{r2}");
     assert_eq!(
         r2["result"]["inputRequests"]["elicitation-2"]["params"]["message"],
-        json!("Step 2: What is your favorite color?"),
+        json!(
+            "plugin `conformance` asks (this is not a toolhost permission request):\n| Step 2: What is your favorite color?"
+        ),
         "{r2}"
     );
     let last = json!({"requestState": r2["result"]["requestState"],
@@ -529,7 +531,13 @@ fn the_typescript_client_answers_a_plugin_elicitation_through_mrtr() {
             json!([{"tool": "test_input_required_result_elicitation", "arguments": {}}]);
         let report = crate::mcp_modern::ts_client(spec);
         assert_eq!(report["era"], json!("modern"), "{report}");
-        assert_eq!(report["asked"], json!(["What is your name?"]), "{report}");
+        assert_eq!(
+            report["asked"],
+            json!([
+                "plugin `conformance` asks (this is not a toolhost permission request):\n| What is your name?"
+            ]),
+            "{report}"
+        );
         assert_eq!(
             report["results"][0],
             json!({"text": "No name given: action=accept, content={\"decision\":\"allow_once\"}",

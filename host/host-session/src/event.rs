@@ -263,6 +263,11 @@ pub enum HostEventKind {
         prompt: String,
         /// The ACP option kinds an answer may use.
         options: Vec<String>,
+        /// The program the kernel will execute for the command's first word
+        /// (its resolved path, or `` `WORD` (not found) ``); absent when the
+        /// first word is no plain program word.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        program: Option<String>,
     },
     /// Something was dropped to keep the host's memory or disk bounded, or lost in a
     /// crash: a finished process session evicted from memory before its retention
@@ -298,8 +303,13 @@ pub enum HostEventKind {
         /// The ACP outcome: `allow_once`, `allow_always`, `reject_once`,
         /// `reject_always` or `cancelled`.
         outcome: String,
-        /// Who answered (an approver name, `remembered`, `no-approver`, `call-ended`).
+        /// Who answered (an approver name, `remembered`, `no-approver`,
+        /// `call-ended`, `call-timeout`).
         by: String,
+        /// For `by` = `remembered`: the request whose `allow_always` or
+        /// `reject_always` answer settled this one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remembered_from: Option<String>,
     },
 }
 

@@ -148,6 +148,7 @@ impl crate::permissions::PermissionObserver for LogObserver {
                 .iter()
                 .map(|o| o.to_string())
                 .collect(),
+            program: r.program.clone(),
         });
     }
 
@@ -161,6 +162,21 @@ impl crate::permissions::PermissionObserver for LogObserver {
             request_id: r.request_id.clone(),
             outcome: outcome.as_str().to_string(),
             by: by.to_string(),
+            remembered_from: None,
+        });
+    }
+
+    fn resolved_from_memory(
+        &self,
+        r: &crate::permissions::ApprovalRequest,
+        outcome: crate::permissions::ApprovalOutcome,
+        original: &str,
+    ) {
+        self.log.append(HostEventKind::PermissionResolved {
+            request_id: r.request_id.clone(),
+            outcome: outcome.as_str().to_string(),
+            by: "remembered".to_string(),
+            remembered_from: Some(original.to_string()),
         });
     }
 }

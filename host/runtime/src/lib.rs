@@ -33,6 +33,7 @@
 //! Processes themselves live in `toolhost-process`, which this crate drives and
 //! never reaches around. See ARCHITECTURE.md for the map.
 
+mod approval_text;
 mod builtin;
 mod call;
 mod call_sink;
@@ -88,8 +89,10 @@ pub use plugin::{
 
 // Manifests (the `toolhost-manifest` crate: schema, validation, exec grants) and the
 // permission pipeline.
+pub use approval_text::{PERMISSION_HEADER, permission_text, plugin_question_text, short_id};
 pub use permissions::{
-    Answer, ApprovalOutcome, ApprovalRequest, Approver, Decision, PermissionRequest,
+    Answer, ApprovalOutcome, ApprovalRequest, Approver, BY_CALL_TIMEOUT, Decision,
+    PermissionRequest, STDIN_HEAD_BYTES, StdinShown,
 };
 use toolhost_manifest as manifest;
 pub use toolhost_manifest::{ExecGrant, Manifest, parse_size, validate_id};

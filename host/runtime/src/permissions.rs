@@ -28,8 +28,16 @@
 //! Outcomes use the Agent Client Protocol vocabulary (`allow_once`,
 //! `allow_always`, `reject_once`, `reject_always`, `cancelled`);
 //! `allow_always` / `reject_always` are remembered for the host session, for
-//! the same whole request (command, shell, environment names, stdin), never
-//! for the command text alone.
+//! the same whole request from the same plugin and tool ([`remember_key`]:
+//! the program the kernel will execute, the cwd, command, shell, environment
+//! names, stdin), never for the command text alone.
+//!
+//! Two host rules sit around the policy: a plain program name (`ls`) that
+//! the command's `PATH` finds inside the workspace is asked about even when
+//! the policy allows it (a rule names a program, not a file of the
+//! workspace; [`workspace_program`]), and a question for a start with a
+//! timeout waits at most that long: it ends with its call
+//! ([`BY_CALL_TIMEOUT`]; a cancelled call drops it, `call-ended`).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -270,7 +278,57 @@ pub struct ApprovalRequest {
     pub cwd: String,
     /// The policy's prompt.
     pub prompt: String,
+    /// The resolved shell (absolute path).
+    pub shell: String,
+    /// The names of the environment variables the request sets, sorted, each
+    /// once (never the values).
+    pub env_names: Vec<String>,
+    /// What the command gets on stdin.
+    pub stdin: StdinShown,
+    /// The program the kernel will execute for the command's first word, as
+    /// the shell finds it (`toolhost_process::Program`): its canonical path,
+    /// or `` `WORD` (not found) ``; `None` when the first word is no plain
+    /// program word (a builtin, an expansion).
+    pub program: Option<String>,
 }
+
+/// The most bytes of fed stdin an approver is shown ([`StdinShown::Bytes`]'s
+/// head): 256.
+pub const STDIN_HEAD_BYTES: usize = 256;
+
+/// What a command gets on stdin, as an approver is shown it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdinShown {
+    /// `/dev/null`.
+    Closed,
+    /// A pipe the plugin may write to while it runs.
+    Open,
+    /// These bytes, then end of file.
+    Bytes {
+        /// How many bytes are fed.
+        len: usize,
+        /// The first of them, at most [`STDIN_HEAD_BYTES`].
+        head: Vec<u8>,
+    },
+}
+
+impl StdinShown {
+    /// What `stdin` feeds, as shown.
+    pub fn of(stdin: &StdinMode) -> StdinShown {
+        match stdin {
+            StdinMode::Closed => StdinShown::Closed,
+            StdinMode::Open => StdinShown::Open,
+            StdinMode::Bytes(bytes) => StdinShown::Bytes {
+                len: bytes.len(),
+                head: bytes[..bytes.len().min(STDIN_HEAD_BYTES)].to_vec(),
+            },
+        }
+    }
+}
+
+/// The `by` of a question that ended because its start's timeout passed
+/// unanswered (the command would have been killed by then): `call-timeout`.
+pub const BY_CALL_TIMEOUT: &str = "call-timeout";
 
 /// An approver's answer (ACP `RequestPermissionOutcome` + option kinds; see the
 /// Agent Client Protocol's `session/request_permission`).
@@ -377,6 +435,19 @@ pub trait PermissionObserver: Send + Sync {
     /// `remembered`, `no-approver` (nobody could answer: rejected), or
     /// `call-ended` (the call was cancelled while asking: `cancelled`).
     fn resolved(&self, request: &ApprovalRequest, outcome: ApprovalOutcome, by: &str);
+
+    /// `request` was resolved by an `allow_always` / `reject_always` answer
+    /// remembered from request `original` (its `request_id`). The default
+    /// reports it as [`PermissionObserver::resolved`] by `remembered`.
+    fn resolved_from_memory(
+        &self,
+        request: &ApprovalRequest,
+        outcome: ApprovalOutcome,
+        original: &str,
+    ) {
+        let _ = original;
+        self.resolved(request, outcome, "remembered");
+    }
 }
 
 /// Records `cancelled` by `call-ended` if an ask is dropped unanswered (the
@@ -392,6 +463,13 @@ impl AskGuard<'_> {
         self.resolved = true;
         if let Some(o) = &self.observer {
             o.resolved(self.request, outcome, by);
+        }
+    }
+
+    fn resolve_from_memory(&mut self, outcome: ApprovalOutcome, original: &str) {
+        self.resolved = true;
+        if let Some(o) = &self.observer {
+            o.resolved_from_memory(self.request, outcome, original);
         }
     }
 }
@@ -413,9 +491,9 @@ pub struct Permissions {
     policy: Arc<dyn Policy>,
     workspace: PathBuf,
     approvers: Mutex<Vec<Arc<dyn Approver>>>,
-    /// Requests answered `allow_always` / `reject_always` in this host session,
-    /// by [`remember_key`].
-    remembered: Mutex<Vec<(String, ApprovalOutcome)>>,
+    /// Requests answered `allow_always` / `reject_always` in this host session:
+    /// ([`remember_key`], the answer, the id of the request it was given for).
+    remembered: Mutex<Vec<(String, ApprovalOutcome, String)>>,
     observer: Mutex<Option<Arc<dyn PermissionObserver>>>,
     next_request: AtomicU64,
     metrics: Metrics,
@@ -499,7 +577,7 @@ impl Permissions {
         if let Err(e) = granted {
             return (DecisionSource::Manifest, Err(Denial::from(e)));
         }
-        let key = remember_key(request);
+        let key = remember_key(who, request);
         let cwd = request.cwd.display().to_string();
         let req = PermissionRequest {
             plugin: who.plugin.to_string(),
@@ -512,7 +590,10 @@ impl Permissions {
             shell: request.shell.display().to_string(),
         };
         let prompt = match self.policy.decide(&req).await {
-            Ok(Decision::Allow) => return (DecisionSource::Policy, Ok(())),
+            Ok(Decision::Allow) => match workspace_program(request, &self.workspace) {
+                None => return (DecisionSource::Policy, Ok(())),
+                Some(prompt) => prompt,
+            },
             Ok(Decision::Deny(reason)) => {
                 return (
                     DecisionSource::Policy,
@@ -541,6 +622,18 @@ impl Permissions {
             command: command.clone(),
             cwd,
             prompt: prompt.clone(),
+            shell: req.shell,
+            env_names: {
+                let mut names = req.env_keys;
+                names.sort_unstable();
+                names.dedup();
+                names
+            },
+            stdin: StdinShown::of(&request.request.stdin),
+            program: request.program.as_ref().map(|p| match &p.path {
+                Some(path) => path.display().to_string(),
+                None => format!("`{}` (not found)", p.word),
+            }),
         };
         let observer = self
             .observer
@@ -555,11 +648,14 @@ impl Permissions {
             request: &approval,
             resolved: false,
         };
-        if let Some(outcome) = self.remembered(&key) {
-            guard.resolve(outcome, "remembered");
+        if let Some((outcome, original)) = self.remembered(&key) {
+            guard.resolve_from_memory(outcome, &original);
             return (
                 DecisionSource::Remembered,
-                decide_outcome(outcome, "remembered for this host session"),
+                decide_outcome(
+                    outcome,
+                    &format!("an answer remembered for this host session (to {original})"),
+                ),
             );
         }
         let approvers: Vec<_> = self
@@ -567,27 +663,51 @@ impl Permissions {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        for approver in approvers {
-            if let Some(answer) = approver.answer(&approval).await {
-                let outcome = answer.outcome;
-                if matches!(
-                    outcome,
-                    ApprovalOutcome::AllowAlways | ApprovalOutcome::RejectAlways
-                ) {
-                    self.remembered
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((key.clone(), outcome));
+        let asking = async {
+            for approver in approvers {
+                if let Some(answer) = approver.answer(&approval).await {
+                    return Some(answer);
                 }
-                guard.resolve(outcome, &answer.by);
-                let decided = match answer.reason {
-                    Some(reason) if !outcome.allows() => {
-                        Err(Denial::new(DeniedBy::Approver, reason))
-                    }
-                    _ => decide_outcome(outcome, &answer.by),
-                };
-                return (DecisionSource::Approver, decided);
             }
+            None
+        };
+        // A question ends with its call: a start with a timeout would have
+        // been killed by then, so nobody is asked for longer.
+        let answered = match request.request.timeout {
+            None => asking.await,
+            Some(limit) => match tokio::time::timeout(limit, asking).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    guard.resolve(ApprovalOutcome::Cancelled, BY_CALL_TIMEOUT);
+                    let denial = Denial::new(
+                        DeniedBy::Approver,
+                        format!(
+                            "the permission question was not answered within the command's \
+                             timeout ({} ms) and was withdrawn; nothing ran",
+                            limit.as_millis()
+                        ),
+                    );
+                    return (DecisionSource::NoApprover, Err(denial));
+                }
+            },
+        };
+        if let Some(answer) = answered {
+            let outcome = answer.outcome;
+            if matches!(
+                outcome,
+                ApprovalOutcome::AllowAlways | ApprovalOutcome::RejectAlways
+            ) {
+                self.remembered
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((key.clone(), outcome, approval.request_id.clone()));
+            }
+            guard.resolve(outcome, &answer.by);
+            let decided = match answer.reason {
+                Some(reason) if !outcome.allows() => Err(Denial::new(DeniedBy::Approver, reason)),
+                _ => decide_outcome(outcome, &answer.by),
+            };
+            return (DecisionSource::Approver, decided);
         }
         guard.resolve(ApprovalOutcome::RejectOnce, "no-approver");
         // The prompt's last line tells an approver how to answer; nobody can here.
@@ -608,21 +728,53 @@ impl Permissions {
         (DecisionSource::NoApprover, Err(denial))
     }
 
-    fn remembered(&self, key: &str) -> Option<ApprovalOutcome> {
+    /// The remembered answer for `key` and the request it was given for.
+    fn remembered(&self, key: &str) -> Option<(ApprovalOutcome, String)> {
         let remembered = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
         remembered
             .iter()
             .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, o)| *o)
+            .find(|(k, _, _)| k == key)
+            .map(|(_, o, id)| (*o, id.clone()))
     }
 }
 
+/// The question the host asks itself when the policy allowed a command whose
+/// first word is a plain name (`ls`) that the command's `PATH` finds inside
+/// the workspace: a rule names a program, and a file of the workspace is not
+/// the program a rule for its name meant (docs/policy.md#patterns). `None`
+/// when the first word is no such name.
+fn workspace_program(request: &ResolvedStart, workspace: &std::path::Path) -> Option<String> {
+    let program = request.program.as_ref()?;
+    let path = program.path.as_ref()?;
+    if program.by_path() || !path.starts_with(workspace) {
+        return None;
+    }
+    Some(format!(
+        "Run `{}`? `{}` is found on the command's PATH at `{}`, inside the workspace: a policy \
+         rule for `{}` names a program, not a file of the workspace.\nAnswer allow_once, \
+         allow_always, reject_once or reject_always.",
+        request
+            .request
+            .command
+            .chars()
+            .take(300)
+            .collect::<String>(),
+        program.word,
+        path.display(),
+        program.word,
+    ))
+}
+
 /// What an `allow_always` / `reject_always` answer covers: the whole request
-/// the approver was shown (command, shell, the sorted environment names,
-/// whether stdin is fed), so an answer for `sleep 1` never covers `sleep 1`
-/// with `BASH_ENV` set or under another shell.
-fn remember_key(request: &ResolvedStart) -> String {
+/// the approver was shown, from the same plugin and tool: the program the
+/// kernel will execute for the first word (its resolved path), the resolved
+/// cwd, the command, the shell, the sorted environment names and whether
+/// stdin is fed. So an answer for `sleep 1` never covers `sleep 1` with
+/// `BASH_ENV` set or under another shell, an answer for `./run.sh` in one
+/// directory never covers another directory's `run.sh`, and an answer given
+/// to the built-in bash tool never covers another plugin's request.
+fn remember_key(who: &Requester<'_>, request: &ResolvedStart) -> String {
     let mut names: Vec<&str> = request
         .request
         .env
@@ -636,12 +788,28 @@ fn remember_key(request: &ResolvedStart) -> String {
         StdinMode::Open => "open",
         _ => "bytes",
     };
-    format!(
-        "{}\0{}\0{}\0{stdin}",
-        request.request.command,
-        request.shell.display(),
-        names.join("\0"),
-    )
+    let program = match &request.program {
+        Some(p) => match &p.path {
+            Some(path) => path.display().to_string(),
+            None => format!("{} (not found)", p.word),
+        },
+        None => String::new(),
+    };
+    // Each field is length-prefixed, so no field's text can shift another's.
+    let mut key = String::new();
+    for field in [
+        who.plugin,
+        who.tool,
+        &program,
+        &request.cwd.display().to_string(),
+        &request.request.command,
+        &request.shell.display().to_string(),
+        &names.join("\0"),
+        stdin,
+    ] {
+        key.push_str(&format!("{}:{field}\0", field.len()));
+    }
+    key
 }
 
 fn decide_outcome(outcome: ApprovalOutcome, by: &str) -> Result<(), Denial> {
@@ -765,8 +933,12 @@ mod tests {
     }
 
     fn resolve_with(s: &Setup, command: &str, env: &[(&str, &str)]) -> ResolvedStart {
+        resolve_in(s, "sub", command, env)
+    }
+
+    fn resolve_in(s: &Setup, cwd: &str, command: &str, env: &[(&str, &str)]) -> ResolvedStart {
         let mut request = StartRequest::new(command);
-        request.cwd = Some("sub".into());
+        request.cwd = Some(cwd.into());
         request.env = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -992,5 +1164,139 @@ mod tests {
         let with_env = resolve_with(&s, "make", &[("LD_PRELOAD", "/x.so")]);
         assert_eq!(pipeline.check_start(&who(&exec), &with_env).await, Ok(()));
         assert_eq!(person.asked.lock().unwrap().len(), 2);
+    }
+
+    /// Never answers (a person who is not there).
+    struct Silent;
+
+    impl Approver for Silent {
+        fn name(&self) -> &str {
+            "silent"
+        }
+        fn ask<'a>(
+            &'a self,
+            _request: &'a ApprovalRequest,
+        ) -> Pin<Box<dyn Future<Output = Option<ApprovalOutcome>> + Send + 'a>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_always_answer_stays_with_its_program_directory_plugin_and_tool() {
+        let s = setup();
+        std::fs::create_dir(s.ws.path().join("other")).unwrap();
+        let exec = grant(&["**"]);
+        let pipeline = Permissions::new(
+            TablePolicy::new(Ok(Decision::Ask("?".into()))),
+            s.ws.path().to_path_buf(),
+        );
+        let recorder = Arc::new(Recorder::default());
+        pipeline.set_observer(recorder.clone());
+        let person = scripted(Some(ApprovalOutcome::AllowAlways));
+        pipeline.add_approver(person.clone());
+        let here = resolve_in(&s, "sub", "./run.sh", &[]);
+        assert_eq!(pipeline.check_start(&who(&exec), &here).await, Ok(()));
+        assert_eq!(pipeline.check_start(&who(&exec), &here).await, Ok(()));
+        assert_eq!(person.asked.lock().unwrap().len(), 1);
+        // The same text in another directory is another program.
+        let there = resolve_in(&s, "other", "./run.sh", &[]);
+        assert_eq!(pipeline.check_start(&who(&exec), &there).await, Ok(()));
+        assert_eq!(person.asked.lock().unwrap().len(), 2);
+        // The same request from another plugin, or another tool, is asked.
+        let other_plugin = Requester {
+            plugin: "q",
+            ..who(&exec)
+        };
+        assert_eq!(pipeline.check_start(&other_plugin, &here).await, Ok(()));
+        let other_tool = Requester {
+            tool: "u",
+            ..who(&exec)
+        };
+        assert_eq!(pipeline.check_start(&other_tool, &here).await, Ok(()));
+        assert_eq!(person.asked.lock().unwrap().len(), 4);
+        let asked = person.asked.lock().unwrap();
+        let ws = s.ws.path().canonicalize().unwrap();
+        assert_eq!(
+            asked[0].program,
+            Some(ws.join("sub/run.sh").display().to_string())
+        );
+        assert_eq!(
+            asked[1].program,
+            Some(ws.join("other/run.sh").display().to_string())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_question_ends_when_its_start_would_have_timed_out() {
+        let s = setup();
+        let exec = grant(&["**"]);
+        let pipeline = Permissions::new(
+            TablePolicy::new(Ok(Decision::Ask("?".into()))),
+            s.ws.path().to_path_buf(),
+        );
+        let recorder = Arc::new(Recorder::default());
+        pipeline.set_observer(recorder.clone());
+        pipeline.add_approver(Arc::new(Silent));
+        let mut request = StartRequest::new("make");
+        request.timeout = Some(std::time::Duration::from_millis(50));
+        let request = s
+            .sessions
+            .resolve(request, &SandboxPolicy::default())
+            .unwrap();
+        let err = pipeline
+            .check_start(&who(&exec), &request)
+            .await
+            .unwrap_err();
+        assert_eq!(err.by, DeniedBy::Approver);
+        assert_eq!(
+            err.to_string(),
+            "the permission question was not answered within the command's timeout (50 ms) and \
+             was withdrawn; nothing ran"
+        );
+        assert_eq!(
+            *recorder.0.lock().unwrap(),
+            ["requested make", "resolved make cancelled by call-timeout"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_name_the_path_finds_inside_the_workspace_is_asked_even_when_allowed() {
+        let s = setup();
+        let bin = s.ws.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(bin.join("ls"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            bin.join("ls"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let exec = grant(&["**"]);
+        let ws = s.ws.path().canonicalize().unwrap();
+        let pipeline = Permissions::new(TablePolicy::new(Ok(Decision::Allow)), ws.clone());
+        let path = ws.join("bin").display().to_string();
+        let err = pipeline
+            .check_start(
+                &who(&exec),
+                &resolve_with(&s, "ls -l", &[("PATH", path.as_str())]),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.by, DeniedBy::Approver);
+        assert!(
+            err.to_string().ends_with(&format!(
+                "The policy's question:\nRun `ls -l`? `ls` is found on the command's PATH at \
+                 `{}/bin/ls`, inside the workspace: a policy rule for `ls` names a program, not \
+                 a file of the workspace.",
+                ws.display()
+            )),
+            "{err}"
+        );
+        // The same name found outside the workspace is the policy's to allow.
+        assert_eq!(
+            pipeline
+                .check_start(&who(&exec), &resolve(&s, "ls -l"))
+                .await,
+            Ok(())
+        );
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::control::{ControlClient, ControlError, HEARTBEAT_INTERVAL};
+use crate::control::{ControlClient, ControlError, HEARTBEAT_INTERVAL, PendingPermission};
 use toolhost_runtime::{HostEvent, HostEventKind, Replay};
 use toolhost_runtime::{escape, escape_line};
 
@@ -261,7 +261,8 @@ pub fn describe(event: &HostEvent) -> String {
             prompt,
             ..
         } => format!(
-            "{request_id} permission asked for `{}`: {}",
+            "{request_id} ({}) permission asked for `{}`: {}",
+            toolhost_runtime::short_id(request_id),
             escape_line(command),
             escape_line(prompt)
         ),
@@ -269,7 +270,14 @@ pub fn describe(event: &HostEvent) -> String {
             request_id,
             outcome,
             by,
-        } => format!("{request_id} {outcome} (by {by})"),
+            remembered_from,
+        } => match remembered_from {
+            Some(original) => format!(
+                "{request_id} {outcome} (by {by}: the answer to {})",
+                escape_line(original)
+            ),
+            None => format!("{request_id} {outcome} (by {by})"),
+        },
         HostEventKind::Omitted {
             what,
             offset,
@@ -324,9 +332,113 @@ pub enum AttachEnd {
 }
 
 /// The commands `attach` reads from its input, one per line.
-pub const ATTACH_HELP: &str = "commands: a (allow once), A (allow always), r (reject once), R (reject always) \
-     for the pending prompt; cancel [CALL]; bg [CALL] (detach a running call to the background); \
-     kill SESSION; ls; q (detach, flushing queued actions); Q (detach at once); stop (stop the host)";
+pub const ATTACH_HELP: &str = "commands: a #N (allow once), A #N (allow always), r #N (reject once), \
+     R #N (reject always) for the prompt on screen, #N its identifier; cancel [CALL]; bg [CALL] \
+     (detach a running call to the background); kill SESSION; ls; q (detach, flushing queued \
+     actions); Q (detach at once); stop (stop the host)";
+
+/// The prompt on screen and the host's pending questions, as `attach` shows
+/// and answers them (docs/attach.md#answering-prompts): only the prompt on
+/// screen can be answered, and only by an answer naming its identifier; an
+/// answer naming another (one answered, withdrawn or replaced since) is
+/// refused and the prompt on screen drawn again.
+#[derive(Debug, Default)]
+pub struct Prompts {
+    /// The host's pending questions, oldest first (`permission.pending`).
+    pending: Vec<PendingPermission>,
+    /// The one on screen.
+    shown: Option<PendingPermission>,
+    /// Answered from here (never answered twice).
+    answered: BTreeSet<String>,
+}
+
+/// What an answer line does ([`Prompts::answer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerCheck {
+    /// Send `permission.resolve` for this request id.
+    Send(String),
+    /// Refused: print this, then the prompt on screen again (if any).
+    Refused(String),
+}
+
+impl Prompts {
+    /// Takes the host's pending list; returns the prompt to draw when the one
+    /// on screen changes (the oldest pending question not answered from here).
+    pub fn update(&mut self, pending: Vec<PendingPermission>) -> Option<&PendingPermission> {
+        self.pending = pending;
+        let current = self
+            .pending
+            .iter()
+            .find(|p| !self.answered.contains(&p.request_id))
+            .cloned();
+        let changed =
+            current.as_ref().map(|p| &p.request_id) != self.shown.as_ref().map(|p| &p.request_id);
+        self.shown = current;
+        if changed { self.shown.as_ref() } else { None }
+    }
+
+    /// The prompt on screen.
+    pub fn shown(&self) -> Option<&PendingPermission> {
+        self.shown.as_ref()
+    }
+
+    /// Forgets the prompt on screen if it is `request_id` (it was resolved);
+    /// returns it when it was not answered from here (it was withdrawn, or
+    /// answered elsewhere).
+    pub fn resolved(&mut self, request_id: &str) -> Option<PendingPermission> {
+        if self
+            .shown
+            .as_ref()
+            .is_some_and(|p| p.request_id == request_id)
+        {
+            let gone = self.shown.take()?;
+            self.pending.retain(|p| p.request_id != request_id);
+            return (!self.answered.contains(request_id)).then_some(gone);
+        }
+        None
+    }
+
+    /// Checks an answer naming `named` (`#N`, `N` or a full request id;
+    /// `None`: none named) against the prompt on screen.
+    pub fn answer(&mut self, named: Option<&str>) -> AnswerCheck {
+        let Some(shown) = &self.shown else {
+            return AnswerCheck::Refused("toolhost: no pending permission request".into());
+        };
+        let Some(named) = named else {
+            return AnswerCheck::Refused(format!(
+                "toolhost: name the prompt you answer, e.g. `a {}`; nothing was answered",
+                shown.short_id
+            ));
+        };
+        let named = if named.starts_with("perm_") {
+            toolhost_runtime::short_id(named)
+        } else if named.bytes().all(|b| b.is_ascii_digit()) {
+            format!("#{named}")
+        } else {
+            named.to_string()
+        };
+        if named != shown.short_id {
+            return AnswerCheck::Refused(format!(
+                "toolhost: refused: {} is not the prompt on screen (it was answered, withdrawn or \
+                 replaced); nothing was answered",
+                escape_line(&named)
+            ));
+        }
+        let id = shown.request_id.clone();
+        self.answered.insert(id.clone());
+        AnswerCheck::Send(id)
+    }
+}
+
+/// The lines that draw `p`: the whole question, then how to answer it.
+pub fn prompt_lines(p: &PendingPermission) -> String {
+    let id = &p.short_id;
+    format!(
+        "{}\n  answer: a {id} (allow once), A {id} (allow always), r {id} (reject once), R {id} \
+         (reject always)",
+        p.text
+    )
+}
 
 /// Runs an attach session: prints events to `out`, reads commands from
 /// `input` (see [`ATTACH_HELP`]), keeps the cursor in `options.cursor_file`.
@@ -406,7 +518,7 @@ where
     let mut outstanding: BTreeMap<u64, String> = BTreeMap::new();
     outstanding.insert(attach_id, "attach".into());
     let mut detaching: Option<bool> = None; // Some(graceful)
-    let mut prompted: BTreeSet<String> = BTreeSet::new();
+    let mut prompts = Prompts::default();
     let mut lines = input.lines();
     let mut input_open = true;
     let mut heartbeat = tokio::time::interval(HEARTBEAT_INTERVAL);
@@ -442,30 +554,38 @@ where
                     Some(Ok(m)) => m,
                     _ => break if follower.host_stopped() { AttachEnd::HostStopped } else { AttachEnd::ConnectionLost },
                 };
+                let mut refresh = false;
                 if let Some(id) = msg.get("id").and_then(Value::as_u64) {
                     let what = outstanding.remove(&id).unwrap_or_default();
                     if let Some(err) = msg.get("error") {
                         say(&mut out, format!("toolhost: {what} failed: {}", err["message"].as_str().unwrap_or("?"))).await;
+                        refresh |= what == "permission.resolve";
+                    } else if what == "attach" || what == "pending" {
+                        let list = if what == "attach" { &msg["result"]["pending_permissions"] } else { &msg["result"] };
+                        if let Ok(list) = serde_json::from_value::<Vec<PendingPermission>>(list.clone())
+                            && let Some(p) = prompts.update(list)
+                        {
+                            say(&mut out, prompt_lines(p)).await;
+                        }
                     } else if what == "ls" {
                         say(&mut out, format!("{:#}", msg["result"])).await;
                     } else if what == "resync"
                         && let Ok(replay) = serde_json::from_value::<Replay<HostEvent>>(msg["result"].clone())
                     {
-                        handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
+                        refresh |= handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding, &mut prompts).await;
                     }
                 } else if msg.get("method").and_then(Value::as_str) == Some("events")
                     && let Ok(replay) = serde_json::from_value::<Replay<HostEvent>>(msg["params"].clone())
                 {
-                    handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding).await;
+                    refresh |= handle_batch(&mut follower, &replay, &mut out, &mut writer, &mut outstanding, &mut prompts).await;
                 }
-                if let Some(p) = follower.next_prompt().cloned()
-                    && prompted.insert(p.request_id.clone())
-                {
-                    say(&mut out, format!(
-                        "permission {}: {} wants to run `{}` in {} ({}). Answer a / A / r / R",
-                        escape_line(&p.request_id), escape_line(&p.tool_call_id),
-                        escape_line(&p.command), escape_line(&p.cwd), escape_line(&p.prompt)
-                    )).await;
+                // The whole question comes from the host's pending list, never
+                // from the event (whose fields the log bounds).
+                if refresh {
+                    match writer.send("permission.pending", json!({})).await {
+                        Ok(id) => { outstanding.insert(id, "pending".into()); }
+                        Err(_) => break AttachEnd::ConnectionLost,
+                    }
                 }
             }
             line = lines.next_line(), if input_open && detaching.is_none() => {
@@ -481,9 +601,16 @@ where
                     "" => None,
                     "a" | "A" | "r" | "R" => {
                         let outcome = match cmd { "a" => "allow_once", "A" => "allow_always", "r" => "reject_once", _ => "reject_always" };
-                        match follower.next_prompt().map(|p| p.request_id.clone()) {
-                            Some(id) if follower.answer(&id) => Some(("permission.resolve", json!({"request_id": id, "outcome": outcome}))),
-                            _ => { say(&mut out, "toolhost: no pending permission request".into()).await; None }
+                        match prompts.answer(arg.as_deref()) {
+                            AnswerCheck::Send(id) => Some(("permission.resolve", json!({"request_id": id, "outcome": outcome}))),
+                            AnswerCheck::Refused(why) => {
+                                say(&mut out, why).await;
+                                if let Some(p) = prompts.shown() {
+                                    let lines = prompt_lines(p);
+                                    say(&mut out, lines).await;
+                                }
+                                None
+                            }
                         }
                     }
                     "cancel" => arg.or_else(newest_call).map(|c| ("call.cancel", json!({"tool_call_id": c}))),
@@ -529,19 +656,44 @@ where
     Ok(end)
 }
 
+/// Applies and prints a batch; true when it holds a permission event (the
+/// prompts are then fetched again). A prompt on screen that the batch
+/// resolves without an answer from here is said to be withdrawn.
 async fn handle_batch<O: AsyncWrite + Unpin>(
     follower: &mut Follower,
     replay: &Replay<HostEvent>,
     out: &mut Printer<O>,
     writer: &mut WriteHalf,
     outstanding: &mut BTreeMap<u64, String>,
-) {
+    prompts: &mut Prompts,
+) -> bool {
+    let mut permission_events = false;
     match follower.apply_replay(replay) {
         Ok(events) => {
             let mut text = String::new();
             for e in &events {
                 text.push_str(&describe(e));
                 text.push('\n');
+                match &e.kind {
+                    HostEventKind::PermissionRequested { .. } => permission_events = true,
+                    HostEventKind::PermissionResolved {
+                        request_id,
+                        outcome,
+                        by,
+                        ..
+                    } => {
+                        permission_events = true;
+                        if let Some(gone) = prompts.resolved(request_id) {
+                            text.push_str(&format!(
+                                "toolhost: permission request {} was withdrawn ({outcome} by {}): \
+                                 nothing to answer\n",
+                                gone.short_id,
+                                escape_line(by)
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
             }
             if !replay.history_complete
                 && events.is_empty()
@@ -568,6 +720,7 @@ async fn handle_batch<O: AsyncWrite + Unpin>(
             }
         }
     }
+    permission_events
 }
 
 /// Where attach prints: `out` until a write fails, then nothing (the error's
@@ -670,6 +823,7 @@ mod tests {
                 cwd: "/w".into(),
                 prompt: "?".into(),
                 options: vec![],
+                program: None,
             },
         )
     }
@@ -725,6 +879,7 @@ mod tests {
                     request_id: "perm_1".into(),
                     outcome: "allow_once".into(),
                     by: "x".into(),
+                    remembered_from: None,
                 },
             ),
             settled(4, "tc_1"),
@@ -748,6 +903,7 @@ mod tests {
                 request_id: "perm_1".into(),
                 outcome: "allow_once".into(),
                 by: "control-client".into(),
+                remembered_from: None,
             },
         )])
         .unwrap();

@@ -16,7 +16,7 @@
 //! | `heartbeat` | — | `{last_seq, now_ms}` |
 //! | `sessions.list` | — | `{host_session, calls, processes}` (running tool calls; process session snapshots) |
 //! | `hosts.list` | — | `[{id, state, pid, last_seq, live}]`: every host session in the state dir |
-//! | `permission.pending` | — | the unanswered approval requests |
+//! | `permission.pending` | — | the unanswered approval requests, oldest first: [`PendingPermission`] (`text` is the whole question, escaped) |
 //! | `permission.resolve` | `{request_id, outcome}` | `{}`; outcome is an ACP name: `allow_once`, `allow_always`, `reject_once`, `reject_always`, `cancelled` |
 //! | `call.cancel` | `{tool_call_id}` | `{}`: kills the call's foreground process groups; the call ends cancelled |
 //! | `call.detach` | `{tool_call_id, reason?}` | `{id, reason, output_bytes, tool_call_id}`: the run becomes a background task |
@@ -110,6 +110,14 @@ pub enum ControlError {
 pub struct PendingPermission {
     /// The id to answer with.
     pub request_id: String,
+    /// The short identifier the question shows (`#N`,
+    /// `toolhost_runtime::short_id`), which an attached person's answer names.
+    pub short_id: String,
+    /// The question as a person is shown it, whole and escaped
+    /// (`toolhost_runtime::permission_text`).
+    pub text: String,
+    /// The plugin asking.
+    pub plugin: String,
     /// The tool call asking.
     pub tool_call_id: String,
     /// The tool.
@@ -126,6 +134,9 @@ impl From<&ApprovalRequest> for PendingPermission {
     fn from(r: &ApprovalRequest) -> Self {
         PendingPermission {
             request_id: r.request_id.clone(),
+            short_id: toolhost_runtime::short_id(&r.request_id),
+            text: toolhost_runtime::permission_text(r),
+            plugin: r.plugin.clone(),
             tool_call_id: r.tool_call_id.clone(),
             tool: r.tool.clone(),
             command: r.command.clone(),

@@ -3,12 +3,13 @@
 //! docs/permissions.md#approvers).
 
 use std::io::{BufRead, IsTerminal};
+use std::os::fd::AsFd;
 use std::pin::Pin;
 
 use tokio::sync::Mutex;
 
 use toolhost_runtime::{ApprovalOutcome, ApprovalRequest, Approver};
-use toolhost_runtime::{escape_block, escape_line};
+use toolhost_runtime::{permission_text, short_id};
 
 /// Prompts on stderr and reads the answer from stdin. Only used when stdin is
 /// a terminal ([`TtyApprover::if_interactive`]); one prompt at a time.
@@ -28,19 +29,13 @@ impl TtyApprover {
     }
 }
 
-/// The prompt shown for `request`. The command and cwd are plugin text, each
-/// shown on one line with every control character (newlines included)
-/// escaped (`toolhost_runtime::escape_line`). The policy's prompt
-/// quotes the command, so its lines are shown in a block, each prefixed with
-/// `| ` (`escape_block`): a line the command smuggles in stays inside the
-/// block and cannot pose as the host's `command:` line. What the person reads
-/// is what would run.
+/// The prompt shown for `request`: the host's permission question
+/// (`toolhost_runtime::permission_text`: every field escaped and whole, the
+/// policy's lines in a block), then the answers and the `> ` cue.
 pub fn prompt_text(request: &ApprovalRequest) -> String {
     format!(
-        "\n| {}\n  command: {}\n  cwd:     {}\n  [1] allow once  [2] allow always  [3] reject once (default)  [4] reject always\n> ",
-        escape_block(&request.prompt, "| "),
-        escape_line(&request.command),
-        escape_line(&request.cwd)
+        "\n{}\n  [1] allow once  [2] allow always  [3] reject once (default)  [4] reject always\n> ",
+        permission_text(request)
     )
 }
 
@@ -67,12 +62,35 @@ impl Approver for TtyApprover {
         Box::pin(async move {
             let _one_at_a_time = self.lock.lock().await;
             let prompt = prompt_text(request);
+            let id = short_id(&request.request_id);
+            // Dropped with this future (the call ended, was cancelled or timed
+            // out): the wait below ends and the terminal is told.
+            let (wait, _withdraw) = match toolhost_process::input_wait() {
+                Ok(pair) => pair,
+                Err(e) => {
+                    tracing::warn!("cannot wait for the terminal: {e}");
+                    return None;
+                }
+            };
             let outcome = tokio::task::spawn_blocking(move || {
                 let stdin = std::io::stdin();
                 loop {
                     // A prompt the person could not see is not answered.
                     if !crate::err!("{prompt}") {
                         return ApprovalOutcome::Cancelled;
+                    }
+                    // Keys pressed before this prompt was on screen were meant
+                    // for something else: they never answer it.
+                    if let Err(e) = toolhost_process::discard_typed_input(stdin.as_fd()) {
+                        tracing::debug!("cannot discard earlier terminal input: {e}");
+                    }
+                    match wait.wait(stdin.as_fd()) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            crate::errln!("\npermission request {id} withdrawn: its call ended");
+                            return ApprovalOutcome::Cancelled;
+                        }
+                        Err(_) => return ApprovalOutcome::Cancelled,
                     }
                     let mut line = String::new();
                     match stdin.lock().read_line(&mut line) {

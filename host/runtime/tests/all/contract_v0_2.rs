@@ -360,7 +360,7 @@ async fn with_the_grants_elicit_and_sample_reach_the_client() {
     assert_eq!(
         asked,
         [
-            "elicit Your name? {\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}",
+            "elicit plugin `server` asks (this is not a toolhost permission request):\n| Your name? {\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}",
             "sample 1 messages, max 50, system Some(\"Be brief.\")",
         ]
     );

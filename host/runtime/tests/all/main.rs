@@ -18,4 +18,5 @@ mod hostile_quota;
 mod hostile_state;
 #[path = "../../../process/tests/all/support.rs"]
 mod process_support;
+mod remembered;
 mod support;

@@ -1080,13 +1080,13 @@ impl ElicitationApprover {
         }
     }
 
-    /// The form's message for `request`: the policy's prompt, the command,
-    /// its working directory, the tool and the plugin.
+    /// The form's message for `request`: the host's permission question
+    /// (`toolhost_runtime::permission_text`: the plugin, tool and call, the
+    /// policy's prompt, the program, the whole command, cwd, shell,
+    /// environment names and stdin, each escaped), in a shape no plugin's
+    /// own elicitation can take (`toolhost_runtime::plugin_question_text`).
     pub(crate) fn message(request: &toolhost_runtime::ApprovalRequest) -> String {
-        format!(
-            "{}\n\ncommand: {}\ncwd: {}\n(tool `{}` of plugin `{}`)",
-            request.prompt, request.command, request.cwd, request.tool, request.plugin
-        )
+        toolhost_runtime::permission_text(request)
     }
 
     /// The form's schema: one required `decision`, an enum of the ACP

@@ -337,6 +337,11 @@ impl wit::Host for ClientCtx<'_> {
         if let Err(e) = self.count_request().and_then(|()| check_elicit(&request)) {
             return Ok(Err(e));
         }
+        // Attributed to the plugin in a shape the host's permission questions
+        // never take (`approval_text.rs`): no plugin can pose as the host.
+        let mut request = request;
+        request.message =
+            crate::approval_text::plugin_question_text(self.plugin(), &request.message);
         Ok(client.elicit(request).await)
     }
 
