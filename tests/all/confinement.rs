@@ -125,6 +125,21 @@ fn the_kernel_keyrings_are_refused_in_every_confined_mode() {
                 describe(&out)
             );
         }
+        // What is left of the keyrings to read, their listing, is a denied read.
+        if toolhost_process::probe_kernel().mount_namespace {
+            let out = bash(
+                ws.path(),
+                state.path(),
+                "for f in /proc/keys /proc/key-users; do head -c1 $f 2>&1 | tail -c 20; done",
+                &["--sandbox", mode],
+            );
+            assert_eq!(
+                stdout(&out),
+                ": Permission denied\n: Permission denied\n",
+                "{mode}: {}",
+                describe(&out)
+            );
+        }
     }
     // Not confined: the call gets what it gets outside the sandbox (whatever the
     // machine's own rules make of it), not the filter's refusal.

@@ -114,9 +114,19 @@ pub const DEFAULT_HOME_DENIED: &[&str] = &[
     ".config/chromium",
 ];
 
-/// System paths denied by default. They matter for a host running as root: uid 0 without
-/// capabilities still passes the owner check on root-owned `0600`/`0640` files.
-pub const DEFAULT_SYSTEM_DENIED: &[&str] = &["/etc/shadow", "/etc/gshadow", "/root/.ssh"];
+/// System paths denied by default. The first three matter for a host running as root:
+/// uid 0 without capabilities still passes the owner check on root-owned `0600`/`0640`
+/// files. `/proc/keys` and `/proc/key-users` list the kernel keys the host user may view
+/// (ids, descriptions, owners) and their counts: the keyring calls themselves are refused
+/// by seccomp (`seccomp.rs`), these are what is left of the keyrings to read (Docker's
+/// default masks `/proc/keys` too).
+pub const DEFAULT_SYSTEM_DENIED: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/root/.ssh",
+    "/proc/keys",
+    "/proc/key-users",
+];
 
 /// The built-in default list for a host user whose home is `home` (`None`: the system
 /// entries only): [`DEFAULT_HOME_DENIED`] beneath it, [`DEFAULT_SYSTEM_DENIED`], and every
@@ -244,6 +254,7 @@ mod tests {
         assert!(paths.contains(&PathBuf::from("/home/u/.ssh")));
         assert!(paths.contains(&PathBuf::from("/home/u/.aws")));
         assert!(paths.contains(&PathBuf::from("/etc/shadow")));
+        assert!(paths.contains(&PathBuf::from("/proc/keys")));
         assert!(d.iter().all(|e| e.origin == DEFAULT_ORIGIN));
         assert!(
             default_read_denied(None)
