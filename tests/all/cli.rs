@@ -238,8 +238,25 @@ fn call_on_a_tty(
     early: &str,
     answer: &str,
 ) -> (Output, String) {
+    call_on_a_tty_with(
+        ws,
+        state,
+        serde_json::json!({ "command": command }),
+        early,
+        answer,
+    )
+}
+
+/// [`call_on_a_tty`] with the bash tool's whole `args`.
+fn call_on_a_tty_with(
+    ws: &Path,
+    state: &Path,
+    args: serde_json::Value,
+    early: &str,
+    answer: &str,
+) -> (Output, String) {
     use std::io::{Read, Write};
-    let args = serde_json::json!({ "command": command }).to_string();
+    let args = args.to_string();
     let inner = format!(
         "{} call bash '{}' --workspace {} --state-dir {}",
         env!("CARGO_BIN_EXE_toolhost"),
@@ -306,6 +323,25 @@ fn input_typed_before_the_terminal_prompt_is_discarded() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("rejected by tty (reject_once)"), "{text}");
     assert!(!ws.path().join("early").exists(), "{text}");
+}
+
+/// A question nobody answers ends with its call's `timeout_ms`: the prompt
+/// stops waiting, says it was withdrawn, and nothing runs.
+#[test]
+fn the_terminal_prompt_is_withdrawn_when_its_call_times_out() {
+    let (ws, state) = dirs();
+    let args = serde_json::json!({"command": "touch late", "timeout_ms": 500});
+    let (out, text) = call_on_a_tty_with(ws.path(), state.path(), args, "", "");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("permission request #1 withdrawn: its call ended"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not answered within the command's timeout (500 ms) and was withdrawn"),
+        "{text}"
+    );
+    assert!(!ws.path().join("late").exists(), "{text}");
 }
 
 #[test]
