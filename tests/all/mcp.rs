@@ -710,6 +710,100 @@ async fn bash_output_never_serves_the_same_output_or_status_twice() {
     client.cancel().await.unwrap();
 }
 
+/// `seq 1 N`'s output.
+fn seq_text(from: u32, to: u32) -> String {
+    (from..=to).map(|i| format!("{i}\n")).collect()
+}
+
+/// The text a read shows of `full[from..]` after a dropped middle: from the
+/// first line that starts in it, and the log offset that line starts at.
+fn tail_after(full: &str, from: usize) -> (usize, &str) {
+    let at = from + full[from..].find('\n').unwrap() + 1;
+    (at, full[at..].trim_end_matches('\n'))
+}
+
+/// A capped log's dropped middle is counted, never passed over in silence:
+/// under `--output-cap 4KiB` (head 1 KiB, tail 3 KiB) a read that crosses the
+/// dropped middle says how many bytes it left out, and a read whose cursor the
+/// dropped middle overtook while the command ran (the cursor was at 23893, the
+/// log then kept only its last 3 KiB) starts with that count instead of text
+/// that seems to follow the last read. Every byte the cursor passes is shown
+/// or counted: shown + omitted = the output read.
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_output_counts_what_a_capped_log_dropped() {
+    let (ws, state) = dirs();
+    let (client, _) = rmcp_client(
+        Recorder::default(),
+        serve_command(ws.path(), state.path(), &["--output-cap", "4KiB"]),
+    )
+    .await
+    .expect("initialize");
+    let (_, started, _) = tool(
+        &client,
+        "bash",
+        json!({"command": "seq 1 5000; until test -e go; do sleep 0.02; done; seq 5001 10000",
+               "run_in_background": true}),
+    )
+    .await;
+    let id = started["session_id"].as_str().unwrap().to_owned();
+    let path = started["output_path"].as_str().unwrap().to_owned();
+    let first = seq_text(1, 5000);
+    assert_eq!(first.len(), 23_893);
+    // Wait (without reading) until the host has all of the first part.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, listed, _) = tool(&client, "list_shells", json!({})).await;
+        if listed["sessions"][0]["output_bytes"] == json!(first.len()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The log keeps [0, 1024) and [23893 - 3072, 23893).
+    let (text, s, _) = tool(&client, "bash_output", json!({"session_id": id})).await;
+    let (at, tail) = tail_after(&first, first.len() - 3072);
+    let body = text
+        .split_once("\n\n[still running after ")
+        .unwrap_or_else(|| panic!("{text}"))
+        .0;
+    assert_eq!(
+        body,
+        format!(
+            "{}\n\n... [{} bytes omitted; full output: {path}] ...\n\n{tail}",
+            &first[..1024],
+            at - 1024
+        )
+    );
+    assert_eq!(s["truncated"], json!(true));
+
+    // The second part overtakes the cursor: the log now keeps [0, 1024) and
+    // [48894 - 3072, 48894); the read from 23893 shows the rest after a count.
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    let all = seq_text(1, 10_000);
+    assert_eq!(all.len(), 48_894);
+    let (text, s, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "wait_ms": 60_000}),
+    )
+    .await;
+    let (at, tail) = tail_after(&all, all.len() - 3072);
+    assert_eq!(
+        text,
+        format!(
+            "... [{} bytes omitted; full output: {path}] ...\n\n{tail}\n\n[exit code 0]",
+            at - first.len()
+        )
+    );
+    assert_eq!(s["output_bytes"], json!(all.len()));
+    let (again, _, _) = tool(&client, "bash_output", json!({"session_id": id})).await;
+    assert_eq!(
+        again,
+        format!("(no new output; session {id} ended earlier: exit code 0)")
+    );
+    client.cancel().await.unwrap();
+}
+
 /// `list_shells` lists the running sessions and the 20 most
 /// recent finished ones, says how many it leaves out, and stays within the cap.
 #[tokio::test(flavor = "multi_thread")]

@@ -399,6 +399,9 @@ fn wait_for_end(id: &str, last_seq: u64, ms: u64) {
 /// what there was is left, unread, for the next call ([`read_unread`]).
 const READ_BUDGET: u64 = 128 << 20;
 
+/// Most empty ranges in a row [`read_within`] reads on after (see there).
+const MAX_PASSES: u32 = 1_000;
+
 /// What [`read_unread`] read.
 struct Unread {
     /// The bytes read: head and tail held, the middle counted.
@@ -412,41 +415,62 @@ struct Unread {
 /// read and at most [`READ_BUDGET`] bytes, all of it through `read-new-output`:
 /// the session's read cursor ends exactly past the last byte read. So the bytes a
 /// result omits from its middle (they stay in the log) are never served again by a
-/// later read, and none is passed over without being read. A character split
-/// across reads is stitched back together; a trailing incomplete one is left for
-/// the next read while the session may still write.
+/// later read, and none is passed over without being read or counted: the middle
+/// a capped log dropped (the host moves the cursor over it with an empty range at
+/// the cursor, then reads on from its end) is counted as omitted bytes, so the
+/// marker's count and the cursor agree. A character split across reads is
+/// stitched back together; a trailing incomplete one is left for the next read
+/// while the session may still write.
 fn read_unread(id: &str) -> Result<Unread, s::SessionError> {
     read_within(id, READ_BUDGET)
 }
 
 /// As [`read_unread`], reading at most `budget` bytes (`u64::MAX`: all there was
 /// at the first read, as a finished foreground run's result does; the capture
-/// keeps only its head and tail).
+/// keeps only its head and tail). Bytes the log dropped count against `budget`
+/// as the bytes read do: it bounds the output a result covers.
 fn read_within(id: &str, budget: u64) -> Result<Unread, s::SessionError> {
     let mut capture = Capture::new();
     let first = s::read_new_output(id, READ_CHUNK)?;
     let lead = text::leading_continuation_len(&first.data);
     if lead > 0 && first.offset > 0 {
         let back = first.offset.min(3);
-        if let Ok(prev) = s::read_output(id, first.offset - back, back as u32) {
+        if let Ok(prev) = s::read_output(id, first.offset - back, back as u32)
+            && prev.offset + prev.data.len() as u64 == first.offset
+        {
             let k = text::incomplete_suffix_len(&prev.data);
             capture.push(&prev.data[prev.data.len() - k..]);
         }
     }
-    capture.push(&first.data);
     let end = first.total_bytes;
     let stop = end.min(first.offset.saturating_add(budget));
-    let mut pos = first.offset + first.data.len() as u64;
-    let mut eof = first.eof;
-    while pos < stop && !eof {
-        let next = s::read_new_output(id, (stop - pos).min(u64::from(READ_CHUNK)) as u32)?;
-        if next.data.is_empty() {
-            eof = next.eof;
+    // Where the bytes read so far end: a later range that starts past it follows
+    // bytes the log dropped.
+    let mut pos = first.offset;
+    let mut eof = false;
+    let mut next = first;
+    // Empty ranges in a row: the host returns one each time it moves the cursor
+    // over a dropped middle, each time further on (a flood can grow the dropped
+    // middle past the cursor again), so a bound only guards against a host that
+    // does not move it.
+    let mut empty = 0;
+    loop {
+        if next.offset > pos {
+            capture.skip(next.offset - pos);
+        }
+        capture.push(&next.data);
+        pos = pos.max(next.offset + next.data.len() as u64);
+        eof = eof || next.eof;
+        empty = if next.data.is_empty() { empty + 1 } else { 0 };
+        // An empty range short of the end is the host passing over a dropped
+        // middle: read on from its end.
+        let passed_over =
+            next.data.is_empty() && next.offset < next.total_bytes && empty <= MAX_PASSES;
+        if eof || (pos >= stop && !passed_over) || (next.data.is_empty() && !passed_over) {
             break;
         }
-        pos = next.offset + next.data.len() as u64;
-        eof = next.eof;
-        capture.push(&next.data);
+        let want = stop.saturating_sub(pos).clamp(1, u64::from(READ_CHUNK));
+        next = s::read_new_output(id, want as u32)?;
     }
     if !eof {
         capture.hold_back_incomplete_end();

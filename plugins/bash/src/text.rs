@@ -84,7 +84,13 @@ pub fn with_marker(parts: &Parts, output_path: &str) -> Rendered {
     }
     let mut text = String::with_capacity(parts.head.len() + parts.tail.len() + 128);
     text.push_str(&parts.head);
-    text.push_str("\n\n... [");
+    // A read that begins past a dropped middle has no head: the text starts
+    // with the marker.
+    text.push_str(if parts.head.is_empty() {
+        "... ["
+    } else {
+        "\n\n... ["
+    });
     let _ = match (parts.omitted_chars, parts.omitted_bytes) {
         (c, 0) => write!(text, "{c} characters omitted"),
         (0, b) => write!(text, "{b} bytes omitted"),

@@ -275,6 +275,14 @@ impl Sessions {
     /// Like [`Sessions::read_output`] from the session's read cursor (initially 0),
     /// then moves the cursor past the bytes returned. The cursor is per session,
     /// shared by all callers that can see it.
+    ///
+    /// A cursor inside the middle a capped `output.log` omits (see
+    /// [`OutputOmission`](crate::OutputOmission)) is never moved past it silently:
+    /// that read returns no bytes at the cursor's offset (`offset` = where the
+    /// cursor was, `data` empty, `eof` false, `offset < total_bytes`) and moves the
+    /// cursor to the omitted range's end, so the next read returns bytes from there
+    /// and the caller counts `next.offset - offset` bytes as passed over, never
+    /// served (docs/bash-tool.md#reading-output-once).
     pub async fn read_new_output(
         &self,
         caller: &Caller,
@@ -283,6 +291,21 @@ impl Sessions {
     ) -> Result<OutputRange, SessionError> {
         let session = self.inner.lookup(caller, id)?;
         let mut cursor = session.read_cursor.lock().await;
+        let passed_over = {
+            let st = session.lock();
+            let total = st.output.total();
+            let (start, _) = st.output.readable((*cursor).min(total), 1);
+            (start > *cursor).then_some((start, total))
+        };
+        if let Some((start, total_bytes)) = passed_over {
+            let at = std::mem::replace(&mut *cursor, start);
+            return Ok(OutputRange {
+                offset: at,
+                data: Vec::new(),
+                total_bytes,
+                eof: false,
+            });
+        }
         let range = read_range(&session, *cursor, max_bytes).await?;
         *cursor = range.offset + range.data.len() as u64;
         Ok(range)

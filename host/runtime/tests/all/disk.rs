@@ -75,21 +75,29 @@ async fn a_capped_log_keeps_exactly_head_and_tail_and_records_the_middle() {
     assert_eq!(tail.offset, total - TAIL);
     assert_eq!(tail.data, &expected[tail_at..]);
     assert!(tail.eof);
-    // Following the output with read_new_output yields exactly head + tail.
+    // Following the output with read_new_output yields exactly head + tail, and
+    // passes the omitted middle with one empty read at the cursor (its start).
     let mut followed = Vec::new();
     let mut offsets = Vec::new();
+    let mut passed = Vec::new();
     loop {
         let r = env
             .sessions
             .read_new_output(&HOST, &id, 8 * 1024)
             .await
             .unwrap();
-        if r.data.is_empty() {
+        if r.data.is_empty() && r.offset == r.total_bytes {
             break;
+        }
+        if r.data.is_empty() {
+            assert!(!r.eof);
+            passed.push(r.offset);
+            continue;
         }
         offsets.push(r.offset);
         followed.extend_from_slice(&r.data);
     }
+    assert_eq!(passed, [HEAD], "one empty read where the middle starts");
     assert_eq!(offsets[2], total - TAIL, "the third read jumps the gap");
     let mut kept = expected[..HEAD as usize].to_vec();
     kept.extend_from_slice(&expected[tail_at..]);
