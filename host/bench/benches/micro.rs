@@ -23,7 +23,7 @@ fn p1_plugin_call(c: &mut Criterion) {
     // (`toolhost-bench --only P1` also measures calls spaced apart).
     g.bench_function("toolhost list_shells (fresh instance, made ahead)", |b| {
         b.iter(|| {
-            rt.block_on(plugin.call(&list_shells, "p1", "{}".to_string(), None))
+            rt.block_on(plugin.call(&list_shells, "p1", "{}".to_string(), None, None))
                 .expect("call")
                 .expect("list_shells")
         })

@@ -175,6 +175,7 @@ pub(crate) async fn greet_plugin(plugin: &ToolPlugin) -> Result<()> {
             "call_bench",
             json!({ "name": NAME }).to_string(),
             None,
+            None,
         )
         .await?
         .map_err(|e| anyhow!("greet failed: {e:?}"))?;

@@ -213,7 +213,7 @@ async fn timed_call(plugin: &ToolPlugin, n: usize) -> Result<(Duration, usize)> 
         .find(|t| t.name == TOOL)
         .context("the bash plugin has no list_shells")?;
     let t = Instant::now();
-    let out = plugin.call(spec, &id, ARGS.to_string(), None).await?;
+    let out = plugin.call(spec, &id, ARGS.to_string(), None, None).await?;
     let elapsed = t.elapsed();
     let out = out.map_err(|e| anyhow!("{TOOL} failed: {e:?}"))?;
     anyhow::ensure!(!out.is_error, "{TOOL} returned an error result");

@@ -23,6 +23,7 @@ pub fn fill(log: &HostSessionLog, n: usize) {
         let session_id = format!("bg_{session:012x}");
         let tool_call_id = Some(format!("tc_{session:012}"));
         let mut events = vec![HostEventKind::ProcessStarted {
+            actor: None,
             session_id: session_id.clone(),
             tool_call_id: tool_call_id.clone(),
             command: "cargo test --workspace".into(),

@@ -85,6 +85,8 @@ pub async fn guest_once(
         cancel: Default::default(),
         client: None,
         progress: None,
+        actor: None,
+        principal: None,
     };
     let call = {
         let host = host.clone();

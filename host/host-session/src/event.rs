@@ -93,6 +93,39 @@ pub struct HostEvent {
     pub kind: HostEventKind,
 }
 
+/// Who is behind an event (docs/event-log.md#who): the identity (a
+/// bearer token's name, `stdio`, `anonymous`, `local`), the door it came
+/// through, the peer's address on HTTP, the MCP client's own name and
+/// version, and the plugin. Every string a client sent is escaped and cut
+/// as names echoed are (at most 128 bytes and a length).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    /// The identity's name.
+    pub identity: String,
+    /// The door: `http`, `stdio`, `cli`, `api`.
+    pub transport: String,
+    /// The TCP peer (`127.0.0.1:50312`), on HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// The MCP client's `clientInfo` (from `initialize`, or a 2026-07-28
+    /// request's `_meta` `io.modelcontextprotocol/clientInfo`), if it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientInfo>,
+    /// The plugin whose tool or process it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+}
+
+/// An MCP client's name and version, as it gave them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    /// `clientInfo.name`.
+    pub name: String,
+    /// `clientInfo.version`.
+    #[serde(default)]
+    pub version: String,
+}
+
 /// A host lifecycle state (the `state` of [`HostEventKind::Lifecycle`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -133,6 +166,10 @@ pub enum HostEventKind {
         arguments: Value,
         /// The front door it came through (`mcp`, `cli`, `api`).
         source: String,
+        /// Who: the identity, door, peer, client and plugin behind it
+        /// (`None` in logs written before toolhost recorded it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        actor: Option<Actor>,
     },
     /// A tool call returned a result (possibly `is_error`).
     ToolCallSettled {
@@ -182,6 +219,10 @@ pub enum HostEventKind {
         /// `workspace-write (landlock abi 7, network blocked, .git read-only)`.
         #[serde(default)]
         sandbox: String,
+        /// Who: the identity, door, peer, client and plugin behind it
+        /// (`None` in logs written before toolhost recorded it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        actor: Option<Actor>,
     },
     /// Output bytes of a process (at most [`INLINE_OUTPUT_MAX`] per event).
     ProcessOutput {
@@ -268,6 +309,10 @@ pub enum HostEventKind {
         /// first word is no plain program word.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         program: Option<String>,
+        /// Who: the identity, door, peer, client and plugin behind it
+        /// (`None` in logs written before toolhost recorded it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        actor: Option<Actor>,
     },
     /// Something was dropped to keep the host's memory or disk bounded, or lost in a
     /// crash: a finished process session evicted from memory before its retention

@@ -45,8 +45,8 @@ mod store;
 
 // The events and the bounds on them.
 pub use event::{
-    EVENT_FIELD_MAX, HostEvent, HostEventKind, INLINE_OUTPUT_MAX, Lifecycle, OMITTED_KEY,
-    PERMISSION_REQUEST_ID_DIGITS, SETTLED_TEXT_MAX, TOOL_CALL_ID_DIGITS, now_ms,
+    Actor, ClientInfo, EVENT_FIELD_MAX, HostEvent, HostEventKind, INLINE_OUTPUT_MAX, Lifecycle,
+    OMITTED_KEY, PERMISSION_REQUEST_ID_DIGITS, SETTLED_TEXT_MAX, TOOL_CALL_ID_DIGITS, now_ms,
     permission_request_id, permission_request_number, tool_call_id, tool_call_number,
 };
 

@@ -117,6 +117,7 @@ mod tests {
     fn recorded_events_serialise_verbatim() {
         let log = HostSessionLog::in_memory("hs_raw");
         log.append(HostEventKind::ToolCallStarted {
+            actor: None,
             tool_call_id: "tc_1".into(),
             tool: "t".into(),
             arguments: serde_json::json!({"b": [1, 2.5, null], "a": "\u{e9}\n\"q\""}),

@@ -363,6 +363,7 @@ mod tests {
             Err(HostSessionLogError::InUse { .. })
         ));
         let started = |id: &str| HostEventKind::ToolCallStarted {
+            actor: None,
             tool_call_id: id.into(),
             tool: "bash".into(),
             arguments: serde_json::json!({}),
@@ -378,6 +379,7 @@ mod tests {
             structured: None,
         });
         log.append(HostEventKind::ProcessStarted {
+            actor: None,
             session_id: "bg_0000000000ff".into(),
             tool_call_id: Some("tc_00000000000a".into()),
             command: "sleep 100".into(),

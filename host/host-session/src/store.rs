@@ -389,6 +389,7 @@ mod tests {
         let big = "x".repeat(15 << 20);
         for n in 0..4 {
             log.append(HostEventKind::ToolCallStarted {
+                actor: None,
                 tool_call_id: format!("tc_{n}"),
                 tool: "t".into(),
                 arguments: serde_json::json!({ "data": big }),

@@ -23,7 +23,7 @@ mod spawn;
 mod terminal;
 
 // The session engine, its configuration and its defaults, and who calls it.
-pub use sessions::caller::Caller;
+pub use sessions::caller::{Caller, Principal};
 pub use sessions::config::{DEFAULT_MAX_SESSIONS, DEFAULT_OUTPUT_LOG_MAX_BYTES, SessionsConfig};
 pub use sessions::engine::{FINISHED_OUTPUT_BYTES, Sessions};
 pub use sessions::observer::{ObservedSession, SessionObserver};

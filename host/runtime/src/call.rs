@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use toolhost_process::Sessions;
+use toolhost_process::{Caller, Principal, Sessions};
 
 use crate::manifest::Manifest;
 use crate::permissions::{Permissions, Requester};
@@ -30,6 +30,8 @@ pub struct CallInfo {
     pub tool: String,
     /// The host-assigned tool call id (empty for `describe` and policy calls).
     pub tool_call_id: String,
+    /// Who the tool call runs for ([`crate::CallRequest::principal`]).
+    pub principal: Option<Principal>,
 }
 
 impl CallInfo {
@@ -40,6 +42,20 @@ impl CallInfo {
             manifest,
             tool: String::new(),
             tool_call_id: String::new(),
+            principal: None,
+        }
+    }
+
+    /// Who the plugin is, to the session engine: itself, for the call's
+    /// principal when it has one.
+    pub fn caller(&self) -> Caller {
+        match &self.principal {
+            Some(principal) if !self.tool_call_id.is_empty() => Caller::PluginFor {
+                plugin: self.plugin.clone(),
+                principal: principal.clone(),
+                tool_call_id: self.tool_call_id.as_str().into(),
+            },
+            _ => Caller::Plugin(self.plugin.clone()),
         }
     }
 

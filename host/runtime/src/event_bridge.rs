@@ -4,20 +4,63 @@
 //! ([`crate::permissions::PermissionObserver`]) into [`HostEventKind`]s appended to a
 //! [`HostSessionLog`] (the `toolhost-host-session` crate).
 
-use toolhost_host_session::{HostEventKind, HostSessionLog, INLINE_OUTPUT_MAX};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use toolhost_host_session::{Actor, HostEventKind, HostSessionLog, INLINE_OUTPUT_MAX};
 
 /// Feeds process-session events and permission requests into an
 /// [`HostSessionLog`] (install it as [`toolhost_process::SessionsConfig::observer`]
 /// and with [`crate::permissions::Permissions::set_observer`]).
+///
+/// It also knows who is behind each tool call in progress ([`Actor`], from
+/// [`crate::CallRequest::actor`]): the `process_started` of a session a call
+/// started and the `permission_requested` of its asks record it, with the
+/// plugin.
 #[derive(Debug, Clone)]
 pub struct LogObserver {
-    log: std::sync::Arc<HostSessionLog>,
+    log: Arc<HostSessionLog>,
+    actors: Arc<Mutex<HashMap<String, Actor>>>,
 }
 
 impl LogObserver {
     /// An observer appending to `log`.
-    pub fn new(log: std::sync::Arc<HostSessionLog>) -> LogObserver {
-        LogObserver { log }
+    pub fn new(log: Arc<HostSessionLog>) -> LogObserver {
+        LogObserver {
+            log,
+            actors: Arc::default(),
+        }
+    }
+
+    /// Records `actor` as who is behind tool call `tool_call_id` until
+    /// [`LogObserver::call_ended`].
+    pub(crate) fn call_started(&self, tool_call_id: &str, actor: Actor) {
+        self.actors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tool_call_id.to_string(), actor);
+    }
+
+    /// Forgets who was behind tool call `tool_call_id`.
+    pub(crate) fn call_ended(&self, tool_call_id: &str) {
+        self.actors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tool_call_id);
+    }
+
+    /// Who is behind tool call `tool_call_id` (in progress), with `plugin`.
+    fn actor_of(&self, tool_call_id: Option<&str>, plugin: Option<&str>) -> Option<Actor> {
+        let mut actor = self
+            .actors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tool_call_id?)
+            .cloned()?;
+        if let Some(p) = plugin {
+            actor.plugin = Some(p.to_string());
+        }
+        Some(actor)
     }
 }
 
@@ -46,6 +89,7 @@ impl toolhost_process::SessionObserver for LogObserver {
                 pid: started.pid,
                 start_time: toolhost_process::process_start_time(started.pid),
                 sandbox: started.sandbox.clone(),
+                actor: self.actor_of(s.started_by.or(s.tool_call_id), None),
             },
             K::Output(chunk) => {
                 let stream = match chunk.stream {
@@ -149,6 +193,7 @@ impl crate::permissions::PermissionObserver for LogObserver {
                 .map(|o| o.to_string())
                 .collect(),
             program: r.program.clone(),
+            actor: self.actor_of(Some(&r.tool_call_id), Some(&r.plugin)),
         });
     }
 

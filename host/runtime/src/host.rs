@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use toolhost_host_session::{self as host_session, HostEventKind, HostSessionLog};
+use toolhost_host_session::{self as host_session, Actor, HostEventKind, HostSessionLog};
 use toolhost_process::HeldDir;
-use toolhost_process::{Caller, KilledBy, Sessions, SessionsConfig};
+use toolhost_process::{Caller, KilledBy, Principal, Sessions, SessionsConfig};
 
 use crate::builtin;
 use crate::call::Services;
@@ -282,7 +282,21 @@ pub struct CallRequest {
     /// reports it (never read back from the event log). The MCP door turns it
     /// into `notifications/progress`.
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<CallProgress>>,
+    /// Who is behind the call (docs/event-log.md#who): recorded as the
+    /// `actor` of its `tool_call_started` (with `plugin` set to the tool's),
+    /// and of the `process_started` and `permission_requested` it causes.
+    /// `None`: not recorded.
+    pub actor: Option<Actor>,
+    /// The identity the call runs for: it owns the process sessions the call
+    /// starts, which the calls of another principal cannot see, read or kill
+    /// (unless `admin`; [`toolhost_process::Caller::PluginFor`]). `None`: no
+    /// principal (every call of the plugin sees them).
+    pub principal: Option<Principal>,
 }
+
+/// The identity of calls made in-process ([`Host::call_tool`]: `toolhost
+/// call`, the embedder), as the event log's `actor` names it: `local`.
+pub const LOCAL_IDENTITY: &str = "local";
 
 /// A tool the host offers: which plugin, under which (possibly prefixed) name.
 #[derive(Clone)]
@@ -327,6 +341,8 @@ pub struct Host {
     tools_version: tokio::sync::watch::Sender<u64>,
     next_call: AtomicU64,
     events: Arc<HostSessionLog>,
+    /// What feeds the log with process events; knows who is behind each call.
+    observer: Arc<LogObserver>,
     calls: Mutex<HashMap<String, CallSlot>>,
     /// The progress sinks of the calls in progress that have one.
     call_sinks: Arc<CallSinks>,
@@ -485,7 +501,7 @@ impl Host {
         let permissions = Permissions::new(policy, workspace).with_metrics(metrics.clone());
         // Request ids never repeat within one log: a resumed one continues above its highest.
         permissions.continue_request_ids_after(events.recovery().last_permission_request);
-        permissions.set_observer(observer);
+        permissions.set_observer(observer.clone());
         let services = Arc::new(Services {
             sessions,
             permissions,
@@ -568,6 +584,7 @@ impl Host {
             // Ids never repeat within one log: a resumed one continues above its highest.
             next_call: AtomicU64::new(events.recovery().last_tool_call + 1),
             events,
+            observer,
             calls: Mutex::new(HashMap::new()),
             call_sinks,
             metrics,
@@ -795,6 +812,12 @@ impl Host {
             cancel: Arc::default(),
             client: None,
             progress: None,
+            actor: Some(Actor {
+                identity: LOCAL_IDENTITY.to_string(),
+                transport: "api".to_string(),
+                ..Actor::default()
+            }),
+            principal: None,
         })
         .await
     }
@@ -827,6 +850,8 @@ impl Host {
             cancel,
             client,
             progress,
+            actor,
+            principal,
         } = request;
         let started = std::time::Instant::now();
         let tool_call_id = tool_call_id.as_str();
@@ -848,15 +873,21 @@ impl Host {
         // The plugin gets the arguments as JSON text; the event log keeps the
         // object itself (moved, not copied).
         let arguments_text = serde_json::to_string(&arguments).unwrap_or_default();
+        let actor = actor.map(|mut a| {
+            a.plugin = Some(tool.plugin.id().to_string());
+            self.observer.call_started(tool_call_id, a.clone());
+            a
+        });
         self.events.append(HostEventKind::ToolCallStarted {
             tool_call_id: tool_call_id.to_string(),
             tool: name.to_string(),
             arguments: serde_json::Value::Object(arguments),
             source: source.to_string(),
+            actor,
         });
         let call = tool
             .plugin
-            .call(&tool.spec, tool_call_id, arguments_text, client);
+            .call(&tool.spec, tool_call_id, arguments_text, client, principal);
         let outcome = tokio::select! {
             outcome = call => Some(outcome),
             () = cancel.notified() => None,
@@ -876,6 +907,7 @@ impl Host {
             }
         }
         sessions.end_call(tool_call_id).await;
+        self.observer.call_ended(tool_call_id);
         drop(sink);
         self.calls
             .lock()

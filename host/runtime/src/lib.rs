@@ -56,8 +56,8 @@ mod uri_template;
 pub use call_sink::CallProgress;
 pub use catalog::{CompletionRef, PromptEntry, RequestError, ResourceEntry, TemplateEntry};
 pub use host::{
-    CallRequest, Host, HostConfig, RunningCall, SkippedPlugin, StartError, ToolCallError,
-    ToolEntry, ToolResult, manifest_for,
+    CallRequest, Host, HostConfig, LOCAL_IDENTITY, RunningCall, SkippedPlugin, StartError,
+    ToolCallError, ToolEntry, ToolResult, manifest_for,
 };
 pub use limits::{LimitExceeded, Limits};
 pub use metrics::{Metrics, ToolMetrics};
@@ -101,8 +101,8 @@ pub use toolhost_manifest::{ExecGrant, Manifest, parse_size, validate_id};
 // that feeds it.
 pub use event_bridge::LogObserver;
 pub use toolhost_host_session::{
-    EVENT_FIELD_MAX, EVENTS_FILE, HostEvent, HostEventKind, HostSessionLog, Lifecycle,
-    MAX_REPLAY_EVENTS, OMITTED_KEY, Replay, hosts_dir, now_ms, validate_host_session_id,
+    Actor, ClientInfo, EVENT_FIELD_MAX, EVENTS_FILE, HostEvent, HostEventKind, HostSessionLog,
+    Lifecycle, MAX_REPLAY_EVENTS, OMITTED_KEY, Replay, hosts_dir, now_ms, validate_host_session_id,
 };
 
 // Plugin text before a person reads it.

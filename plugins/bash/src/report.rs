@@ -221,7 +221,7 @@ pub fn session_error_text(what: &str, id: Option<&str>, err: &SessionError) -> S
     match err {
         SessionError::UnknownSession(id) => format!(
             "Could not {what}: no session {id} is visible to this tool (it never existed, was \
-             started by another plugin, or ended longer ago than the host keeps sessions). Use \
+             started by another plugin or for another identity, or ended longer ago than the host keeps sessions). Use \
              list_shells to see your sessions."
         ),
         SessionError::SessionExited(ending) => format!(

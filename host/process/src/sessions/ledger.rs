@@ -50,9 +50,9 @@ impl Inner {
     /// True for callers that are exempt from the per-plugin quotas and may use the
     /// reserved slots: the host and the built-in plugins.
     pub(super) fn privileged(&self, caller: &Caller) -> bool {
-        match caller {
-            Caller::Host => true,
-            Caller::Plugin(name) => self.config.builtin_plugins.iter().any(|b| b == name),
+        match caller.plugin() {
+            None => true,
+            Some(name) => self.config.builtin_plugins.iter().any(|b| b == name),
         }
     }
 
@@ -86,7 +86,7 @@ impl Inner {
                     ledger.unprivileged
                 )));
             }
-            if let Caller::Plugin(name) = caller {
+            if let Some(name) = caller.plugin() {
                 let mine = ledger.per_plugin.get(name).copied().unwrap_or(0);
                 if mine >= config.max_sessions_per_plugin {
                     return Err(SessionError::ResourceLimit(format!(

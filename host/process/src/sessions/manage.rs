@@ -63,24 +63,24 @@ impl Sessions {
         let inner = &self.inner;
         let mut reg = inner.registry();
         inner.purge(&mut reg);
-        let mine = |owner: &Option<Arc<str>>| match caller {
-            Caller::Host => true,
-            Caller::Plugin(name) => owner.as_deref() == Some(&**name),
+        let mine = |owner: &Option<Arc<str>>| match caller.plugin() {
+            None => true,
+            Some(name) => owner.as_deref() == Some(&**name),
         };
         let (finished, finished_bytes) = reg
             .finished
             .iter()
             .filter(|f| mine(&f.owner))
             .fold((0, 0), |(n, b), f| (n + 1, b + f.bytes));
-        let evicted = match caller {
-            Caller::Host => reg.evicted,
-            Caller::Plugin(name) => reg.evicted_by.get(name).copied().unwrap_or(0),
+        let evicted = match caller.plugin() {
+            None => reg.evicted,
+            Some(name) => reg.evicted_by.get(name).copied().unwrap_or(0),
         };
         drop(reg);
         let ledger = lock_ledger(&inner.ledger);
-        let running = match caller {
-            Caller::Host => ledger.active,
-            Caller::Plugin(name) if inner.privileged(caller) => {
+        let running = match caller.plugin() {
+            None => ledger.active,
+            Some(name) if inner.privileged(caller) => {
                 drop(ledger);
                 return SessionUsage {
                     running: self
@@ -92,7 +92,7 @@ impl Sessions {
                     evicted,
                 };
             }
-            Caller::Plugin(name) => ledger.per_plugin.get(name).copied().unwrap_or(0),
+            Some(name) => ledger.per_plugin.get(name).copied().unwrap_or(0),
         };
         SessionUsage {
             running,

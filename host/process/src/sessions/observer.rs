@@ -49,4 +49,8 @@ pub struct ObservedSession<'a> {
     pub tool_call_id: Option<&'a str>,
     /// Host path of its byte-exact combined `output.log`.
     pub output_path: &'a std::path::Path,
+    /// The identity its plugin started it for, if any ([`crate::Principal`]).
+    pub principal: Option<&'a str>,
+    /// The tool call that started it (foreground or background), if known.
+    pub started_by: Option<&'a str>,
 }

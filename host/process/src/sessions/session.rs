@@ -28,6 +28,11 @@ const READ_BUFFER: usize = 64 * 1024;
 pub(crate) struct Session {
     pub(crate) id: SessionId,
     pub(crate) owner: Option<Arc<str>>,
+    /// Who the plugin started it for (`None`: no principal; every caller of
+    /// the plugin sees it).
+    pub(crate) principal: Option<super::caller::Principal>,
+    /// The tool call that started it, foreground or background.
+    pub(crate) started_by: Option<Arc<str>>,
     pub(crate) command: String,
     pub(crate) tool_call_id: Option<String>,
     pub(crate) output_path: PathBuf,
@@ -80,6 +85,8 @@ impl State {
 pub(crate) struct SessionInit {
     pub(crate) id: SessionId,
     pub(crate) owner: Option<Arc<str>>,
+    pub(crate) principal: Option<super::caller::Principal>,
+    pub(crate) started_by: Option<Arc<str>>,
     pub(crate) command: String,
     pub(crate) tool_call_id: Option<String>,
     pub(crate) output_path: PathBuf,
@@ -108,6 +115,8 @@ impl Session {
         let session = Arc::new(Session {
             id: init.id,
             owner: init.owner,
+            principal: init.principal,
+            started_by: init.started_by,
             command: init.command,
             tool_call_id: init.tool_call_id.clone(),
             output_path: init.output_path,
@@ -169,12 +178,7 @@ impl Session {
         let seq = event.seq;
         self.notify.send_replace(seq);
         if let Some(observer) = &self.observer {
-            let observed = crate::ObservedSession {
-                id: &self.id,
-                command: &self.command,
-                tool_call_id: self.tool_call_id.as_deref(),
-                output_path: &self.output_path,
-            };
+            let observed = self.observed();
             observer.on_session_event(&observed, event);
         }
         seq
@@ -187,6 +191,8 @@ impl Session {
             command: &self.command,
             tool_call_id: self.tool_call_id.as_deref(),
             output_path: &self.output_path,
+            principal: self.principal.as_ref().map(|p| &*p.name),
+            started_by: self.started_by.as_deref(),
         }
     }
 

@@ -162,11 +162,11 @@ impl Sessions {
     ) -> Result<SessionId, SessionError> {
         let slot = self.inner.reserve(caller)?;
         let this = self.clone();
-        let owner = caller.owner();
+        let caller = caller.clone();
         let task = self
             .inner
             .handle
-            .spawn(async move { this.spawn_owned(owner, slot, resolved).await });
+            .spawn(async move { this.spawn_owned(caller, slot, resolved).await });
         match task.await {
             Ok(Ok(mut launched)) => Ok(launched.keep()),
             Ok(Err(e)) => Err(e),
@@ -182,7 +182,7 @@ impl Sessions {
     /// caller; the [`Launched`] it returns ends the session unless the caller keeps it.
     async fn spawn_owned(
         self,
-        owner: Option<Arc<str>>,
+        caller: Caller,
         slot: Slot,
         resolved: ResolvedStart,
     ) -> Result<Launched, SessionError> {
@@ -268,7 +268,9 @@ impl Sessions {
         };
         let session = Session::new(SessionInit {
             id,
-            owner,
+            owner: caller.owner(),
+            principal: caller.principal().cloned(),
+            started_by: caller.tool_call(),
             command,
             tool_call_id: req.tool_call_id,
             output_path,
@@ -402,6 +404,8 @@ impl Sessions {
         let session = Session::new(SessionInit {
             id: id.clone(),
             owner: caller.owner(),
+            principal: caller.principal().cloned(),
+            started_by: caller.tool_call(),
             command,
             tool_call_id,
             output_path,

@@ -416,7 +416,9 @@ impl ToolPlugin {
     /// `client` is the MCP client behind the call (`None`: none, as for
     /// `toolhost call`), reached through a 0.2.0 plugin's `client` import
     /// under the manifest's grants and the limits of
-    /// [`crate::contract::v0_2_0::client`].
+    /// [`crate::contract::v0_2_0::client`]. `principal` is who the call runs
+    /// for ([`crate::CallRequest::principal`]): the owner of the sessions it
+    /// starts.
     ///
     /// The result is checked: at most [`MAX_CONTENT_BLOCKS`] blocks and
     /// [`MAX_OUTPUT_BYTES`] in all. A successful result of a tool that
@@ -434,6 +436,7 @@ impl ToolPlugin {
         tool_call_id: &str,
         arguments: String,
         client: Option<Arc<dyn CallClient>>,
+        principal: Option<toolhost_process::Principal>,
     ) -> Result<Result<ToolOutput, ToolError>, CallError> {
         let tool = spec.name.as_str();
         let info = CallInfo {
@@ -441,6 +444,7 @@ impl ToolPlugin {
             manifest: self.manifest.clone(),
             tool: tool.to_string(),
             tool_call_id: tool_call_id.to_string(),
+            principal,
         };
         let wall = self.manifest.limits.wall;
         let client = if self.instances.pre().has_client() {

@@ -382,6 +382,8 @@ async fn each_calls_progress_sink_counts_only_its_own_output() {
             cancel: Default::default(),
             client: None,
             progress: Some(sink),
+            actor: None,
+            principal: None,
         };
         (request, events)
     };

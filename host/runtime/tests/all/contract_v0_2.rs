@@ -186,6 +186,8 @@ async fn call_with(
         cancel: Arc::default(),
         client: client.map(|c| c as Arc<dyn CallClient>),
         progress: None,
+        actor: None,
+        principal: None,
     })
     .await
 }

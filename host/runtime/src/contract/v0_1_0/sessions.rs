@@ -78,7 +78,7 @@ pub fn add_to_linker<T: Send + 'static>(
 
 impl SessionsCtx<'_> {
     fn caller(&self) -> Caller {
-        Caller::Plugin(self.call.plugin.clone())
+        self.call.caller()
     }
 
     fn sessions(&self) -> wasmtime::Result<&Sessions> {
