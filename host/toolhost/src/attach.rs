@@ -208,6 +208,7 @@ pub fn describe(event: &HostEvent) -> String {
             tool,
             arguments,
             source,
+            ..
         } => format!(
             "{tool_call_id} {} {} (via {source})",
             escape_line(tool),
@@ -790,6 +791,7 @@ mod tests {
         ev(
             seq,
             HostEventKind::ToolCallStarted {
+                actor: None,
                 tool_call_id: tc.into(),
                 tool: "bash".into(),
                 arguments: json!({}),
@@ -815,6 +817,7 @@ mod tests {
         ev(
             seq,
             HostEventKind::PermissionRequested {
+                actor: None,
                 request_id: id.into(),
                 tool_call_id: "tc_1".into(),
                 plugin: "bash".into(),

@@ -21,6 +21,9 @@ pub mod codes {
     /// A well-formed request whose action failed (the first of the range
     /// -32000..-32099 the specification leaves to servers).
     pub const ACTION_FAILED: i32 = -32000;
+    /// The request's identity lacks the scope the method needs (MCP over
+    /// HTTP answers it with `403`; docs/operations.md#identities).
+    pub const FORBIDDEN: i32 = -32003;
 }
 
 /// An error response: `{"jsonrpc":"2.0","id":id,"error":{"code","message"}}`.

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use tokio::signal::unix::{SignalKind, signal};
 use toolhost::sandbox_layers::{EXIT_LAYER_MISSING, RequiredLayers};
 use toolhost::{errln, out, outln};
 use toolhost_process::{SandboxMode, SandboxPolicy};
@@ -251,9 +252,21 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
         /// With --http: every request must carry `Authorization: Bearer TOKEN`,
-        /// TOKEN being this file's content (surrounding whitespace removed).
-        #[arg(long, value_name = "PATH", requires = "http")]
+        /// TOKEN being this file's content (surrounding whitespace removed), the
+        /// identity `default`. The file must be private (mode 0600 or stricter).
+        #[arg(
+            long,
+            value_name = "PATH",
+            requires = "http",
+            conflicts_with = "tokens_file"
+        )]
         token_file: Option<PathBuf>,
+        /// With --http: named tokens, a TOML file of [[token]] tables (name, then
+        /// token = "..." or sha256 = "<hex>", optional scopes from call, answer,
+        /// attach, metrics, admin). Mode 0600 or stricter. SIGHUP re-reads it (and
+        /// --token-file) without ending sessions or jobs.
+        #[arg(long, value_name = "PATH", requires = "http")]
+        tokens_file: Option<PathBuf>,
         #[command(flatten)]
         host: HostArgs,
         #[command(flatten)]
@@ -426,7 +439,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             // with nobody left to enforce their timeout), then exit 128+n.
             let outcome = tokio::select! {
                 outcome = host.call_tool(&tool, arguments) => outcome,
-                signal = termination_signal() => {
+                signal = termination_signal(true) => {
                     host.sessions().shutdown().await;
                     return ExitCode::from(128 + signal);
                 }
@@ -503,6 +516,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             host_session,
             http,
             token_file,
+            tokens_file,
             host,
             require,
         } => {
@@ -518,18 +532,23 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             } else {
                 None
             };
+            use toolhost::mcp::identity::TokenSource;
+            // Absolute but not resolved: each start masks what the path names
+            // then (a Kubernetes Secret's file is a symlink that moves on update).
+            let token_path = token_file.as_deref().or(tokens_file.as_deref());
+            let secrets = match token_path.map(std::path::absolute).transpose() {
+                Ok(path) => path.into_iter().collect(),
+                Err(e) => return usage_error(format!("cannot resolve the token file: {e}")),
+            };
+            let tokens = token_file
+                .map(TokenSource::Single)
+                .or(tokens_file.map(TokenSource::Named));
             let http = match http
-                .map(|addr| http_options(addr, token_file.as_deref(), commands_network))
+                .map(|addr| http_options(addr, tokens, commands_network))
                 .transpose()
             {
                 Ok(h) => h,
                 Err(e) => return usage_error(e.to_string()),
-            };
-            // Absolute but not resolved: each start masks what the path names
-            // then (a Kubernetes Secret's file is a symlink that moves on update).
-            let secrets = match token_file.as_deref().map(std::path::absolute).transpose() {
-                Ok(path) => path.into_iter().collect(),
-                Err(e) => return usage_error(format!("cannot resolve the token file: {e}")),
             };
             serve(host, host_session, http, require, secrets, child_nofile).await
         }
@@ -669,19 +688,20 @@ fn gc(state_dir: PathBuf, policy: toolhost_process::RetentionPolicy, json: bool)
     }
 }
 
-/// The `--http` options: `addr`, and the token read from `token_file`;
+/// The `--http` options: `addr`, and the tokens read from `tokens`;
 /// refused when `addr` is not loopback and there is no token.
 fn http_options(
     addr: std::net::SocketAddr,
-    token_file: Option<&std::path::Path>,
+    tokens: Option<toolhost::mcp::identity::TokenSource>,
     commands_network: Option<String>,
 ) -> Result<toolhost::mcp::http::HttpOptions, toolhost::mcp::http::HttpError> {
-    let token = token_file
-        .map(toolhost::mcp::http::BearerToken::from_file)
-        .transpose()?;
+    let tokens = tokens
+        .map(toolhost::mcp::identity::Tokens::load)
+        .transpose()?
+        .map(Arc::new);
     let options = toolhost::mcp::http::HttpOptions {
         addr,
-        token,
+        tokens,
         commands_network,
     };
     options.check()?;
@@ -844,7 +864,7 @@ async fn serve(
             end = toolhost::mcp::serve_process_stdio(host.clone(), stdio, stop_rx) => end,
             // What MCP clients send to stop a server: end every session's process
             // group like a stop request does (they would otherwise outlive us).
-            signal = termination_signal() => {
+            signal = termination_signal(false) => {
                 tracing::info!(signal, "stopping on a signal");
                 Ok(toolhost::mcp::ServeEnd::Stopped)
             }
@@ -892,17 +912,53 @@ async fn serve_http(
     mut stop_rx: tokio::sync::watch::Receiver<bool>,
 ) -> Result<toolhost::mcp::ServeEnd, toolhost::mcp::ServeError> {
     errln!("toolhost: serving MCP over HTTP at {}", server.url());
+    let tokens = server.tokens();
     server
         .serve(host, async move {
+            let reloads = async {
+                let Ok(mut hup) = signal(SignalKind::hangup()) else {
+                    return std::future::pending().await;
+                };
+                while hup.recv().await.is_some() {
+                    reload_tokens(tokens.as_deref());
+                }
+            };
             tokio::select! {
                 _ = stop_rx.wait_for(|s| *s) => {}
-                signal = termination_signal() => {
+                signal = termination_signal(false) => {
                     tracing::info!(signal, "stopping on a signal");
                 }
+                () = reloads => {}
             }
         })
         .await;
     Ok(toolhost::mcp::ServeEnd::Stopped)
+}
+
+/// SIGHUP under `serve --http`: re-reads the token file or tokens file.
+/// The new identities take effect for the next request; sessions and jobs
+/// stay. A file that no longer reads keeps the identities in force, with a
+/// warning (never the file's content).
+fn reload_tokens(tokens: Option<&toolhost::mcp::identity::Tokens>) {
+    let Some(tokens) = tokens else {
+        tracing::warn!("SIGHUP: no --token-file or --tokens-file to re-read");
+        return;
+    };
+    match tokens.reload() {
+        Ok(names) => {
+            tracing::info!(identities = ?names, "SIGHUP: re-read {}", tokens.source().path().display());
+            errln!(
+                "toolhost: re-read {}: {} identities ({})",
+                tokens.source().path().display(),
+                names.len(),
+                names.join(", ")
+            );
+        }
+        Err(e) => {
+            tracing::warn!("SIGHUP: keeping the identities in force: {e}");
+            errln!("toolhost: SIGHUP: keeping the identities in force: {e}");
+        }
+    }
 }
 
 /// The host session to attach to: the given one, else the only running one.
@@ -1136,10 +1192,11 @@ fn usage_error(message: String) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Resolves with the signal number when the process gets SIGTERM, SIGINT or
-/// SIGHUP (never, if the handlers cannot be installed).
-async fn termination_signal() -> u8 {
-    use tokio::signal::unix::{SignalKind, signal};
+/// Resolves with the signal number when the process gets SIGTERM, SIGINT or,
+/// when `hangup` (the one-shot `call`), SIGHUP (never, if the handlers cannot
+/// be installed). `serve` passes `false`: SIGHUP re-reads its tokens
+/// ([`reload_tokens`]) and never stops it.
+async fn termination_signal(hangup: bool) -> u8 {
     let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
@@ -1150,6 +1207,6 @@ async fn termination_signal() -> u8 {
     tokio::select! {
         _ = term.recv() => 15,
         _ = int.recv() => 2,
-        _ = hup.recv() => 1,
+        Some(()) = hup.recv(), if hangup => 1,
     }
 }

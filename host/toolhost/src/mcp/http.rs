@@ -20,14 +20,17 @@
 //!    an `Origin` header, if present, must be `http(s)://` one of them;
 //!    otherwise `403 Forbidden`. On another address
 //!    (which needs a token), `Origin` must be loopback or name the `Host`.
-//! 2. The bearer token, when one is configured (required off loopback):
-//!    `Authorization: Bearer TOKEN`, compared in constant time (SHA-256 of
-//!    both, then [`subtle`]); otherwise `401` with `WWW-Authenticate:
-//!    Bearer realm="toolhost"`. The token is never logged.
+//! 2. The bearer token, when tokens are configured (required off loopback):
+//!    `Authorization: Bearer TOKEN`, one of `--token-file`'s or
+//!    `--tokens-file`'s ([`identity`]: SHA-256 of both, compared in
+//!    constant time), whose name is the request's [`Identity`]; otherwise
+//!    `401` with `WWW-Authenticate: Bearer realm="toolhost"`. The token is
+//!    never logged. Without tokens, every request is [`ANONYMOUS_IDENTITY`].
 //! 3. The path: [`health::HEALTH_PATH`], [`health::READY_PATH`] and
 //!    [`health::INFO_PATH`] are answered by [`health`] without a token (so
 //!    before step 2; they reveal nothing sensitive); after it
-//!    [`metrics::METRICS_PATH`] is answered by [`metrics`]; anything else but
+//!    [`metrics::METRICS_PATH`] is answered by [`metrics`] (the identity needs
+//!    the `metrics` scope, else `403`); anything else but
 //!    [`MCP_PATH`] is `404`.
 //! 4. The body: at most [`MAX_MESSAGE_BYTES`], else `413` with a JSON-RPC
 //!    `-32600` body. A `POST` body is classified like a stdio line
@@ -36,7 +39,14 @@
 //!    accept the input, it MUST return an HTTP error status code"), a known
 //!    method with malformed params `200` with `-32602`, a method 2026-07-28
 //!    removed sent with modern `_meta` `404` with `-32601`, and a malformed
-//!    notification `202`.
+//!    notification `202`. A request its identity lacks the scope for
+//!    ([`identity::check_scopes`]: `tools/call` needs `call`, a retry's
+//!    `inputResponses` `answer`) is `403` with `WWW-Authenticate: Bearer
+//!    error="insufficient_scope"` and a JSON-RPC error [`codes::FORBIDDEN`].
+//!
+//! What passes goes to rmcp with an [`Authenticated`] (the identity and the
+//! peer's address) in the request's extensions, which the handler reads
+//! ([`identity::who`]) for the call's principal and the event log's actor.
 //!
 //! A legacy request other than `initialize` without a session id is `400`
 //! and one for an unknown or ended session `404` (rmcp, as 2025-11-25
@@ -49,7 +59,6 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,13 +70,14 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use toolhost_runtime::Host;
 
 use super::health::{self, Readiness};
+use super::identity::{
+    self, ANONYMOUS_IDENTITY, AuthFailure, Authenticated, Identity, Scopes, TokenError, Tokens,
+};
 use super::metrics::{self, HttpMetrics};
 use super::{
     CancelledSet, Incoming, MAX_MESSAGE_BYTES, McpServer, Shared, classify, codes, record_cancel,
@@ -97,7 +107,7 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// The host names a loopback-bound server accepts in `Host` and `Origin`.
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
-/// Errors of [`BearerToken::from_file`] and [`HttpServer::bind`].
+/// Errors of [`HttpOptions::check`] and [`HttpServer::bind`].
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     /// The address is not loopback and no token was given.
@@ -125,14 +135,9 @@ pub enum HttpError {
         /// Which setting opens the network (`--allow-network`, `--sandbox full-access`).
         why: String,
     },
-    /// The token file could not be read or holds no token.
-    #[error("cannot use the token file {}: {reason}", path.display())]
-    TokenFile {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong (never the token itself).
-        reason: String,
-    },
+    /// The token file or tokens file cannot be used (never names a token).
+    #[error(transparent)]
+    Tokens(#[from] TokenError),
     /// Binding the listening socket failed.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -143,88 +148,16 @@ pub enum HttpError {
     },
 }
 
-/// A bearer token, kept only as its SHA-256 digest (so the comparison takes
-/// the same time whatever the length, and the token is never in a log).
-#[derive(Clone)]
-pub struct BearerToken {
-    digest: [u8; 32],
-}
-
-impl std::fmt::Debug for BearerToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BearerToken(..)")
-    }
-}
-
-impl BearerToken {
-    /// The token in `path`: its text without surrounding whitespace, which
-    /// must be non-empty, visible ASCII (RFC 6750 §2.1 `b64token`-safe), and
-    /// at most 4 KiB.
-    ///
-    /// Errors: [`HttpError::TokenFile`].
-    pub fn from_file(path: &Path) -> Result<BearerToken, HttpError> {
-        let fail = |reason: String| HttpError::TokenFile {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
-        if bytes.len() > 4096 {
-            return Err(fail("longer than 4 KiB".into()));
-        }
-        let token = bytes.trim_ascii();
-        if token.is_empty() {
-            return Err(fail("the file is empty".into()));
-        }
-        if !token.iter().all(|b| b.is_ascii_graphic()) {
-            return Err(fail(
-                "the token must be visible ASCII without spaces".into(),
-            ));
-        }
-        Ok(BearerToken::new(token))
-    }
-
-    fn new(token: &[u8]) -> BearerToken {
-        BearerToken {
-            digest: Sha256::digest(token).into(),
-        }
-    }
-
-    /// Whether `Authorization` carries this token (`Bearer TOKEN`, the
-    /// scheme case-insensitive, RFC 6750 §2.1).
-    fn admits(&self, headers: &HeaderMap) -> Result<(), AuthFailure> {
-        let Some(value) = headers.get(header::AUTHORIZATION) else {
-            return Err(AuthFailure::Missing);
-        };
-        let value = value.as_bytes();
-        let Some(token) = value
-            .get(..7)
-            .filter(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
-            .map(|_| value[7..].trim_ascii())
-        else {
-            return Err(AuthFailure::Invalid);
-        };
-        let digest: [u8; 32] = Sha256::digest(token).into();
-        if bool::from(digest.ct_eq(&self.digest)) {
-            Ok(())
-        } else {
-            Err(AuthFailure::Invalid)
-        }
-    }
-}
-
-enum AuthFailure {
-    Missing,
-    Invalid,
-}
-
 /// What `toolhost serve --http` was asked for.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// Where to listen, e.g. `127.0.0.1:8765` (port 0: any free port).
     pub addr: SocketAddr,
-    /// The bearer token every request must carry; required unless `addr`
-    /// is loopback and commands cannot reach the network.
-    pub token: Option<BearerToken>,
+    /// The bearer tokens a request may carry, each an [`Identity`];
+    /// required unless `addr` is loopback and commands cannot reach the
+    /// network. Without them every request is [`ANONYMOUS_IDENTITY`] with
+    /// [`Scopes::DEFAULT`].
+    pub tokens: Option<Arc<Tokens>>,
     /// Why the commands plugins start may use the network (e.g.
     /// `--allow-network`), if they may; `None`: they cannot connect to
     /// anything, this server included.
@@ -238,7 +171,7 @@ impl HttpOptions {
     ///
     /// Errors: [`HttpError::TokenRequired`], [`HttpError::TokenRequiredForNetwork`].
     pub fn check(&self) -> Result<(), HttpError> {
-        if self.token.is_some() {
+        if self.tokens.is_some() {
             return Ok(());
         }
         if !self.addr.ip().is_loopback() {
@@ -284,6 +217,12 @@ impl HttpServer {
     /// The address bound (with the real port when 0 was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The tokens it admits (`None`: none configured), for
+    /// [`Tokens::reload`].
+    pub fn tokens(&self) -> Option<Arc<Tokens>> {
+        self.options.tokens.clone()
     }
 
     /// The endpoint's URL, e.g. `http://127.0.0.1:8765/mcp`.
@@ -343,7 +282,7 @@ impl HttpServer {
             host: shared.host.clone(),
             readiness: readiness.clone(),
             loopback,
-            token: self.options.token.clone(),
+            tokens: self.options.tokens.clone(),
             cancelled,
             metrics,
         });
@@ -360,8 +299,8 @@ impl HttpServer {
                 a = self.listener.accept() => a,
                 () = &mut stop => break,
             };
-            let stream = match accepted {
-                Ok((stream, _)) => stream,
+            let (stream, remote) = match accepted {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // EMFILE and the like: back off a little, keep serving.
                     tracing::warn!("accepting an HTTP connection failed: {e}");
@@ -372,7 +311,7 @@ impl HttpServer {
             let front = front.clone();
             let service = hyper::service::service_fn(move |request| {
                 let front = front.clone();
-                async move { Ok::<_, Infallible>(front.handle(request).await) }
+                async move { Ok::<_, Infallible>(front.handle(request, remote).await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -413,7 +352,7 @@ struct Front {
     host: Arc<Host>,
     readiness: Arc<Readiness>,
     loopback: bool,
-    token: Option<BearerToken>,
+    tokens: Option<Arc<Tokens>>,
     cancelled: CancelledSet,
     metrics: HttpMetrics,
 }
@@ -439,6 +378,39 @@ fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
     response
 }
 
+/// `403 Forbidden` for a request whose identity lacks `refused.scope`
+/// (RFC 6750 §3.1 `insufficient_scope`, as MCP 2025-11-25 "Authorization",
+/// "Scope Challenge Handling" answers it), with a JSON-RPC error
+/// [`codes::FORBIDDEN`] naming the identity and the scope.
+fn insufficient_scope(identity: &Identity, refused: identity::ScopeRefusal) -> Response<Body> {
+    let scope = refused.scope.as_str();
+    let mut response = json_response(
+        StatusCode::FORBIDDEN,
+        &jsonrpc::error(
+            &refused.id,
+            codes::FORBIDDEN,
+            format!(
+                "Forbidden: the identity `{}` lacks the `{scope}` scope, which {} needs",
+                identity.name(),
+                refused.what
+            ),
+        ),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!(
+        "Bearer realm=\"toolhost\", error=\"insufficient_scope\", scope=\"{scope}\""
+    )) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    tracing::warn!(
+        identity = identity.name(),
+        scope,
+        "refused a request: insufficient scope"
+    );
+    response
+}
+
 /// Whether a `Host` or `Origin` host (normalized) names this machine's
 /// loopback: `localhost` or a loopback IP literal (`127.0.0.0/8`, `::1`).
 /// An IP literal cannot be rebound by DNS, so every loopback one is safe
@@ -460,8 +432,8 @@ fn normalize(host: &str) -> String {
 impl Front {
     /// The answer to `request`, counted by status; an SSE stream is counted
     /// open until its body is dropped.
-    async fn handle(&self, request: Request<IncomingBody>) -> Response<Body> {
-        let response = match self.handle_checked(request).await {
+    async fn handle(&self, request: Request<IncomingBody>, remote: SocketAddr) -> Response<Body> {
+        let response = match self.handle_checked(request, remote).await {
             Ok(response) => response,
             Err(refused) => *refused,
         };
@@ -528,12 +500,14 @@ impl Front {
         }
     }
 
-    fn check_token(&self, headers: &HeaderMap) -> Result<(), Refused> {
-        let Some(token) = &self.token else {
-            return Ok(());
+    /// The identity of a request: its token's ([`Tokens::admit`]), or
+    /// [`ANONYMOUS_IDENTITY`] when no tokens are configured; else `401`.
+    fn check_token(&self, headers: &HeaderMap) -> Result<Identity, Refused> {
+        let Some(tokens) = &self.tokens else {
+            return Ok(Identity::new(ANONYMOUS_IDENTITY, Scopes::DEFAULT));
         };
-        let challenge = match token.admits(headers) {
-            Ok(()) => return Ok(()),
+        let challenge = match tokens.admit(headers) {
+            Ok(identity) => return Ok(identity),
             Err(AuthFailure::Missing) => "Bearer realm=\"toolhost\"",
             Err(AuthFailure::Invalid) => "Bearer realm=\"toolhost\", error=\"invalid_token\"",
         };
@@ -573,6 +547,7 @@ impl Front {
     async fn handle_checked(
         &self,
         request: Request<IncomingBody>,
+        remote: SocketAddr,
     ) -> Result<Response<Body>, Refused> {
         let host = self.check_host(request.headers())?;
         self.check_origin(request.headers(), &host)?;
@@ -592,8 +567,18 @@ impl Front {
             }
             return Ok(response);
         }
-        self.check_token(request.headers())?;
+        let identity = self.check_token(request.headers())?;
         if request.uri().path() == metrics::METRICS_PATH {
+            if !identity.allows(identity::Scope::Metrics) {
+                return Err(Box::new(insufficient_scope(
+                    &identity,
+                    identity::ScopeRefusal {
+                        scope: identity::Scope::Metrics,
+                        what: "`GET /metrics`",
+                        id: Value::Null,
+                    },
+                )));
+            }
             return Ok(self.answer_metrics(request.method()).await);
         }
         if request.uri().path() != MCP_PATH {
@@ -602,7 +587,7 @@ impl Front {
                 "Not Found: the MCP endpoint is /mcp",
             )));
         }
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let read = tokio::time::timeout(
             BODY_READ_TIMEOUT,
             Limited::new(body, MAX_MESSAGE_BYTES).collect(),
@@ -647,6 +632,9 @@ impl Front {
         if parts.method == http::Method::POST && is_json {
             match classify(&bytes) {
                 Incoming::Message(message) => {
+                    if let Err(refused) = identity::check_scopes(&identity, &message) {
+                        return Err(Box::new(insufficient_scope(&identity, refused)));
+                    }
                     let session = parts
                         .headers
                         .get("mcp-session-id")
@@ -672,6 +660,7 @@ impl Front {
                 }
             }
         }
+        parts.extensions.insert(Authenticated { identity, remote });
         Ok(self
             .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
@@ -683,29 +672,11 @@ impl Front {
 mod tests {
     use super::*;
 
-    fn auth(value: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
-        h
-    }
-
-    #[test]
-    fn the_token_is_compared_whole_and_the_scheme_case_insensitively() {
-        let t = BearerToken::new(b"s3cret-token");
-        assert!(t.admits(&auth("Bearer s3cret-token")).is_ok());
-        assert!(t.admits(&auth("bearer s3cret-token")).is_ok());
-        assert!(t.admits(&auth("Bearer s3cret-toke")).is_err());
-        assert!(t.admits(&auth("Bearer s3cret-token2")).is_err());
-        assert!(t.admits(&auth("Basic s3cret-token")).is_err());
-        assert!(t.admits(&HeaderMap::new()).is_err());
-        assert_eq!(format!("{t:?}"), "BearerToken(..)");
-    }
-
     #[test]
     fn non_loopback_needs_a_token() {
         let options = HttpOptions {
             addr: "0.0.0.0:0".parse().unwrap(),
-            token: None,
+            tokens: None,
             commands_network: None,
         };
         assert!(matches!(
@@ -714,7 +685,7 @@ mod tests {
         ));
         let options = HttpOptions {
             addr: "[::1]:0".parse().unwrap(),
-            token: None,
+            tokens: None,
             commands_network: None,
         };
         assert!(options.check().is_ok());

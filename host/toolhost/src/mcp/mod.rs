@@ -97,6 +97,7 @@ mod client;
 mod era;
 pub mod health;
 pub mod http;
+pub mod identity;
 pub mod metrics;
 mod mrtr;
 mod offers;
@@ -358,9 +359,8 @@ impl Drop for InflightGuard {
     }
 }
 
-/// What every [`McpServer`] of one `serve` run shares: the host, the
-/// cancelled requests, the count of calls in progress and the one
-/// elicitation approver (registered with the host once).
+/// What every [`McpServer`] of one `serve` run shares: the host, the cancelled requests, the
+/// count of calls in progress and the one elicitation approver (registered with the host once).
 pub(crate) struct Shared {
     host: Arc<Host>,
     cancelled: CancelledSet,
@@ -666,6 +666,7 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let host = self.shared.host.clone();
         let modern = era::is_modern(&context);
+        let who = identity::who(&context);
         // A retry that answers a permission question resumes its call.
         if modern && let Some(state) = &request.request_state {
             let running = match self.shared.questions.resume(
@@ -673,6 +674,7 @@ impl ServerHandler for McpServer {
                 &request.name,
                 state,
                 request.input_responses.as_ref(),
+                &who.identity,
             )? {
                 Ok(running) => running,
                 Err(asked_again) => return Ok(asked_again.into()),
@@ -720,10 +722,9 @@ impl ServerHandler for McpServer {
         // task of its own.
         let mut call = {
             let guard = self.shared.inflight.enter();
-            // A 2026-07-28 request cannot be sent `elicitation/create` (the
-            // revision has no server-to-client requests): its asks go to the
-            // next approver.
-            let route = if modern {
+            // Asks go to the next approver for a 2026-07-28 request (it has no
+            // server-to-client `elicitation/create`) and an identity without `answer`.
+            let route = if modern || !who.identity.allows(identity::Scope::Answer) {
                 Route { approver: None }
             } else {
                 self.shared
@@ -740,6 +741,8 @@ impl ServerHandler for McpServer {
                 cancel: cancel.clone(),
                 client: Some(client),
                 progress: progress_sink,
+                principal: Some(who.identity.principal()),
+                actor: Some(who.actor),
             };
             Box::pin(async move {
                 let result = host.call(request).await;
@@ -765,7 +768,8 @@ impl ServerHandler for McpServer {
             });
             let running =
                 mrtr::Running::new(rx, asks, mrtr::TOOLS_CALL, &request.name, tool_call_id)
-                    .with_cancel(cancel);
+                    .with_cancel(cancel)
+                    .with_owner(who.identity);
             let response = self
                 .wait_modern(running, &context)
                 .await

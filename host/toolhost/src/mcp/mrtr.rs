@@ -314,6 +314,9 @@ pub(crate) struct Running {
     /// The capabilities a plugin question needed that a request did not
     /// declare.
     missing: Vec<Kind>,
+    /// The identity that made the call (`None`: any): only it (or an
+    /// `admin`) may answer its questions.
+    owner: Option<Arc<super::identity::Identity>>,
 }
 
 impl Running {
@@ -335,7 +338,15 @@ impl Running {
             cancel: Arc::default(),
             asked: 0,
             missing: Vec::new(),
+            owner: None,
         }
+    }
+
+    /// This request, made by `owner`: another identity's retry cannot
+    /// answer its questions.
+    pub(crate) fn with_owner(mut self, owner: super::identity::Identity) -> Running {
+        self.owner = Some(Arc::new(owner));
+        self
     }
 
     /// This request, whose cancellation notifies `cancel`.
@@ -678,6 +689,7 @@ impl Questions {
         tool: &str,
         state: &str,
         responses: Option<&InputResponses>,
+        who: &super::identity::Identity,
     ) -> Result<Result<Running, InputRequiredResult>, McpError> {
         // One answer for every way a state fails to open (rmcp's codec asks
         // for that); the detail goes to the log.
@@ -706,10 +718,19 @@ impl Questions {
             invalid()
         })?;
         let handle = String::from_utf8_lossy(&handle).into_owned();
-        let Some(mut pending) = lock(&self.pending).remove(&handle) else {
+        let mut pending_map = lock(&self.pending);
+        let Some(mut pending) = pending_map.remove(&handle) else {
             tracing::warn!(tool = %tool_name, "refused a requestState: no pending question (answered already?)");
             return Err(invalid());
         };
+        // Another identity's question stays where it is, unanswered.
+        let foreign = (pending.running.owner.as_ref()).is_some_and(|o| o.name() != who.name());
+        if foreign && !who.is_admin() {
+            pending_map.insert(handle, pending);
+            tracing::warn!(tool = %tool_name, identity = who.name(), "refused a requestState: a question of another identity");
+            return Err(invalid());
+        }
+        drop(pending_map);
         let mut unanswered = Vec::new();
         for q in pending.questions.drain(..) {
             match responses.and_then(|r| r.get(&q.key)) {
