@@ -47,6 +47,9 @@ async fn serve_denies_commands_its_token_file() {
     let token_file = ws.path().join("token");
     std::fs::create_dir(ws.path().join("..data")).unwrap();
     std::fs::write(ws.path().join("..data/token"), format!("{token}\n")).unwrap();
+    // Private to the host's user, as `serve` requires (docs/operations.md#identities).
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(ws.path().join("..data/token"), private).unwrap();
     std::os::unix::fs::symlink("..data/token", &token_file).unwrap();
     let serve = HttpServe::start(
         ws.path(),

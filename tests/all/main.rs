@@ -38,6 +38,7 @@ mod mcp;
 mod mcp_http;
 mod mcp_http_health;
 mod mcp_http_metrics;
+mod mcp_identity;
 mod mcp_modern;
 mod mcp_mrtr;
 mod mcp_robustness;

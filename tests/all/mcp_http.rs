@@ -490,6 +490,9 @@ async fn a_non_loopback_bind_needs_a_bearer_token() {
     let token = "t0ken-0123456789abcdef-SECRET";
     let token_file = state.path().join("token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    // A token file must be private (docs/operations.md#identities).
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&token_file, private).unwrap();
     let mut serve = HttpServe::start(
         ws.path(),
         state.path(),

@@ -40,6 +40,9 @@ async fn health_ready_and_info_answer_without_the_token_and_reveal_nothing_sensi
     let (ws, state) = dirs();
     let token_file = state.path().join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    // A token file must be private (docs/operations.md#identities).
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&token_file, private).unwrap();
     let serve = HttpServe::start(
         ws.path(),
         state.path(),

@@ -103,6 +103,9 @@ async fn metrics_need_the_token_and_count_calls_decisions_sessions_and_output_ex
     let (ws, state) = dirs();
     let token_file = state.path().join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    // A token file must be private (docs/operations.md#identities).
+    let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
+    std::fs::set_permissions(&token_file, private).unwrap();
     let policy = state.path().join("policy.toml");
     std::fs::write(&policy, "default = \"allow\"\ndeny = [\"rm -rf *\"]\n").unwrap();
     let serve = HttpServe::start(

@@ -253,7 +253,7 @@ enum Command {
         http: Option<std::net::SocketAddr>,
         /// With --http: every request must carry `Authorization: Bearer TOKEN`,
         /// TOKEN being this file's content (surrounding whitespace removed), the
-        /// identity `default`. The file must be private (mode 0600 or stricter).
+        /// identity `default`. Others must not read it, nor the group write it (e.g. mode 0600).
         #[arg(
             long,
             value_name = "PATH",
@@ -263,7 +263,7 @@ enum Command {
         token_file: Option<PathBuf>,
         /// With --http: named tokens, a TOML file of [[token]] tables (name, then
         /// token = "..." or sha256 = "<hex>", optional scopes from call, answer,
-        /// attach, metrics, admin). Mode 0600 or stricter. SIGHUP re-reads it (and
+        /// attach, metrics, admin). Mode as --token-file. SIGHUP re-reads it (and
         /// --token-file) without ending sessions or jobs.
         #[arg(long, value_name = "PATH", requires = "http")]
         tokens_file: Option<PathBuf>,

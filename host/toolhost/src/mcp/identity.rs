@@ -8,9 +8,10 @@
 //!
 //! A token never appears in a log line or an error: errors name the file,
 //! the token's `name` and the line, never a token's text or its digest.
-//! A token file readable or writable by the group or other users is
-//! refused: another local user could read the token and act as its
-//! identity.
+//! A token file other users may read, or the group or others may write,
+//! is refused: another local user could read the token and act as its
+//! identity, or add one. The group may read it (a Kubernetes Secret is
+//! mounted `0440` with the pod's `fsGroup`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -222,8 +223,8 @@ pub enum TokenError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The group or other users may read or write the file (item of
-    /// docs/operations.md#identities: a token readable by another local
+    /// Other users may read the file, or the group or others write it
+    /// (docs/operations.md#identities: a token readable by another local
     /// user lets that user act as the identity).
     #[error(
         "refusing the token file {}: its mode is {mode:04o}, so other users of this machine \
@@ -355,7 +356,7 @@ pub enum AuthFailure {
 }
 
 /// The file's text, read from one open descriptor whose mode is checked
-/// first (no group or other access).
+/// first (no read by others, no write by the group or others).
 fn read_private(path: &Path) -> Result<String, TokenError> {
     use std::os::unix::fs::PermissionsExt;
     let read = |source| TokenError::Read {
@@ -365,7 +366,7 @@ fn read_private(path: &Path) -> Result<String, TokenError> {
     let mut file = std::fs::File::open(path).map_err(read)?;
     let meta = file.metadata().map_err(read)?;
     let mode = meta.permissions().mode() & 0o7777;
-    if mode & 0o066 != 0 {
+    if mode & 0o026 != 0 {
         return Err(TokenError::NotPrivate {
             path: path.to_path_buf(),
             mode,
