@@ -230,6 +230,30 @@ async fn scopes_are_enforced_and_each_call_records_who_made_it() {
     assert_eq!(reply.status, 200);
     let r = reply.message(&json!("b-1")).await;
     assert_eq!(text(&r).trim_end(), "by-bob", "{r}");
+    // `GET /metrics` needs `metrics`: carol and bob lack it, alice has it.
+    let metrics = send(
+        &addr,
+        "GET",
+        "/metrics",
+        &[("authorization", &bob_auth)],
+        "",
+    )
+    .await;
+    assert_eq!(metrics.status, 403);
+    assert_eq!(
+        metrics.headers["www-authenticate"],
+        "Bearer realm=\"toolhost\", error=\"insufficient_scope\", scope=\"metrics\""
+    );
+    let alice_auth = bearer(ALICE);
+    let metrics = send(
+        &addr,
+        "GET",
+        "/metrics",
+        &[("authorization", &alice_auth)],
+        "",
+    )
+    .await;
+    assert_eq!(metrics.status, 200);
     // A wrong token is still 401.
     let wrong = send(
         &addr,

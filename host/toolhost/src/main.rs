@@ -915,50 +915,16 @@ async fn serve_http(
     let tokens = server.tokens();
     server
         .serve(host, async move {
-            let reloads = async {
-                let Ok(mut hup) = signal(SignalKind::hangup()) else {
-                    return std::future::pending().await;
-                };
-                while hup.recv().await.is_some() {
-                    reload_tokens(tokens.as_deref());
-                }
-            };
             tokio::select! {
                 _ = stop_rx.wait_for(|s| *s) => {}
                 signal = termination_signal(false) => {
                     tracing::info!(signal, "stopping on a signal");
                 }
-                () = reloads => {}
+                () = toolhost::mcp::identity::reload_on_hangup(tokens) => {}
             }
         })
         .await;
     Ok(toolhost::mcp::ServeEnd::Stopped)
-}
-
-/// SIGHUP under `serve --http`: re-reads the token file or tokens file.
-/// The new identities take effect for the next request; sessions and jobs
-/// stay. A file that no longer reads keeps the identities in force, with a
-/// warning (never the file's content).
-fn reload_tokens(tokens: Option<&toolhost::mcp::identity::Tokens>) {
-    let Some(tokens) = tokens else {
-        tracing::warn!("SIGHUP: no --token-file or --tokens-file to re-read");
-        return;
-    };
-    match tokens.reload() {
-        Ok(names) => {
-            tracing::info!(identities = ?names, "SIGHUP: re-read {}", tokens.source().path().display());
-            errln!(
-                "toolhost: re-read {}: {} identities ({})",
-                tokens.source().path().display(),
-                names.len(),
-                names.join(", ")
-            );
-        }
-        Err(e) => {
-            tracing::warn!("SIGHUP: keeping the identities in force: {e}");
-            errln!("toolhost: SIGHUP: keeping the identities in force: {e}");
-        }
-    }
 }
 
 /// The host session to attach to: the given one, else the only running one.
@@ -1195,7 +1161,7 @@ fn usage_error(message: String) -> ExitCode {
 /// Resolves with the signal number when the process gets SIGTERM, SIGINT or,
 /// when `hangup` (the one-shot `call`), SIGHUP (never, if the handlers cannot
 /// be installed). `serve` passes `false`: SIGHUP re-reads its tokens
-/// ([`reload_tokens`]) and never stops it.
+/// (`identity::reload_on_hangup`) and never stops it.
 async fn termination_signal(hangup: bool) -> u8 {
     let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
         signal(SignalKind::terminate()),

@@ -670,6 +670,44 @@ impl Tokens {
     }
 }
 
+/// Re-reads `tokens` on every SIGHUP, for ever (`serve --http`; pending if
+/// the handler cannot be installed).
+pub async fn reload_on_hangup(tokens: Option<Arc<Tokens>>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        return std::future::pending().await;
+    };
+    while hup.recv().await.is_some() {
+        reload_tokens(tokens.as_deref());
+    }
+}
+
+/// SIGHUP under `serve --http`: re-reads the token file or tokens file.
+/// The new identities take effect for the next request; sessions and jobs
+/// stay. A file that no longer reads keeps the identities in force, with a
+/// warning (never the file's content).
+fn reload_tokens(tokens: Option<&Tokens>) {
+    let Some(tokens) = tokens else {
+        tracing::warn!("SIGHUP: no --token-file or --tokens-file to re-read");
+        return;
+    };
+    match tokens.reload() {
+        Ok(names) => {
+            tracing::info!(identities = ?names, "SIGHUP: re-read {}", tokens.source().path().display());
+            crate::errln!(
+                "toolhost: re-read {}: {} identities ({})",
+                tokens.source().path().display(),
+                names.len(),
+                names.join(", ")
+            );
+        }
+        Err(e) => {
+            tracing::warn!("SIGHUP: keeping the identities in force: {e}");
+            crate::errln!("toolhost: SIGHUP: keeping the identities in force: {e}");
+        }
+    }
+}
+
 /// A request refused for want of a scope ([`check_scopes`]).
 #[derive(Debug)]
 pub(crate) struct ScopeRefusal {

@@ -956,15 +956,17 @@ impl super::McpServer {
     ) -> Result<GetPromptResponse, McpError> {
         if let Some(state) = &request.request_state {
             let responses = request.input_responses.as_ref();
-            let running =
-                match self
-                    .shared
-                    .questions
-                    .resume(PROMPTS_GET, &request.name, state, responses)?
-                {
-                    Ok(running) => running,
-                    Err(asked_again) => return Ok(asked_again.into()),
-                };
+            let who = super::identity::who(&context).identity;
+            let running = match self.shared.questions.resume(
+                PROMPTS_GET,
+                &request.name,
+                state,
+                responses,
+                &who,
+            )? {
+                Ok(running) => running,
+                Err(asked_again) => return Ok(asked_again.into()),
+            };
             return prompt_response(self.wait_modern(running, &context).await?);
         }
         let arguments = super::offers::string_arguments(request.arguments.as_ref())?;
