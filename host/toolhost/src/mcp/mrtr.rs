@@ -540,7 +540,7 @@ impl Questions {
         mut running: Running,
         first: Ask,
         caps: Option<&ClientCapabilities>,
-    ) -> Result<InputRequiredResult, Running> {
+    ) -> Result<InputRequiredResult, Box<Running>> {
         let mut asks = vec![first];
         while let Ok(more) = running.asks.try_recv() {
             asks.push(more);
@@ -567,7 +567,7 @@ impl Questions {
             });
         }
         let Some(expires) = expires else {
-            return Err(running);
+            return Err(Box::new(running));
         };
         self.park(Pending {
             running,
@@ -619,24 +619,24 @@ impl Questions {
 
     /// Parks `p`, or settles it (refused past a bound, or expired) and hands
     /// its call back to be waited on.
-    fn park(&self, mut p: Pending) -> Result<InputRequiredResult, Running> {
+    fn park(&self, mut p: Pending) -> Result<InputRequiredResult, Box<Running>> {
         let now = Instant::now();
         let mut pending = lock(&self.pending);
         pending.retain(|_, p| p.expires > now && p.questions.iter().any(|q| !q.answer.is_closed()));
         if p.expires <= now {
             p.settle_all(|| Settled::Expired);
-            return Err(p.running);
+            return Err(Box::new(p.running));
         }
         if let Some(reason) = self.over_limit(&pending, &p.plugin) {
             tracing::warn!(plugin = %p.plugin, tool_call_id = %p.running.tool_call_id, "{reason}");
             p.settle_all(|| Settled::Refused(reason.clone()));
-            return Err(p.running);
+            return Err(Box::new(p.running));
         }
         let Ok(handle) = random_bytes(16).map(hex) else {
             for q in p.questions.drain(..) {
                 let _ = q.answer.send(None);
             }
-            return Err(p.running);
+            return Err(Box::new(p.running));
         };
         // Valid until the questions' own deadline, however often they are asked.
         let bound = format!("{} {}", p.running.method, p.running.tool);
@@ -746,7 +746,7 @@ impl Questions {
         pending.questions = unanswered;
         match self.park(pending) {
             Ok(again) => Ok(Err(again)),
-            Err(running) => Ok(Ok(running)),
+            Err(running) => Ok(Ok(*running)),
         }
     }
 }
@@ -926,7 +926,7 @@ impl super::McpServer {
                 Next::Ask(ask) => {
                     match self.shared.questions.suspend(running, *ask, caps.as_ref()) {
                         Ok(input) => return Ok(Waited::Input(input)),
-                        Err(back) => running = back,
+                        Err(back) => running = *back,
                     }
                 }
                 Next::Ended => {
