@@ -12,6 +12,7 @@
 //! runc and mmdebstrap). Every podman command is bounded by `timeout`.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -170,7 +171,12 @@ fn the_image_runs_the_full_sandbox_with_the_documented_flags_and_refuses_without
         std::fs::copy(env!("CARGO_BIN_EXE_toolhost"), &binary).unwrap();
     }
     std::fs::write(ctx.join("allow.toml"), "default = \"allow\"\n").unwrap();
-    std::fs::write(ctx.join("token"), "c0ntainer-t0ken-0123456789abcdef\n").unwrap();
+    // The token as docs/operations.md mounts it (`--secret ...,uid=10001,mode=0400`):
+    // owned by the image's user and private to it, or serve refuses it.
+    let token = ctx.join("token");
+    std::fs::write(&token, "c0ntainer-t0ken-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o400)).unwrap();
+    std::os::unix::fs::chown(&token, Some(10001), Some(10001)).unwrap();
     let image = Image(format!("localhost/toolhost-test:{id}"));
     let containerfile = root().join("deploy/Containerfile");
     let build = podman(
