@@ -204,6 +204,14 @@ pub(crate) fn resolve(
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
+        // `/dev/null` in place of a denied file is a mask already (podman and Docker
+        // bind it over `/proc/keys`): nothing is left to hide, and a mask of our own
+        // cannot be bound over it (the start fails with ENOTDIR).
+        if std::os::unix::fs::FileTypeExt::is_char_device(&meta.file_type())
+            && std::fs::metadata("/dev/null").is_ok_and(|null| null.rdev() == meta.rdev())
+        {
+            continue;
+        }
         if !meta.is_dir() && meta.nlink() > 1 {
             warnings.push(format!(
                 "deny_read {} has {} hard links: a link elsewhere stays readable",
