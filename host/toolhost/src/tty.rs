@@ -75,14 +75,16 @@ impl Approver for TtyApprover {
             let outcome = tokio::task::spawn_blocking(move || {
                 let stdin = std::io::stdin();
                 loop {
+                    // Keys pressed before this prompt is on screen were meant
+                    // for something else: they never answer it. Discarded
+                    // before the prompt is drawn, so an answer typed once it
+                    // shows is never lost.
+                    if let Err(e) = toolhost_process::discard_typed_input(stdin.as_fd()) {
+                        tracing::debug!("cannot discard earlier terminal input: {e}");
+                    }
                     // A prompt the person could not see is not answered.
                     if !crate::err!("{prompt}") {
                         return ApprovalOutcome::Cancelled;
-                    }
-                    // Keys pressed before this prompt was on screen were meant
-                    // for something else: they never answer it.
-                    if let Err(e) = toolhost_process::discard_typed_input(stdin.as_fd()) {
-                        tracing::debug!("cannot discard earlier terminal input: {e}");
                     }
                     match wait.wait(stdin.as_fd()) {
                         Ok(true) => {}
