@@ -5,23 +5,12 @@
 //! arguments docs/operations.md promises. The container itself runs in
 //! `container.rs`.
 
-use std::path::Path;
 use std::process::Command;
 
 #[test]
 fn kubernetes_manifests_match_the_schemas_and_the_documented_deployment() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap();
-    let python = root.join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: the manifests are checked with kubernetes-validate from it. \
-         Create it with\n  tests/setup.sh\n(in {}); README's test command runs it.",
-        python.display(),
-        root.display()
-    );
+    let root = crate::repo::root();
+    let python = crate::support::venv_python("the manifests check (kubernetes-validate)");
     let out = Command::new(&python)
         .arg("tests/deploy/manifests.py")
         .current_dir(root)

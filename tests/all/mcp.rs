@@ -410,18 +410,8 @@ async fn restart_with_the_same_host_session_replays_history_and_continues_seq() 
 /// (`python3 -m venv .venv && .venv/bin/pip install mcp pytest`).
 #[test]
 fn python_sdk_client() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap();
-    let python = root.join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: the MCP tests drive the official Python SDK from it. Create it with\n  \
-         tests/setup.sh\n(in {}); README's test command runs it.",
-        python.display(),
-        root.display()
-    );
+    let root = crate::repo::root();
+    let python = crate::support::venv_python("the official MCP Python SDK");
     let out = Command::new(&python)
         .args(["-m", "pytest", "-q", "tests/python"])
         .current_dir(root)

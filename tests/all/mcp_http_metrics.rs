@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,16 +21,7 @@ const AUTH: &str = "Bearer m3trics-t0ken-0123456789abcdef";
 /// `prometheus_client.openmetrics.parser.text_string_to_metric_families`
 /// (labels sorted by name).
 pub(crate) fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap();
-    let python = root.join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: create it with tests/setup.sh",
-        python.display()
-    );
+    let python = crate::support::venv_python("the Prometheus parser (prometheus-client)");
     let script = r#"
 import json, sys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families

@@ -4,7 +4,7 @@
 //! the host-session log), the allow-all policy as a `--policy` file, and the
 //! runtime's helpers they use too (`runtime_support`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the built `toolhost` binary with `args` and `--workspace`,
@@ -85,4 +85,20 @@ pub async fn exchange(
         serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     s.send(request.to_string()).await.unwrap();
     s.response(&id).await.unwrap()
+}
+
+/// The Python of the repository's `.venv` (`tests/setup.sh` makes it), for a
+/// test that drives `what` with it (a Python package it installed). Panics,
+/// naming the setup command, when `.venv` is missing.
+pub fn venv_python(what: &str) -> PathBuf {
+    let root = crate::repo::root();
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: {what} runs from it. Create it with\n  tests/setup.sh\n(in {}); \
+         README's test command runs it.",
+        python.display(),
+        root.display()
+    );
+    python
 }

@@ -70,9 +70,8 @@
 //! modern `_meta`), a known method with malformed params `-32602`. The
 //! server keeps serving after each.
 
-use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[allow(deprecated)] // rmcp marks logging deprecated (SEP-2577); MCP 2025-11-25 has it.
@@ -82,22 +81,24 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, RequestId, ServerCapabilities, SetLevelRequestParams,
-    SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    ReadResourceResponse, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, Tool,
+    ToolAnnotations, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RxJsonRpcMessage};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::watch;
 
 use toolhost_runtime::CallProgress;
-use toolhost_runtime::{Host, ToolCallError, echo_message, echo_name};
+use toolhost_runtime::{Host, ToolCallError, echo_name};
 
+mod approver;
 mod client;
 mod era;
 pub mod health;
 pub mod http;
 pub mod identity;
+mod incoming;
 pub mod metrics;
 mod mrtr;
 mod offers;
@@ -107,6 +108,9 @@ pub use client::{
     CLIENT_REQUEST_TIMEOUT, MAX_SUBSCRIBE_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSION, NOTICE_TIMEOUT,
 };
 use client::{McpClient, SessionState, Subscriptions};
+
+pub use approver::{ELICITATION_TIMEOUT, ElicitationApprover};
+pub(crate) use incoming::{CancelledSet, Incoming, cancel_key, classify, record_cancel};
 
 pub use crate::jsonrpc::codes;
 pub use stdio::{
@@ -143,202 +147,6 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2025_03_26,
     ProtocolVersion::V_2024_11_05,
 ];
-
-/// The client-to-server request methods of MCP 2025-11-25 (without the
-/// experimental `tasks/*`) and those 2026-07-28 added.
-const KNOWN_METHODS: &[&str] = &[
-    "initialize",
-    "server/discover",
-    "subscriptions/listen",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-];
-
-/// Requests the client cancelled (`notifications/cancelled`), recorded by the
-/// transport before rmcp sees the notification, so the handler can tell a
-/// cancel (kill the call) from a client that went away (let it run). Keys:
-/// [`cancel_key`].
-pub(crate) type CancelledSet = Arc<Mutex<HashSet<String>>>;
-
-/// Longest [`cancel_key`] recorded (512 bytes: a session id and a request
-/// id; MCP ids are short).
-const MAX_CANCEL_KEY_BYTES: usize = 512;
-
-/// Most cancellations remembered at once (4,096); past it the set is cleared.
-const MAX_CANCELLED: usize = 4096;
-
-/// The key of request `id` of session `session` in a [`CancelledSet`]:
-/// the session id (`""` on stdio), a newline, the id as compact JSON.
-pub(crate) fn cancel_key(session: &str, id: &RequestId) -> String {
-    format!(
-        "{session}\n{}",
-        serde_json::to_string(id).unwrap_or_default()
-    )
-}
-
-/// Records `message` in `cancelled` if it is a `notifications/cancelled`.
-pub(crate) fn record_cancel(
-    cancelled: &CancelledSet,
-    session: &str,
-    message: &RxJsonRpcMessage<RoleServer>,
-) {
-    if let rmcp::model::JsonRpcMessage::Notification(n) = message
-        && let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
-        && let Some(id) = &c.params.request_id
-    {
-        let key = cancel_key(session, id);
-        // Request ids this long are not ours to cancel; and the set stays
-        // bounded: cancels for requests that never ran or already ended
-        // would otherwise pile up (oldest forgotten first would need an
-        // order; clearing is enough: a lost mark only lets a call run on).
-        if key.len() > MAX_CANCEL_KEY_BYTES {
-            return;
-        }
-        let mut set = cancelled.lock().unwrap_or_else(|e| e.into_inner());
-        if set.len() >= MAX_CANCELLED {
-            set.clear();
-        }
-        set.insert(key);
-    }
-}
-
-/// What one incoming JSON-RPC text is, by [`classify`].
-#[derive(Debug)]
-pub(crate) enum Incoming {
-    /// A well-formed message for rmcp.
-    Message(Box<RxJsonRpcMessage<RoleServer>>),
-    /// Not acceptable: answer with `response`, a JSON-RPC error response whose
-    /// code is `code` (`-32700`, `-32600`, `-32602`, or `-32601` for a
-    /// method a modern request may not use).
-    Reject { code: i32, response: Value },
-    /// A malformed notification or response: dropped (JSON-RPC 2.0 §4.1: a
-    /// notification is never answered), with `why` logged.
-    Ignore(String),
-}
-
-fn reject(id: Value, code: i32, message: String) -> Incoming {
-    tracing::debug!(code, "answering a malformed message: {message}");
-    Incoming::Reject {
-        code,
-        response: crate::jsonrpc::error(&id, code, message),
-    }
-}
-
-/// Classifies one message's bytes (a stdio line, an HTTP body) as JSON-RPC
-/// 2.0 §4-5 and MCP "Base Protocol" define messages; see the module docs for
-/// the codes. A request for a method 2026-07-28 removed
-/// ([`era::REMOVED_METHODS`]) whose `_meta` names a supported modern version
-/// is `-32601`.
-pub(crate) fn classify(bytes: &[u8]) -> Incoming {
-    let value: Value = match serde_json::from_slice(bytes) {
-        Ok(v) => v,
-        Err(e) => return reject(Value::Null, codes::PARSE_ERROR, format!("Parse error: {e}")),
-    };
-    let Value::Object(obj) = &value else {
-        let what = if value.is_array() {
-            "batches are not supported (MCP 2025-06-18 removed JSON-RPC batching)"
-        } else {
-            "a message must be a JSON object"
-        };
-        return reject(
-            Value::Null,
-            codes::INVALID_REQUEST,
-            format!("Invalid Request: {what}"),
-        );
-    };
-    let has_id = obj.contains_key("id");
-    let reply_id = match obj.get("id") {
-        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
-        _ => Value::Null,
-    };
-    if obj.get("jsonrpc") != Some(&json!("2.0")) {
-        return reject(
-            reply_id,
-            codes::INVALID_REQUEST,
-            "Invalid Request: `jsonrpc` must be \"2.0\"".into(),
-        );
-    }
-    let method = obj.get("method");
-    if method.is_some_and(|m| !m.is_string()) {
-        return reject(
-            reply_id,
-            codes::INVALID_REQUEST,
-            "Invalid Request: `method` must be a string".into(),
-        );
-    }
-    if method.is_some()
-        && let Some(bad) = obj.get("id")
-        && !matches!(bad, Value::String(_) | Value::Number(_))
-    {
-        return reject(
-            Value::Null,
-            codes::INVALID_REQUEST,
-            "Invalid Request: `id` must be a string or a number (MCP: never null)".into(),
-        );
-    }
-    // What the error texts below need, kept before the value moves into the
-    // typed message (rmcp's types, converted from the one parse above).
-    let method = method.and_then(Value::as_str).map(str::to_string);
-    if has_id
-        && let Some(m) = method.as_deref()
-        && era::REMOVED_METHODS.contains(&m)
-        && let Some(version) = era::modern_version_of(obj)
-    {
-        // Before rmcp's parse: `initialize` with modern `_meta` would
-        // otherwise be "Invalid params" for lacking the handshake's fields.
-        return reject(
-            reply_id,
-            codes::METHOD_NOT_FOUND,
-            format!("Method not found: `{m}` was removed in MCP {version}"),
-        );
-    }
-    let is_response = obj.contains_key("result") || obj.contains_key("error");
-    match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
-        Ok(rmcp::model::JsonRpcMessage::Request(r))
-            if matches!(&r.request, rmcp::model::ClientRequest::CustomRequest(c)
-                if KNOWN_METHODS.contains(&c.method.as_str())) =>
-        {
-            // rmcp falls back to a custom request when a known method's
-            // params do not fit; that is Invalid params, not an unknown method.
-            let method = r.request.method().to_string();
-            reject(
-                reply_id,
-                codes::INVALID_PARAMS,
-                format!("Invalid params for `{}`", echo_name(&method)),
-            )
-        }
-        Ok(message) => Incoming::Message(Box::new(message)),
-        // What the client sent, as an error may repeat it (`echo_name`).
-        Err(e) => match (method.map(|m| echo_name(&m)), echo_message(&e.to_string())) {
-            (Some(method), e) if has_id => reject(
-                reply_id,
-                codes::INVALID_PARAMS,
-                format!("Invalid params for `{method}`: {e}"),
-            ),
-            (None, e) if has_id && is_response => {
-                Incoming::Ignore(format!("a malformed response from the client: {e}"))
-            }
-            (Some(method), e) if !has_id => {
-                Incoming::Ignore(format!("a malformed `{method}` notification: {e}"))
-            }
-            (_, e) => reject(
-                reply_id,
-                codes::INVALID_REQUEST,
-                format!("Invalid Request: {e}"),
-            ),
-        },
-    }
-}
 
 /// Counts calls in progress so `serve` can wait for them after the client left.
 #[derive(Clone)]
@@ -725,7 +533,7 @@ impl ServerHandler for McpServer {
             // Asks go to the next approver for a 2026-07-28 request (it has no
             // server-to-client `elicitation/create`) and an identity without `answer`.
             let route = if modern || !who.identity.allows(identity::Scope::Answer) {
-                Route { approver: None }
+                approver::Route::none()
             } else {
                 self.shared
                     .elicitation
@@ -1014,140 +822,5 @@ async fn progress_pump(
             sent = bytes;
             tokio::time::sleep(PROGRESS_INTERVAL).await;
         }
-    }
-}
-
-/// The MCP clients as one permission approver (an [`toolhost_runtime::Approver`]
-/// that `Permissions::check_start` asks after the policy plugin's `ask`,
-/// docs/permissions.md#approvers): a policy `ask`
-/// during a tool call goes to the client that made that call (its stdio
-/// connection or its HTTP session), when that client declared the
-/// `elicitation` capability (form mode, MCP 2025-11-25 "Client Features",
-/// "Elicitation", `elicitation/create`). The form has one required field,
-/// `decision`, an enum of the ACP option kinds (`allow_once`,
-/// `allow_always`, `reject_once`, `reject_always`).
-///
-/// `accept` answers with that decision, `decline` is `reject_once`,
-/// `cancel` is `cancelled`. A call from a client without the capability, a
-/// failed request or a malformed answer leaves the question to the next
-/// approver (none: deny). An unanswered elicitation times out after
-/// [`ELICITATION_TIMEOUT`].
-#[derive(Default)]
-pub struct ElicitationApprover {
-    /// The client of each call in progress (by tool call id) that can answer,
-    /// and the id of its `tools/call` request (whose SSE stream carries the
-    /// ask on HTTP).
-    routes: Mutex<HashMap<String, (Peer<RoleServer>, RequestId)>>,
-}
-
-/// How long an elicitation waits for the person at the MCP client (5 min).
-pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
-
-/// Removes a call's route when dropped (the call settled).
-struct Route {
-    approver: Option<(Arc<ElicitationApprover>, String)>,
-}
-
-impl Drop for Route {
-    fn drop(&mut self) {
-        if let Some((approver, id)) = self.approver.take() {
-            approver
-                .routes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id);
-        }
-    }
-}
-
-impl ElicitationApprover {
-    /// Sends the asks of call `tool_call_id` to `peer` until the returned
-    /// guard is dropped, if `peer` declared form elicitation.
-    fn route(
-        self: &Arc<Self>,
-        tool_call_id: &str,
-        peer: &Peer<RoleServer>,
-        origin: &RequestId,
-    ) -> Route {
-        if !peer
-            .supported_elicitation_modes()
-            .contains(&rmcp::service::ElicitationMode::Form)
-        {
-            return Route { approver: None };
-        }
-        self.routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(tool_call_id.to_string(), (peer.clone(), origin.clone()));
-        Route {
-            approver: Some((self.clone(), tool_call_id.to_string())),
-        }
-    }
-
-    /// The form's message for `request`: the host's permission question
-    /// (`toolhost_runtime::permission_text`: the plugin, tool and call, the
-    /// policy's prompt, the program, the whole command, cwd, shell,
-    /// environment names and stdin, each escaped), in a shape no plugin's
-    /// own elicitation can take (`toolhost_runtime::plugin_question_text`).
-    pub(crate) fn message(request: &toolhost_runtime::ApprovalRequest) -> String {
-        toolhost_runtime::permission_text(request)
-    }
-
-    /// The form's schema: one required `decision`, an enum of the ACP
-    /// option kinds.
-    pub(crate) fn schema() -> Option<rmcp::model::ElicitationSchema> {
-        serde_json::from_value(json!({
-            "type": "object",
-            "properties": {
-                "decision": {
-                    "type": "string",
-                    "title": "Decision",
-                    "enum": ["allow_once", "allow_always", "reject_once", "reject_always"],
-                    "enumNames": ["Allow once", "Allow always", "Reject once", "Reject always"]
-                }
-            },
-            "required": ["decision"]
-        }))
-        .ok()
-    }
-}
-
-impl toolhost_runtime::Approver for ElicitationApprover {
-    fn name(&self) -> &str {
-        "mcp-elicitation"
-    }
-
-    fn ask<'a>(
-        &'a self,
-        request: &'a toolhost_runtime::ApprovalRequest,
-    ) -> std::pin::Pin<
-        Box<
-            dyn std::future::Future<Output = Option<toolhost_runtime::ApprovalOutcome>> + Send + 'a,
-        >,
-    > {
-        use rmcp::model::ElicitRequestParams;
-        Box::pin(async move {
-            let (peer, origin) = self
-                .routes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&request.tool_call_id)
-                .cloned()?;
-            let message = Self::message(request);
-            let params = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message,
-                requested_schema: Self::schema()?,
-            };
-            let result = match client::elicit_for(&peer, &origin, params, ELICITATION_TIMEOUT).await
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::warn!("elicitation failed; trying the next approver: {e}");
-                    return None;
-                }
-            };
-            mrtr::outcome_of(&result)
-        })
     }
 }

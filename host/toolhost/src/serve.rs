@@ -1,0 +1,262 @@
+//! `toolhost serve`: the host session's log opened or resumed, the host,
+//! its control socket and the MCP door (stdio, or Streamable HTTP with
+//! `--http`) started in that order, served until the client leaves, a stop
+//! request or a termination signal, then every process session ended and
+//! the lifecycle recorded (docs/event-log.md#lifecycle).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use toolhost::errln;
+use toolhost::sandbox_layers::EXIT_LAYER_MISSING;
+use toolhost_runtime::{Host, HostConfig, HostEventKind, HostSessionLog, Lifecycle};
+
+use crate::{
+    HostArgs, RequireArgs, host_config_text, missing_layers, termination_signal, usage_error,
+};
+
+/// The `--http` options: `addr`, and the tokens read from `tokens`;
+/// refused when `addr` is not loopback and there is no token.
+pub(crate) fn http_options(
+    addr: std::net::SocketAddr,
+    tokens: Option<toolhost::mcp::identity::TokenSource>,
+    commands_network: Option<String>,
+) -> Result<toolhost::mcp::http::HttpOptions, toolhost::mcp::http::HttpError> {
+    let tokens = tokens
+        .map(toolhost::mcp::identity::Tokens::load)
+        .transpose()?
+        .map(Arc::new);
+    let options = toolhost::mcp::http::HttpOptions {
+        addr,
+        tokens,
+        commands_network,
+    };
+    options.check()?;
+    Ok(options)
+}
+
+/// Runs `toolhost serve` with the host options `args`, resuming
+/// `host_session` when given, over HTTP when `http` is given (else stdio),
+/// refusing to start without the layers `require` names (exit 69) and
+/// masking `secrets` (the token files) from every command. Never returns
+/// on success: it exits the process once the serve has ended (0 for a
+/// client that left or a stop, 1 for a failure, 2 for a failed start).
+pub(crate) async fn serve(
+    args: HostArgs,
+    host_session: Option<String>,
+    http: Option<toolhost::mcp::http::HttpOptions>,
+    require: RequireArgs,
+    secrets: Vec<PathBuf>,
+    child_nofile: Option<u64>,
+) -> ExitCode {
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(HostConfig::default_state_dir);
+    if let Err(e) = toolhost_process::prepare_private_dir(&state_dir) {
+        return usage_error(format!(
+            "cannot create state dir {}: {e}",
+            state_dir.display()
+        ));
+    }
+    // An unknown --host-session id is an error, not a new host session. Resuming
+    // closes what a crashed run left open (`HostSessionLog::resume`).
+    let opened = match host_session.as_deref() {
+        Some(id) => HostSessionLog::resume(&state_dir, id),
+        None => HostSessionLog::open(&state_dir, None),
+    };
+    let log = match opened {
+        Ok(log) => Arc::new(log),
+        Err(e) => return usage_error(e.to_string()),
+    };
+    let recovery = log.recovery();
+    if !recovery.interrupted_calls.is_empty() || !recovery.interrupted_sessions.is_empty() {
+        errln!(
+            "toolhost: resumed {}: {} tool calls and {} process sessions of the previous run \
+             recorded as interrupted; {} leftover processes killed",
+            log.id(),
+            recovery.interrupted_calls.len(),
+            recovery.interrupted_sessions.len(),
+            recovery.killed.len()
+        );
+    }
+    // Disk retention: sweep on start and periodically (docs/disk.md#retention-and-gc).
+    let sweep_dir = state_dir.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(toolhost_process::SWEEP_INTERVAL);
+        loop {
+            tick.tick().await;
+            let dir = sweep_dir.clone();
+            let report = tokio::task::spawn_blocking(move || {
+                toolhost_process::sweep_state_dir(
+                    &dir,
+                    &toolhost_process::RetentionPolicy::default(),
+                    std::time::SystemTime::now(),
+                )
+            })
+            .await;
+            if let Ok(r) = report {
+                tracing::info!(
+                    sessions_removed = r.sessions_removed.len(),
+                    host_sessions_removed = r.host_sessions_removed.len(),
+                    bytes_freed = r.bytes_freed,
+                    "retention sweep"
+                );
+                for e in r.errors {
+                    tracing::warn!("retention sweep: {e}");
+                }
+            }
+        }
+    });
+    let pid = std::process::id();
+    // Nothing is recorded as served until the host, its control socket and its
+    // HTTP listener are all up: a start that fails records `failed` with the
+    // reason (also on stderr), never `running` (docs/event-log.md#lifecycle).
+    let failed = |what: &str, e: String| {
+        log.append(HostEventKind::Lifecycle {
+            state: Lifecycle::Failed,
+            pid,
+            message: Some(format!("{what}: {e}")),
+        });
+        usage_error(e)
+    };
+    let host = match host_config_text(args, child_nofile) {
+        Ok(mut config) => {
+            config.events = Some(log.clone());
+            // What authenticates clients is no command's to read.
+            config
+                .sessions
+                .read_denied
+                .extend(
+                    secrets
+                        .into_iter()
+                        .map(|path| toolhost_process::DeniedRead {
+                            path,
+                            origin: "host: token file".to_owned(),
+                        }),
+                );
+            Host::new(config).await.map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e),
+    };
+    let host = match host {
+        Ok(h) => Arc::new(h),
+        Err(e) => return failed("the host could not start", e),
+    };
+    // Before anything is served: a missing required layer is a failed start.
+    if let Err(refusal) = missing_layers(require.require_sandbox.as_ref(), &host) {
+        failed("the host could not start", refusal);
+        host.sessions().shutdown().await;
+        toolhost_process::remove_own_cgroups();
+        return ExitCode::from(EXIT_LAYER_MISSING);
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let control = match toolhost::control::ControlServer::start(host.clone(), stop_tx) {
+        Ok(c) => c,
+        Err(e) => return failed("the control socket could not start", e.to_string()),
+    };
+    let http = match http {
+        Some(options) => match toolhost::mcp::http::HttpServer::bind(options).await {
+            Ok(server) => Some(server),
+            Err(e) => return failed("the HTTP listener could not start", e.to_string()),
+        },
+        None => None,
+    };
+    let resumed = log.resumed_from();
+    log.append(HostEventKind::Lifecycle {
+        state: Lifecycle::Running,
+        pid,
+        message: Some(if resumed > 0 {
+            format!("resumed host session after seq {resumed}")
+        } else if http.is_some() {
+            "serving MCP over HTTP".into()
+        } else {
+            "serving MCP on stdio".into()
+        }),
+    });
+    errln!(
+        "toolhost: host session {} (events: {})",
+        log.id(),
+        log.path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    errln!(
+        "toolhost: control socket {} (toolhost attach {})",
+        control.path().display(),
+        log.id()
+    );
+    // Put back in blocking mode right before exiting (ProcessStdio::take).
+    let mut restore_blocking = None;
+    let end = if let Some(server) = http {
+        serve_http(host.clone(), server, stop_rx).await
+    } else {
+        let (stdio, restore) = toolhost::mcp::ProcessStdio::take();
+        restore_blocking = Some(restore);
+        tokio::select! {
+            end = toolhost::mcp::serve_process_stdio(host.clone(), stdio, stop_rx) => end,
+            // What MCP clients send to stop a server: end every session's process
+            // group like a stop request does (they would otherwise outlive us).
+            signal = termination_signal(false) => {
+                tracing::info!(signal, "stopping on a signal");
+                Ok(toolhost::mcp::ServeEnd::Stopped)
+            }
+        }
+    };
+    host.sessions().shutdown().await;
+    // `std::process::exit` below runs no destructors: leave no cgroup behind.
+    toolhost_process::remove_own_cgroups();
+    let (state, message, code) = match end {
+        Ok(toolhost::mcp::ServeEnd::ClientClosed) => (
+            Lifecycle::Stopped,
+            "the MCP client closed the connection".to_string(),
+            0,
+        ),
+        Ok(toolhost::mcp::ServeEnd::Stopped) => {
+            (Lifecycle::Stopped, "stop requested".to_string(), 0)
+        }
+        Err(e) => (Lifecycle::Failed, e.to_string(), 1),
+    };
+    log.append(HostEventKind::Lifecycle {
+        state,
+        pid,
+        message: Some(message.clone()),
+    });
+    if code != 0 {
+        errln!("toolhost: {message}");
+    }
+    if control.attached_clients() > 0 {
+        // Let attached clients receive the final lifecycle event.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    drop(control);
+    drop(restore_blocking);
+    // stdin may be read by a blocking thread that cannot be interrupted;
+    // leave without waiting for it.
+    std::process::exit(toolhost::cli_output::finish_code(code))
+}
+
+/// Serves MCP over Streamable HTTP on `server` (bound) until a stop request
+/// (control API) or a termination signal; prints the endpoint on stderr. The
+/// caller then ends every process session, as for stdio.
+async fn serve_http(
+    host: Arc<toolhost_runtime::Host>,
+    server: toolhost::mcp::http::HttpServer,
+    mut stop_rx: tokio::sync::watch::Receiver<bool>,
+) -> Result<toolhost::mcp::ServeEnd, toolhost::mcp::ServeError> {
+    errln!("toolhost: serving MCP over HTTP at {}", server.url());
+    let tokens = server.tokens();
+    server
+        .serve(host, async move {
+            tokio::select! {
+                _ = stop_rx.wait_for(|s| *s) => {}
+                signal = termination_signal(false) => {
+                    tracing::info!(signal, "stopping on a signal");
+                }
+                () = toolhost::mcp::identity::reload_on_hangup(tokens) => {}
+            }
+        })
+        .await;
+    Ok(toolhost::mcp::ServeEnd::Stopped)
+}
