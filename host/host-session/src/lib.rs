@@ -7,7 +7,10 @@
 //!   the same host session (see [`HostSessionLog::open`]);
 //! - every event is written to `<state-dir>/hosts/<host-session-id>/events.jsonl`
 //!   (one JSON object per line, see [`HostEvent`]) before [`HostSessionLog::append`]
-//!   returns, so a crash loses at most the line being written;
+//!   returns, so a crash loses at most the line being written; process output
+//!   ([`HostSessionLog::append_output`]) waits up to [`OUTPUT_WINDOW`] for more
+//!   of the same session first; a write that fails (a full disk) is retried
+//!   with the next append, so the file keeps every seq in order;
 //! - memory keeps only the newest [`MEMORY_EVENTS`] events; older ones are
 //!   read back from the file on replay;
 //! - [`HostSessionLog::replay`] answers `{first_retained_seq, snapshot_seq,
@@ -25,6 +28,7 @@
 //! - `event`: the event types and the bounds on their fields;
 //! - `record`: an event as the log holds it (its JSON text) and a replay's answer;
 //! - `store`: [`HostSessionLog`], the file store: open, resume, append, replay;
+//! - `coalesce`: a session's small output chunks waiting to become one event;
 //! - `memory`: the newest events in memory and the file's offset index;
 //! - `load`: an existing file read back and checked when it is opened;
 //! - `recovery`: what a crashed host left open, closed on resume;
@@ -34,6 +38,7 @@
 //! Format, event kinds and restart as an operator sees them:
 //! docs/event-log.md.
 
+mod coalesce;
 mod error;
 mod event;
 mod load;
@@ -52,6 +57,9 @@ pub use event::{
 
 // An event as recorded, and a replay's answer.
 pub use record::{MAX_REPLAY_EVENTS, RecordedEvent, Replay};
+
+// Output coalesced into few events.
+pub use coalesce::{OUTPUT_WINDOW, OutputChunk};
 
 // The file store: where it lives, and what opening it found.
 pub use error::HostSessionLogError;

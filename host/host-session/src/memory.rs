@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 
+use crate::coalesce::Pending;
 use crate::record::RecordedEvent;
 
 /// Events kept in memory per host session; older ones are replayed from disk.
@@ -41,8 +42,17 @@ pub(crate) struct Inner {
     /// stopped: the next page of a client paging through the history starts
     /// there instead of at its index entry (benchmark P7).
     pub(crate) resume_at: (u64, u64),
-    /// The first write error, if writing the file ever failed.
+    /// Why the file is not up to date (see `HostSessionLog::write_error`).
     pub(crate) write_error: Option<String>,
+    /// The first seq not yet in the file and the error that kept it out: a
+    /// write failed (the disk is full) and the events from it on wait in
+    /// `memory` for the next append to write them.
+    pub(crate) unwritten: Option<(u64, String)>,
+    /// Process output waiting to be recorded, in batches, oldest first
+    /// (`coalesce.rs`).
+    pub(crate) pending: Vec<Pending>,
+    /// Whether a flush of `pending` is scheduled (`HostSessionLog::flush_due`).
+    pub(crate) flush_armed: bool,
 }
 
 /// Appends to `out` at most `max` events of memory, from seq `from` on.
@@ -83,6 +93,9 @@ impl Inner {
             index: Vec::new(),
             resume_at: (1, 0),
             write_error: None,
+            unwritten: None,
+            pending: Vec::new(),
+            flush_armed: false,
         }
     }
 

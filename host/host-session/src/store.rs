@@ -8,11 +8,13 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::coalesce::{MAX_PENDING, OUTPUT_WINDOW, OutputChunk, Pending};
 use crate::error::{HostSessionLogError, io_err};
-use crate::event::{HostEvent, HostEventKind, now_ms};
+use crate::event::{HostEvent, HostEventKind, INLINE_OUTPUT_MAX, now_ms};
 use crate::load::load;
 use crate::memory::{INDEX_STRIDE, Inner, take_memory};
 use crate::read::read_range;
@@ -204,17 +206,132 @@ impl HostSessionLog {
         self.notify.subscribe()
     }
 
-    /// The first write error, if writing the file ever failed (the log then
-    /// keeps going in memory only).
+    /// Why the file is not up to date, if it is not: the last write failed
+    /// (its events wait in memory, and the next append retries them), or the
+    /// file was given up (the log keeps going in memory only). `None` once a
+    /// retry wrote everything.
     pub fn write_error(&self) -> Option<String> {
         self.lock().write_error.clone()
     }
 
-    /// Appends an event and returns its seq. The line is written to the file
-    /// (one `write` call) before this returns. Never fails: a write error is
-    /// logged, kept in [`HostSessionLog::write_error`] and the log continues in memory.
+    /// Appends an event and returns its seq, after any output still waiting
+    /// in a batch ([`HostSessionLog::append_output`]), which gets the seqs
+    /// before it. The line is written to the file (one `write` call, with any
+    /// lines an earlier failed write left waiting before it) before this
+    /// returns. Never fails: a write error is logged and kept in
+    /// [`HostSessionLog::write_error`]; the events wait in memory and the next
+    /// append writes them first, so once the disk has room again the file
+    /// holds every seq in order. Only when the oldest waiting event is about to
+    /// leave memory does the log give the file up and go on in memory only.
     pub fn append(&self, kind: HostEventKind) -> u64 {
         let mut inner = self.lock();
+        self.flush_pending(&mut inner, |_| true);
+        let seq = self.record(&mut inner, kind);
+        drop(inner);
+        self.notify.send_replace(seq);
+        seq
+    }
+
+    /// Records output of a process session as `process_output`, coalesced
+    /// (`coalesce.rs`): the chunk joins the batch its session has waiting when
+    /// it continues it (same stream and call, the next offset, at most
+    /// [`INLINE_OUTPUT_MAX`] bytes together), else that batch is recorded and a
+    /// new one opened. A batch is recorded when it is full, at its
+    /// [`OUTPUT_WINDOW`]'s end ([`HostSessionLog::flush_due`]), before any
+    /// other event ([`HostSessionLog::append`]) and when the log is dropped.
+    ///
+    /// Returns `Some(wait)` when no flush is scheduled yet: the caller must
+    /// call [`HostSessionLog::flush_due`] after `wait` (and again after what
+    /// that returns), or output can wait until the next event.
+    pub fn append_output(&self, chunk: OutputChunk) -> Option<Duration> {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        let mut last = None;
+        if chunk.data.len() > INLINE_OUTPUT_MAX {
+            self.flush_pending(&mut inner, |_| true);
+            last = Some(self.record(&mut inner, Pending::new(chunk, now).into_event()));
+        } else {
+            let waiting = inner
+                .pending
+                .iter()
+                .position(|p| p.chunk.session_id == chunk.session_id);
+            match waiting {
+                Some(i) if inner.pending[i].takes(&chunk) => {
+                    inner.pending[i].chunk.data.extend_from_slice(&chunk.data);
+                    if inner.pending[i].chunk.data.len() == INLINE_OUTPUT_MAX {
+                        let full = inner.pending.remove(i);
+                        last = Some(self.record(&mut inner, full.into_event()));
+                    }
+                }
+                Some(i) => {
+                    let done = inner.pending.remove(i);
+                    last = Some(self.record(&mut inner, done.into_event()));
+                    inner.pending.push(Pending::new(chunk, now));
+                }
+                None => {
+                    if inner.pending.len() >= MAX_PENDING {
+                        let oldest = inner.pending.remove(0);
+                        last = Some(self.record(&mut inner, oldest.into_event()));
+                    }
+                    inner.pending.push(Pending::new(chunk, now));
+                }
+            }
+        }
+        let arm = !inner.pending.is_empty() && !inner.flush_armed;
+        inner.flush_armed |= arm;
+        drop(inner);
+        if let Some(seq) = last {
+            self.notify.send_replace(seq);
+        }
+        arm.then_some(OUTPUT_WINDOW)
+    }
+
+    /// Records every output batch whose [`OUTPUT_WINDOW`] has ended. Returns
+    /// how long until the next one's ends, or `None` when no output waits
+    /// (the next [`HostSessionLog::append_output`] then asks for a flush again).
+    pub fn flush_due(&self) -> Option<Duration> {
+        let now = Instant::now();
+        let mut inner = self.lock();
+        let last = self.flush_pending(&mut inner, |p| p.due() <= now);
+        let next = inner.pending.iter().map(Pending::due).min();
+        inner.flush_armed = next.is_some();
+        drop(inner);
+        if let Some(seq) = last {
+            self.notify.send_replace(seq);
+        }
+        next.map(|due| due.saturating_duration_since(now))
+    }
+
+    /// Records every output batch waiting, now.
+    pub fn flush_output(&self) {
+        let mut inner = self.lock();
+        let last = self.flush_pending(&mut inner, |_| true);
+        drop(inner);
+        if let Some(seq) = last {
+            self.notify.send_replace(seq);
+        }
+    }
+
+    /// Records the waiting output batches `due` picks, oldest first; the last
+    /// seq given, if any.
+    fn flush_pending(&self, inner: &mut Inner, due: impl Fn(&Pending) -> bool) -> Option<u64> {
+        if inner.pending.is_empty() {
+            return None;
+        }
+        let (now, later) = std::mem::take(&mut inner.pending)
+            .into_iter()
+            .partition::<Vec<_>, _>(|p| due(p));
+        inner.pending = later;
+        let mut last = None;
+        for p in now {
+            last = Some(self.record(inner, p.into_event()));
+        }
+        last
+    }
+
+    /// Gives `kind` the next seq, keeps it in memory and writes it (with
+    /// what waits before it) to the file.
+    fn record(&self, inner: &mut Inner, kind: HostEventKind) -> u64 {
         let seq = inner.next_seq;
         inner.next_seq += 1;
         let event = HostEvent {
@@ -230,32 +347,77 @@ impl HostSessionLog {
                 format!(r#"{{"seq":{seq},"ts_ms":0,"kind":"unencodable"}}"#).into()
             }
         };
+        inner.remember(RecordedEvent::whole(seq, json));
         if inner.file.is_some() {
-            let mut line = Vec::with_capacity(json.len() + 1);
-            line.extend_from_slice(json.as_bytes());
-            line.push(b'\n');
-            if (seq - 1).is_multiple_of(INDEX_STRIDE) {
-                let at = inner.file_len;
-                inner.index.push(at);
+            self.write_waiting(inner, seq);
+        }
+        seq
+    }
+
+    /// Writes the events from the first one not yet in the file through
+    /// `seq`, from memory, in one `write`. On a failure the file is cut back
+    /// to its last whole line and the events wait for the next append; when
+    /// the first of them has left memory, or the cut fails, the file is given
+    /// up (the log goes on in memory only; replay reports what is lost).
+    fn write_waiting(&self, inner: &mut Inner, seq: u64) {
+        let from = inner.unwritten.as_ref().map_or(seq, |(from, _)| *from);
+        let memory_first = inner.memory.front().map_or(seq, |e| e.seq);
+        if from < memory_first {
+            let message = format!(
+                "writing the event log failed and events {from}..{} left memory unwritten: \
+                 the log goes on in memory only",
+                memory_first - 1
+            );
+            tracing::error!(log = %self.id, "{message}");
+            inner.write_error = Some(message);
+            inner.unwritten = None;
+            inner.file = None;
+            return;
+        }
+        let mut lines = Vec::new();
+        let mut indexed = Vec::new();
+        for e in inner.memory.iter().skip((from - memory_first) as usize) {
+            if (e.seq - 1).is_multiple_of(INDEX_STRIDE) {
+                indexed.push(inner.file_len + lines.len() as u64);
             }
-            let written = inner.file.as_mut().map(|f| f.write_all(&line));
-            match written {
-                Some(Ok(())) => inner.file_len += line.len() as u64,
-                Some(Err(e)) => {
-                    let message = format!("writing the event log failed: {e}");
-                    tracing::error!(log = %self.id, "{message}");
-                    inner.write_error.get_or_insert(message);
-                    // Later events cannot be found on disk any more; keep
-                    // them in memory only (replay reports what is lost).
-                    inner.file = None;
+            lines.extend_from_slice(e.json().as_bytes());
+            lines.push(b'\n');
+        }
+        let Some(file) = inner.file.as_mut() else {
+            return;
+        };
+        match file.write_all(&lines) {
+            Ok(()) => {
+                if let Some((from, _)) = inner.unwritten.take() {
+                    tracing::warn!(log = %self.id, "the event log is written again (seqs {from}..{seq})");
+                    inner.write_error = None;
                 }
-                None => {}
+                inner.file_len += lines.len() as u64;
+                inner.index.extend(indexed);
+            }
+            Err(e) => {
+                let message = format!(
+                    "writing the event log failed: {e}; events from seq {from} wait in memory"
+                );
+                if inner.unwritten.is_none() {
+                    tracing::error!(log = %self.id, "{message}");
+                }
+                // A part of a line may have reached the file: cut it off, so
+                // the next write starts on a line of its own.
+                if let Err(cut) = file.set_len(inner.file_len) {
+                    let message = format!(
+                        "{message}; cutting its partial line failed: {cut}: the log goes on in memory only"
+                    );
+                    tracing::error!(log = %self.id, "{message}");
+                    inner.write_error = Some(message);
+                    inner.unwritten = None;
+                    inner.file = None;
+                    return;
+                }
+                inner.write_error = Some(message.clone());
+                inner.unwritten = Some((from, message));
             }
         }
-        inner.remember(RecordedEvent::whole(seq, json));
-        drop(inner);
-        self.notify.send_replace(seq);
-        seq
     }
 
     /// The events with seq greater than `cursor` (at most `max`, capped at
@@ -265,7 +427,7 @@ impl HostSessionLog {
         let inner = self.lock();
         let snapshot_seq = inner.next_seq - 1;
         let memory_first = inner.memory.front().map_or(inner.next_seq, |e| e.seq);
-        let on_disk = self.path.is_some() && inner.write_error.is_none();
+        let on_disk = self.path.is_some() && inner.file.is_some();
         let first_retained_seq = if on_disk { 1 } else { memory_first };
         let mut events = Vec::new();
         let mut from = cursor + 1;
@@ -302,6 +464,13 @@ impl HostSessionLog {
             history_complete: contiguous && reaches,
             events,
         }
+    }
+}
+
+impl Drop for HostSessionLog {
+    /// Output still waiting in a batch is recorded before the log goes.
+    fn drop(&mut self) {
+        self.flush_output();
     }
 }
 

@@ -3,11 +3,17 @@
 //! and what the permission pipeline asks and hears
 //! ([`crate::permissions::PermissionObserver`]) into [`HostEventKind`]s appended to a
 //! [`HostSessionLog`] (the `toolhost-host-session` crate).
+//!
+//! Output chunks go to [`HostSessionLog::append_output`], which coalesces a
+//! session's small writes into few `process_output` events; the observer
+//! schedules the flush that ends each batch's window on the tokio runtime it
+//! was made in (without one, each chunk is recorded at once).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
-use toolhost_host_session::{Actor, HostEventKind, HostSessionLog, INLINE_OUTPUT_MAX};
+use toolhost_host_session::{Actor, HostEventKind, HostSessionLog, INLINE_OUTPUT_MAX, OutputChunk};
 
 /// Feeds process-session events and permission requests into an
 /// [`HostSessionLog`] (install it as [`toolhost_process::SessionsConfig::observer`]
@@ -21,14 +27,32 @@ use toolhost_host_session::{Actor, HostEventKind, HostSessionLog, INLINE_OUTPUT_
 pub struct LogObserver {
     log: Arc<HostSessionLog>,
     actors: Arc<Mutex<HashMap<String, Actor>>>,
+    /// Where output batches' flushes run (the runtime `new` was called in).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl LogObserver {
-    /// An observer appending to `log`.
+    /// An observer appending to `log`. Called inside a tokio runtime, it
+    /// coalesces output there (see the module docs).
     pub fn new(log: Arc<HostSessionLog>) -> LogObserver {
         LogObserver {
             log,
             actors: Arc::default(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+
+    /// Records one output chunk of at most [`INLINE_OUTPUT_MAX`] bytes,
+    /// coalesced, scheduling the flush of its batch when the log asks.
+    fn output(&self, chunk: OutputChunk) {
+        let Some(wait) = self.log.append_output(chunk) else {
+            return;
+        };
+        match &self.runtime {
+            Some(runtime) => {
+                runtime.spawn(flush_when_due(Arc::downgrade(&self.log), wait));
+            }
+            None => self.log.flush_output(),
         }
     }
 
@@ -98,14 +122,13 @@ impl toolhost_process::SessionObserver for LogObserver {
                 }
                 .to_string();
                 if chunk.data.len() <= INLINE_OUTPUT_MAX {
-                    HostEventKind::ProcessOutput {
+                    return self.output(OutputChunk {
                         session_id,
                         tool_call_id,
                         stream,
                         offset: chunk.offset,
-                        len: chunk.data.len() as u64,
-                        text: String::from_utf8_lossy(&chunk.data).into_owned(),
-                    }
+                        data: chunk.data.to_vec(),
+                    });
                 } else {
                     HostEventKind::PayloadOmitted {
                         session_id,
@@ -160,6 +183,19 @@ impl toolhost_process::SessionObserver for LogObserver {
             tool_call_id: s.tool_call_id.map(str::to_string),
             reason: omission.reason.clone(),
         });
+    }
+}
+
+/// Flushes `log`'s output batches as their windows end, until none waits
+/// (or the log is gone).
+async fn flush_when_due(log: Weak<HostSessionLog>, mut wait: Duration) {
+    loop {
+        tokio::time::sleep(wait).await;
+        let Some(log) = log.upgrade() else { return };
+        match log.flush_due() {
+            Some(next) => wait = next,
+            None => return,
+        }
     }
 }
 
