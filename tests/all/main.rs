@@ -32,6 +32,7 @@ mod docs;
 mod doctor;
 mod examples;
 mod exec_sandbox;
+mod fuzz;
 mod hostile;
 mod hostile_load;
 mod load;
