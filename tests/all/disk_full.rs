@@ -139,6 +139,9 @@ exit $code"#;
     std::fs::remove_file(&filler).unwrap();
     let r = client.call_tool("bash", bash("echo after")).await.unwrap();
     assert!(!is_error(&r) && result_text(&r).contains("after"), "{r}");
+    // What was logged before the disk filled is still there, exactly.
+    let before = inside.join("sessions/bg_000000000001/output.log");
+    assert_eq!(std::fs::read(&before).unwrap(), b"before\n");
     let status = client.close().await.unwrap();
     assert!(status.success(), "{status:?}");
 
