@@ -30,6 +30,7 @@ mod disk;
 mod disk_full;
 mod docs;
 mod doctor;
+mod drain;
 mod examples;
 mod exec_sandbox;
 mod fuzz;

@@ -578,7 +578,8 @@ async fn sigterm_ends_running_commands_and_exits() {
         ws.path(),
         state.path(),
         Some(&p),
-        &["--http", "127.0.0.1:0"],
+        // No drain: the call is cancelled at once (tests/all/drain.rs drains).
+        &["--http", "127.0.0.1:0", "--drain-timeout", "0"],
     );
     let session = open_session(&serve.addr, &[]).await;
     let mut headers = post_headers(&[]);

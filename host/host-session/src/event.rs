@@ -132,6 +132,11 @@ pub struct ClientInfo {
 pub enum Lifecycle {
     /// The host is serving (also recorded when a host session is resumed).
     Running,
+    /// A stop began: the host refuses new work and lets calls in progress
+    /// finish, up to its drain timeout (recorded again when it cancels the
+    /// calls still running); `stopped` follows. Logs written before it
+    /// existed never hold it.
+    Draining,
     /// The host stopped in an orderly way.
     Stopped,
     /// The host stopped because of an error.

@@ -147,7 +147,11 @@ impl Follower {
                 self.settled.push(tool_call_id.clone());
             }
             HostEventKind::Lifecycle { state, .. } => {
-                self.stopped = !matches!(state, toolhost_runtime::Lifecycle::Running);
+                // A draining host still serves the calls it has.
+                self.stopped = !matches!(
+                    state,
+                    toolhost_runtime::Lifecycle::Running | toolhost_runtime::Lifecycle::Draining
+                );
                 if self.stopped {
                     self.running.clear();
                     self.prompts.clear();

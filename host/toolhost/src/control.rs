@@ -23,7 +23,7 @@
 //! | `session.kill` | `{session_id, signal?}` | `{signalled}` |
 //! | `session.write_stdin` | `{session_id, data, close?}` | `{}` |
 //! | `detach` | `{mode}` (`graceful` or `abrupt`) | `{}`; the host then closes the connection |
-//! | `stop` | — | `{}`; the host stops (runs are killed, `lifecycle stopped` recorded) |
+//! | `stop` | — | `{}`; the host drains and stops as on SIGTERM (`lifecycle draining`, then `stopped`); a second `stop` during the drain cancels what still runs at once (docs/operations.md#stopping-and-draining) |
 //!
 //! After `attach`, the host sends `{"jsonrpc":"2.0","method":"events","params":Replay}`
 //! notifications whenever there are events after the last one it sent. A client
@@ -151,8 +151,9 @@ impl From<&ApprovalRequest> for PendingPermission {
 pub struct HostSessionInfo {
     /// The id (`hs_...`).
     pub id: String,
-    /// `running` (its socket answers), else the last lifecycle state in its
-    /// log (`stopped`, `failed`, `interrupted`; `running` in the log but no
+    /// `running` (its socket answers; `draining` when its last lifecycle
+    /// state is), else the last lifecycle state in its log (`stopped`,
+    /// `failed`, `interrupted`; `running` or `draining` in the log but no
     /// socket answering shows as `interrupted`), or `unknown`.
     pub state: String,
     /// Pid of the host process that last recorded a lifecycle event.
@@ -184,8 +185,12 @@ pub async fn list_host_sessions(state_dir: &Path) -> Vec<HostSessionInfo> {
             .await
             .is_ok();
         let state = match (live, lifecycle) {
+            (true, Some((Lifecycle::Draining, _))) => "draining".to_string(),
             (true, _) => "running".to_string(),
-            (false, Some((Lifecycle::Running, _))) => "interrupted".to_string(),
+            // The host died before it recorded `stopped`.
+            (false, Some((Lifecycle::Running | Lifecycle::Draining, _))) => {
+                "interrupted".to_string()
+            }
             (false, Some((state, _))) => serde_json::to_value(state)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))

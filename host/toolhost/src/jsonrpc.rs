@@ -24,6 +24,11 @@ pub mod codes {
     /// The request's identity lacks the scope the method needs (MCP over
     /// HTTP answers it with `403`; docs/operations.md#identities).
     pub const FORBIDDEN: i32 = -32003;
+    /// The server is stopping (draining) and takes no new work
+    /// (docs/operations.md#stopping-and-draining). Outside the range JSON-RPC
+    /// reserves (-32768..-32000), where MCP 2026-07-28 ("Error Codes") asks
+    /// new implementation codes to be.
+    pub const STOPPING: i32 = -31000;
 }
 
 /// An error response: `{"jsonrpc":"2.0","id":id,"error":{"code","message"}}`.

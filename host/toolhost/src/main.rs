@@ -267,6 +267,13 @@ enum Command {
         /// --token-file) without ending sessions or jobs.
         #[arg(long, value_name = "PATH", requires = "http")]
         tokens_file: Option<PathBuf>,
+        /// On SIGTERM, SIGINT or a stop request: how long calls in progress
+        /// may run on while new ones are refused (`0`, `500ms`, `20s`, `2m`);
+        /// then they are cancelled. serve exits at most 10 s after it: give
+        /// a supervisor at least this plus 10 s.
+        #[arg(long, value_name = "DURATION", default_value = "20s",
+              value_parser = toolhost::mcp::drain::parse_timeout)]
+        drain_timeout: std::time::Duration,
         #[command(flatten)]
         host: HostArgs,
         #[command(flatten)]
@@ -517,6 +524,7 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
             http,
             token_file,
             tokens_file,
+            drain_timeout,
             host,
             require,
         } => {
@@ -550,7 +558,16 @@ async fn run(cli: Cli, child_nofile: Option<u64>) -> ExitCode {
                 Ok(h) => h,
                 Err(e) => return usage_error(e.to_string()),
             };
-            serve::serve(host, host_session, http, require, secrets, child_nofile).await
+            serve::serve(
+                host,
+                host_session,
+                http,
+                require,
+                secrets,
+                child_nofile,
+                drain_timeout,
+            )
+            .await
         }
         Command::Attach {
             session,
@@ -921,8 +938,8 @@ fn usage_error(message: String) -> ExitCode {
 
 /// Resolves with the signal number when the process gets SIGTERM, SIGINT or,
 /// when `hangup` (the one-shot `call`), SIGHUP (never, if the handlers cannot
-/// be installed). `serve` passes `false`: SIGHUP re-reads its tokens
-/// (`identity::reload_on_hangup`) and never stops it.
+/// be installed). `serve` has its own (`serve.rs`, `stop_triggers`): a
+/// signal there begins a drain, and SIGHUP never stops it.
 async fn termination_signal(hangup: bool) -> u8 {
     let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
         signal(SignalKind::terminate()),

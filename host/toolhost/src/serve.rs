@@ -1,20 +1,21 @@
 //! `toolhost serve`: the host session's log opened or resumed, the host,
 //! its control socket and the MCP door (stdio, or Streamable HTTP with
-//! `--http`) started in that order, served until the client leaves, a stop
-//! request or a termination signal, then every process session ended and
-//! the lifecycle recorded (docs/event-log.md#lifecycle).
+//! `--http`) started in that order, served until the client leaves or a
+//! stop (a stop request, SIGTERM, SIGINT) has drained it
+//! ([`toolhost::mcp::drain`], docs/operations.md#stopping-and-draining),
+//! then every process session ended and the lifecycle recorded
+//! (docs/event-log.md#lifecycle).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use toolhost::errln;
+use toolhost::mcp::drain::{Drain, DrainReport};
 use toolhost::sandbox_layers::EXIT_LAYER_MISSING;
 use toolhost_runtime::{Host, HostConfig, HostEventKind, HostSessionLog, Lifecycle};
 
-use crate::{
-    HostArgs, RequireArgs, host_config_text, missing_layers, termination_signal, usage_error,
-};
+use crate::{HostArgs, RequireArgs, host_config_text, missing_layers, usage_error};
 
 /// The `--http` options: `addr`, and the tokens read from `tokens`;
 /// refused when `addr` is not loopback and there is no token.
@@ -39,9 +40,10 @@ pub(crate) fn http_options(
 /// Runs `toolhost serve` with the host options `args`, resuming
 /// `host_session` when given, over HTTP when `http` is given (else stdio),
 /// refusing to start without the layers `require` names (exit 69) and
-/// masking `secrets` (the token files) from every command. Never returns
-/// on success: it exits the process once the serve has ended (0 for a
-/// client that left or a stop, 1 for a failure, 2 for a failed start).
+/// masking `secrets` (the token files) from every command, draining for at
+/// most `drain_timeout` when stopped. Never returns on success: it exits
+/// the process once the serve has ended (0 for a client that left or a
+/// stop, 1 for a failure, 2 for a failed start).
 pub(crate) async fn serve(
     args: HostArgs,
     host_session: Option<String>,
@@ -49,6 +51,7 @@ pub(crate) async fn serve(
     require: RequireArgs,
     secrets: Vec<PathBuf>,
     child_nofile: Option<u64>,
+    drain_timeout: std::time::Duration,
 ) -> ExitCode {
     let state_dir = args
         .state_dir
@@ -189,34 +192,54 @@ pub(crate) async fn serve(
     );
     // Put back in blocking mode right before exiting (ProcessStdio::take).
     let mut restore_blocking = None;
-    let end = if let Some(server) = http {
-        serve_http(host.clone(), server, stop_rx).await
-    } else {
-        let (stdio, restore) = toolhost::mcp::ProcessStdio::take();
-        restore_blocking = Some(restore);
-        tokio::select! {
-            end = toolhost::mcp::serve_process_stdio(host.clone(), stdio, stop_rx) => end,
-            // What MCP clients send to stop a server: end every session's process
-            // group like a stop request does (they would otherwise outlive us).
-            signal = termination_signal(false) => {
-                tracing::info!(signal, "stopping on a signal");
-                Ok(toolhost::mcp::ServeEnd::Stopped)
-            }
+    let drain = Arc::new(Drain::with_timeout(drain_timeout));
+    type Door = std::pin::Pin<
+        Box<dyn Future<Output = Result<toolhost::mcp::ServeEnd, toolhost::mcp::ServeError>>>,
+    >;
+    let mut door: Door = match http {
+        Some(server) => Box::pin(serve_http(host.clone(), server, drain.clone())),
+        None => {
+            let (stdio, restore) = toolhost::mcp::ProcessStdio::take();
+            restore_blocking = Some(restore);
+            Box::pin(toolhost::mcp::serve_process_stdio(
+                host.clone(),
+                stdio,
+                drain.clone(),
+            ))
         }
     };
-    host.sessions().shutdown().await;
+    let mut triggers = stop_triggers(stop_rx);
+    let stop = drain.run(&host, &log, &mut triggers);
+    let mut stop = std::pin::pin!(stop);
+    // The door ends on its own only when a stdio client leaves; else the
+    // drain closes it. Background sessions end while the door closes.
+    let (end, report) = tokio::select! {
+        end = &mut door => {
+            let report = match drain.is_draining() {
+                true => Some(stop.await),
+                false => None,
+            };
+            host.sessions().shutdown().await;
+            (end, report)
+        }
+        report = &mut stop => {
+            let (end, ()) = tokio::join!(&mut door, host.sessions().shutdown());
+            (end, Some(report))
+        }
+    };
     // `std::process::exit` below runs no destructors: leave no cgroup behind.
     toolhost_process::remove_own_cgroups();
-    let (state, message, code) = match end {
-        Ok(toolhost::mcp::ServeEnd::ClientClosed) => (
+    let (state, message, code) = match (end, report) {
+        (Err(e), _) => (Lifecycle::Failed, e.to_string(), 1),
+        (Ok(_), Some(report)) => (Lifecycle::Stopped, DrainReport::message(&report), 0),
+        (Ok(toolhost::mcp::ServeEnd::ClientClosed), None) => (
             Lifecycle::Stopped,
             "the MCP client closed the connection".to_string(),
             0,
         ),
-        Ok(toolhost::mcp::ServeEnd::Stopped) => {
+        (Ok(toolhost::mcp::ServeEnd::Stopped), None) => {
             (Lifecycle::Stopped, "stop requested".to_string(), 0)
         }
-        Err(e) => (Lifecycle::Failed, e.to_string(), 1),
     };
     log.append(HostEventKind::Lifecycle {
         state,
@@ -237,26 +260,70 @@ pub(crate) async fn serve(
     std::process::exit(toolhost::cli_output::finish_code(code))
 }
 
-/// Serves MCP over Streamable HTTP on `server` (bound) until a stop request
-/// (control API) or a termination signal; prints the endpoint on stderr. The
-/// caller then ends every process session, as for stdio.
+/// Serves MCP over Streamable HTTP on `server` (bound) until `drain`
+/// closes; prints the endpoint on stderr and re-reads the tokens on SIGHUP.
+/// The caller then ends every process session, as for stdio.
 async fn serve_http(
     host: Arc<toolhost_runtime::Host>,
     server: toolhost::mcp::http::HttpServer,
-    mut stop_rx: tokio::sync::watch::Receiver<bool>,
+    drain: Arc<Drain>,
 ) -> Result<toolhost::mcp::ServeEnd, toolhost::mcp::ServeError> {
     errln!("toolhost: serving MCP over HTTP at {}", server.url());
     let tokens = server.tokens();
+    let closed = drain.clone();
     server
-        .serve(host, async move {
+        .serve(host, drain, async move {
             tokio::select! {
-                _ = stop_rx.wait_for(|s| *s) => {}
-                signal = termination_signal(false) => {
-                    tracing::info!(signal, "stopping on a signal");
-                }
+                () = closed.closed() => {}
                 () = toolhost::mcp::identity::reload_on_hangup(tokens) => {}
             }
         })
         .await;
     Ok(toolhost::mcp::ServeEnd::Stopped)
+}
+
+/// What stops `serve`, one cause per stop, in order: `SIGTERM`, `SIGINT`,
+/// or `a stop request` (the control socket's `stop`, which sets `control`
+/// each time). SIGHUP is caught too, so it never ends the process: over
+/// HTTP it re-reads the tokens (`identity::reload_on_hangup`), on stdio it
+/// is ignored.
+fn stop_triggers(
+    mut control: tokio::sync::watch::Receiver<bool>,
+) -> tokio::sync::mpsc::UnboundedReceiver<&'static str> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let (Ok(mut term), Ok(mut int), Ok(_hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) else {
+            tracing::warn!("cannot install the signal handlers: only a stop request stops serve");
+            while control.changed().await.is_ok() {
+                if tx.send("a stop request").is_err() {
+                    return;
+                }
+            }
+            return;
+        };
+        let mut control_open = true;
+        loop {
+            let cause = tokio::select! {
+                Some(()) = term.recv() => "SIGTERM",
+                Some(()) = int.recv() => "SIGINT",
+                changed = control.changed(), if control_open => match changed {
+                    Ok(()) => "a stop request",
+                    Err(_) => {
+                        control_open = false;
+                        continue;
+                    }
+                },
+            };
+            tracing::info!(cause, "stopping");
+            if tx.send(cause).is_err() {
+                return;
+            }
+        }
+    });
+    rx
 }

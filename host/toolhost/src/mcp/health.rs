@@ -12,7 +12,8 @@
 //! `GET` is `405` with `Allow: GET`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
@@ -22,6 +23,7 @@ use toolhost_process::Sessions;
 use toolhost_runtime::{ContractVersion, Host};
 
 use super::SUPPORTED_PROTOCOL_VERSIONS;
+use super::drain::Drain;
 
 /// Liveness: `200` `{"status":"ok"}` for as long as the process serves HTTP.
 pub const HEALTH_PATH: &str = "/health";
@@ -40,11 +42,11 @@ pub fn is_endpoint(path: &str) -> bool {
 /// (it needs no token, so anyone who reaches the port can send them).
 pub const WRITABLE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// What `/ready` checks beyond the [`Host`]: whether the server is draining,
-/// and the last `state_dir_writable` answer.
-#[derive(Debug, Default)]
+/// What `/ready` checks beyond the [`Host`]: whether the server is draining
+/// (its [`Drain`]), and the last `state_dir_writable` answer.
+#[derive(Default)]
 pub struct Readiness {
-    draining: AtomicBool,
+    drain: Arc<Drain>,
     probes: AtomicU64,
     /// When `state_dir_writable` was last probed, and its answer; requests
     /// that come while one probes wait for its answer.
@@ -52,10 +54,14 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    /// Marks the start of a stop (the HTTP door's `serve` ends sessions and
-    /// closes the listener next): `/ready` answers `503` from now on.
-    pub fn drain(&self) {
-        self.draining.store(true, Ordering::SeqCst);
+    /// The readiness of a server stopped by `drain`: `/ready` answers `503`
+    /// from the start of its drain on.
+    pub fn new(drain: Arc<Drain>) -> Readiness {
+        Readiness {
+            drain,
+            probes: AtomicU64::default(),
+            writable: tokio::sync::Mutex::default(),
+        }
     }
 
     /// The readiness checks, each `true` when it passes, as `(name, passed)`:
@@ -69,15 +75,15 @@ impl Readiness {
     /// - `sandbox_probed`: the kernel probe has run and the operator's
     ///   sandbox is prepared (`Sessions::new`, inside [`Host::new`], does
     ///   both before the host exists);
-    /// - `accepting`: no stop (control `stop`, SIGTERM, SIGINT, SIGHUP) has
-    ///   begun ([`Readiness::drain`]).
+    /// - `accepting`: no stop (control `stop`, SIGTERM, SIGINT) has begun
+    ///   ([`Drain::is_draining`]; docs/operations.md#stopping-and-draining).
     pub async fn check(&self, host: &Host) -> Vec<(&'static str, bool)> {
         let writable = self.writable(&host.config().sessions.state_dir).await;
         vec![
             ("plugins_loaded", !host.tools().is_empty()),
             ("state_dir_writable", writable),
             ("sandbox_probed", true),
-            ("accepting", !self.draining.load(Ordering::SeqCst)),
+            ("accepting", !self.drain.is_draining()),
         ]
     }
 

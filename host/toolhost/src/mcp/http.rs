@@ -43,6 +43,11 @@
 //!    ([`identity::check_scopes`]: `tools/call` needs `call`, a retry's
 //!    `inputResponses` `answer`) is `403` with `WWW-Authenticate: Bearer
 //!    error="insufficient_scope"` and a JSON-RPC error [`codes::FORBIDDEN`].
+//! 5. The drain ([`Drain::admit`]): during a stop, new work (`tools/call`,
+//!    `resources/read`, `prompts/get`, `initialize`) is `503` with
+//!    `Retry-After` and a JSON-RPC error [`codes::STOPPING`]; the work let
+//!    through is counted until its response body is sent, which the drain
+//!    waits for.
 //!
 //! What passes goes to rmcp with an [`Authenticated`] (the identity and the
 //! peer's address) in the request's extensions, which the handler reads
@@ -74,6 +79,7 @@ use tokio_util::sync::CancellationToken;
 
 use toolhost_runtime::Host;
 
+use super::drain::{Admission, Counted, Door, Drain};
 use super::health::{self, Readiness};
 use super::identity::{
     self, ANONYMOUS_IDENTITY, AuthFailure, Authenticated, Identity, Scopes, TokenError, Tokens,
@@ -230,14 +236,16 @@ impl HttpServer {
         format!("http://{}{MCP_PATH}", self.local_addr)
     }
 
-    /// Serves MCP for `host` until `stop` resolves; then ends every session
-    /// (their SSE streams close), stops accepting, and waits up to
-    /// [`SHUTDOWN_GRACE`] for open connections. Calls in progress are left
-    /// running: the caller ends their processes (as `serve` does for stdio,
-    /// `Sessions::shutdown`).
-    pub async fn serve(self, host: Arc<Host>, stop: impl Future<Output = ()>) {
+    /// Serves MCP for `host` until `stop` resolves (`serve` passes the end
+    /// of `drain`, [`Drain::closed`]); then ends every session (their SSE
+    /// streams close), stops accepting, and waits up to [`SHUTDOWN_GRACE`]
+    /// for open connections. During the drain it keeps accepting: `/ready`
+    /// says `503` and new work is refused ([`Drain::admit`]). Calls still in
+    /// progress are left running: the caller ends their processes (as
+    /// `serve` does for stdio, `Sessions::shutdown`).
+    pub async fn serve(self, host: Arc<Host>, drain: Arc<Drain>, stop: impl Future<Output = ()>) {
         let cancelled = CancelledSet::default();
-        let shared = Shared::new(host, cancelled.clone());
+        let shared = Shared::new(host, cancelled.clone(), &drain);
         let sessions_ct = CancellationToken::new();
         let loopback = self.local_addr.ip().is_loopback();
         let mut config = StreamableHttpServerConfig::default()
@@ -276,11 +284,12 @@ impl HttpServer {
             manager,
             config,
         );
-        let readiness = Arc::new(Readiness::default());
+        let readiness = Arc::new(Readiness::new(drain.clone()));
         let front = Arc::new(Front {
             mcp,
             host: shared.host.clone(),
-            readiness: readiness.clone(),
+            readiness,
+            drain,
             loopback,
             tokens: self.options.tokens.clone(),
             cancelled,
@@ -325,9 +334,7 @@ impl HttpServer {
                 drop(slot);
             });
         }
-        // Readiness goes false first: a request on a connection still open
-        // sees `503` from `/ready` while sessions end.
-        readiness.drain();
+        // Readiness went false when the drain began (`Readiness::check`).
         tracing::info!("stopping the HTTP front door: ending MCP sessions");
         sessions_ct.cancel();
         drop(self.listener);
@@ -351,6 +358,7 @@ struct Front {
     mcp: StreamableHttpService<McpServer, LocalSessionManager>,
     host: Arc<Host>,
     readiness: Arc<Readiness>,
+    drain: Arc<Drain>,
     loopback: bool,
     tokens: Option<Arc<Tokens>>,
     cancelled: CancelledSet,
@@ -365,6 +373,27 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
+}
+
+/// `503 Service Unavailable` for a request the drain refused: `Retry-After`
+/// (RFC 9110 §10.2.3) `retry_after` seconds and the JSON-RPC error `body`.
+fn unavailable(body: &Value, retry_after: u64) -> Response<Body> {
+    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, body);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    response
+}
+
+/// `response`, holding `counted` until its body is sent (or dropped).
+fn counted_until_sent(response: Response<Body>, counted: Counted) -> Response<Body> {
+    response.map(|body| {
+        body.map_frame(move |frame| {
+            let _held = &counted;
+            frame
+        })
+        .boxed()
+    })
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
@@ -629,11 +658,20 @@ impl Front {
                     .next()
                     .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
             });
+        let mut counted = None;
         if parts.method == http::Method::POST && is_json {
             match classify(&bytes) {
                 Incoming::Message(message) => {
                     if let Err(refused) = identity::check_scopes(&identity, &message) {
                         return Err(Box::new(insufficient_scope(&identity, refused)));
+                    }
+                    match self.drain.admit(&message, Door::Http) {
+                        Admission::Pass => {}
+                        Admission::Count(c) => counted = Some(c),
+                        Admission::Refuse {
+                            response,
+                            retry_after,
+                        } => return Err(Box::new(unavailable(&response, retry_after))),
                     }
                     let session = parts
                         .headers
@@ -661,10 +699,14 @@ impl Front {
             }
         }
         parts.extensions.insert(Authenticated { identity, remote });
-        Ok(self
+        let response = self
             .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
-            .await)
+            .await;
+        Ok(match counted {
+            Some(counted) => counted_until_sent(response, counted),
+            None => response,
+        })
     }
 }
 

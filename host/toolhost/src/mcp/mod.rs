@@ -94,6 +94,7 @@ use toolhost_runtime::{Host, ToolCallError, echo_name};
 
 mod approver;
 mod client;
+pub mod drain;
 mod era;
 pub mod health;
 pub mod http;
@@ -148,31 +149,15 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2024_11_05,
 ];
 
-/// Counts calls in progress so `serve` can wait for them after the client left.
-#[derive(Clone)]
-struct Inflight(watch::Sender<usize>);
-
-struct InflightGuard(watch::Sender<usize>);
-
-impl Inflight {
-    fn enter(&self) -> InflightGuard {
-        self.0.send_modify(|n| *n += 1);
-        InflightGuard(self.0.clone())
-    }
-}
-
-impl Drop for InflightGuard {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n -= 1);
-    }
-}
-
 /// What every [`McpServer`] of one `serve` run shares: the host, the cancelled requests, the
-/// count of calls in progress and the one elicitation approver (registered with the host once).
+/// count of calls in progress (the drain's, [`drain::Drain`]) and the one elicitation approver
+/// (registered with the host once).
 pub(crate) struct Shared {
     host: Arc<Host>,
     cancelled: CancelledSet,
-    inflight: Inflight,
+    /// Calls (and resource reads, prompt gets) in progress, counted until
+    /// they settle: what the client leaving and the drain wait for.
+    inflight: drain::Counter,
     elicitation: Arc<ElicitationApprover>,
     /// The permission questions of modern calls (MRTR, `mrtr.rs`).
     questions: Arc<mrtr::Questions>,
@@ -181,10 +166,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// State for serving `host`. Registers the MCP clients as a permission
-    /// approver (through elicitation, for clients that declare it); it is
-    /// asked after any attached control client (registered earlier).
-    pub(crate) fn new(host: Arc<Host>, cancelled: CancelledSet) -> Arc<Shared> {
+    /// State for serving `host`, its calls counted by `drain`. Registers the
+    /// MCP clients as a permission approver (through elicitation, for clients
+    /// that declare it); it is asked after any attached control client
+    /// (registered earlier).
+    pub(crate) fn new(
+        host: Arc<Host>,
+        cancelled: CancelledSet,
+        drain: &drain::Drain,
+    ) -> Arc<Shared> {
         let elicitation = Arc::new(ElicitationApprover::default());
         host.permissions().add_approver(elicitation.clone());
         let questions = mrtr::Questions::new(host.config());
@@ -192,7 +182,7 @@ impl Shared {
         Arc::new(Shared {
             host,
             cancelled,
-            inflight: Inflight(watch::channel(0).0),
+            inflight: drain.calls(),
             elicitation,
             questions,
             subscriptions: Arc::default(),
@@ -201,7 +191,7 @@ impl Shared {
 
     /// Follows the number of calls in progress.
     pub(crate) fn inflight(&self) -> watch::Receiver<usize> {
-        self.inflight.0.subscribe()
+        self.inflight.subscribe()
     }
 }
 

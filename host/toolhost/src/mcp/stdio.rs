@@ -39,13 +39,15 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, mpsc};
 
 use toolhost_runtime::Host;
 
+use super::drain::{Admission, Counted, Door, Drain};
 use super::era::{self, Opening};
 use super::{
-    CancelledSet, Incoming, MAX_MESSAGE_BYTES, McpServer, Shared, classify, codes, record_cancel,
+    CancelledSet, Incoming, MAX_MESSAGE_BYTES, McpServer, Shared, cancel_key, classify, codes,
+    record_cancel,
 };
 use crate::jsonrpc::{self, Line, LineReader};
 
@@ -56,10 +58,16 @@ use crate::jsonrpc::{self, Line, LineReader};
 /// never interleaved with another or cut by a cancelled future: on a pipe or
 /// socket by one non-blocking `write` in `send` itself (the rest, if the pipe
 /// is full, by a drain task), on any other writer through one writer task.
+/// During a stop it refuses new work ([`Drain::admit`]) and counts each work
+/// request until its response is sent or the client cancels it.
 pub struct StdioTransport<R> {
     reader: LineReader<R>,
     out: Out,
     cancelled: CancelledSet,
+    drain: Arc<Drain>,
+    /// The work requests passed on whose response is not sent yet, by
+    /// [`cancel_key`], each counted for the drain.
+    open: std::collections::HashMap<String, Counted>,
     /// Whether rmcp left its pre-lifecycle loop: the client's `initialize`,
     /// or a complete 2026-07-28 request, was passed on to it.
     lifecycle_open: bool,
@@ -103,6 +111,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
         read: R,
         mut write: W,
         cancelled: CancelledSet,
+        drain: Arc<Drain>,
     ) -> (StdioTransport<R>, WriterTask) {
         let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let writer = tokio::spawn(async move {
@@ -119,14 +128,19 @@ impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
             }
         });
         (
-            StdioTransport::with_out(read, Out::Task(out), cancelled),
+            StdioTransport::with_out(read, Out::Task(out), cancelled, drain),
             writer,
         )
     }
 
     /// A transport writing straight to `write` (a pipe or socket in
     /// non-blocking mode), with its drain task.
-    fn direct(read: R, write: FdOut, cancelled: CancelledSet) -> (StdioTransport<R>, WriterTask) {
+    fn direct(
+        read: R,
+        write: FdOut,
+        cancelled: CancelledSet,
+        drain: Arc<Drain>,
+    ) -> (StdioTransport<R>, WriterTask) {
         let out = Arc::new(DirectOut {
             fd: write,
             pending: Mutex::default(),
@@ -134,17 +148,50 @@ impl<R: AsyncRead + Unpin + Send + 'static> StdioTransport<R> {
         });
         let writer = tokio::spawn(DirectOut::drain(out.clone()));
         (
-            StdioTransport::with_out(read, Out::Direct(out), cancelled),
+            StdioTransport::with_out(read, Out::Direct(out), cancelled, drain),
             writer,
         )
     }
 
-    fn with_out(read: R, out: Out, cancelled: CancelledSet) -> StdioTransport<R> {
+    fn with_out(
+        read: R,
+        out: Out,
+        cancelled: CancelledSet,
+        drain: Arc<Drain>,
+    ) -> StdioTransport<R> {
         StdioTransport {
             reader: LineReader::new(read, MAX_MESSAGE_BYTES),
             out,
             cancelled,
+            drain,
+            open: std::collections::HashMap::new(),
             lifecycle_open: false,
+        }
+    }
+
+    /// The drain's say on `message` ([`Drain::admit`]): `false` when it was
+    /// refused (and answered); a counted request is held in `open`, a
+    /// cancelled one no longer (no response will come for it).
+    fn admit(&mut self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
+        use rmcp::model::{ClientNotification, JsonRpcMessage};
+        if let JsonRpcMessage::Notification(n) = message
+            && let ClientNotification::CancelledNotification(c) = &n.notification
+            && let Some(id) = &c.params.request_id
+        {
+            self.open.remove(&cancel_key("", id));
+        }
+        match self.drain.admit(message, Door::Stdio) {
+            Admission::Pass => true,
+            Admission::Count(counted) => {
+                if let JsonRpcMessage::Request(r) = message {
+                    self.open.insert(cancel_key("", &r.id), counted);
+                }
+                true
+            }
+            Admission::Refuse { response, .. } => {
+                self.reply(&response);
+                false
+            }
         }
     }
 
@@ -191,6 +238,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
                 line.push(b'\n');
                 self.out.send(line)
             });
+        // The response is out: the drain stops counting its request.
+        let answered = match &item {
+            rmcp::model::JsonRpcMessage::Response(r) => Some(&r.id),
+            rmcp::model::JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.open.remove(&cancel_key("", id));
+        }
         std::future::ready(sent)
     }
 
@@ -227,11 +283,19 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for StdioTrans
                 }
             };
             record_cancel(&self.cancelled, "", &message);
-            if !self.lifecycle_open {
-                match self.before_lifecycle(message) {
-                    Some(m) => return Some(m),
+            let was_open = self.lifecycle_open;
+            let message = match was_open {
+                true => message,
+                false => match self.before_lifecycle(message) {
+                    Some(m) => m,
                     None => continue,
-                }
+                },
+            };
+            // After the gate: what it answered itself is never counted. A
+            // refused `initialize` opens nothing.
+            if !self.admit(&message) {
+                self.lifecycle_open = was_open;
+                continue;
             }
             return Some(message);
         }
@@ -263,24 +327,25 @@ pub enum ServeError {
 }
 
 /// Serves MCP on `read`/`write` until the client goes away and every call
-/// has settled, or `stop` fires. A client that closes the connection before
-/// `initialize` is [`ServeEnd::ClientClosed`], not an error. `toolhost serve`
-/// uses [`serve_process_stdio`], which avoids tokio's blocking stdio.
+/// has settled, or `drain` closes (a stop drained it: [`Drain::run`]). A
+/// client that closes the connection before `initialize` is
+/// [`ServeEnd::ClientClosed`], not an error. `toolhost serve` uses
+/// [`serve_process_stdio`], which avoids tokio's blocking stdio.
 ///
 /// Errors: [`ServeError::Initialize`].
 pub async fn serve_stdio<R, W>(
     host: Arc<Host>,
     read: R,
     write: W,
-    stop: watch::Receiver<bool>,
+    drain: Arc<Drain>,
 ) -> Result<ServeEnd, ServeError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let cancelled = CancelledSet::default();
-    let (transport, writer) = StdioTransport::new(read, write, cancelled.clone());
-    serve_transport(host, transport, writer, cancelled, stop).await
+    let (transport, writer) = StdioTransport::new(read, write, cancelled.clone(), drain.clone());
+    serve_transport(host, transport, writer, cancelled, drain).await
 }
 
 /// Serves MCP on this process's stdin and stdout, as [`serve_stdio`] does,
@@ -292,7 +357,7 @@ where
 pub async fn serve_process_stdio(
     host: Arc<Host>,
     stdio: ProcessStdio,
-    stop: watch::Receiver<bool>,
+    drain: Arc<Drain>,
 ) -> Result<ServeEnd, ServeError> {
     let input = match stdio.input {
         Some(fd) => Input::Fd(fd),
@@ -300,10 +365,10 @@ pub async fn serve_process_stdio(
     };
     let cancelled = CancelledSet::default();
     let (transport, writer) = match stdio.output {
-        Some(fd) => StdioTransport::direct(input, fd, cancelled.clone()),
-        None => StdioTransport::new(input, tokio::io::stdout(), cancelled.clone()),
+        Some(fd) => StdioTransport::direct(input, fd, cancelled.clone(), drain.clone()),
+        None => StdioTransport::new(input, tokio::io::stdout(), cancelled.clone(), drain.clone()),
     };
-    serve_transport(host, transport, writer, cancelled, stop).await
+    serve_transport(host, transport, writer, cancelled, drain).await
 }
 
 async fn serve_transport<R: AsyncRead + Unpin + Send + 'static>(
@@ -311,10 +376,11 @@ async fn serve_transport<R: AsyncRead + Unpin + Send + 'static>(
     transport: StdioTransport<R>,
     writer: WriterTask,
     cancelled: CancelledSet,
-    mut stop: watch::Receiver<bool>,
+    drain: Arc<Drain>,
 ) -> Result<ServeEnd, ServeError> {
     use rmcp::ServiceExt;
-    let shared = Shared::new(host, cancelled);
+    let mut stop = drain.closed_flag();
+    let shared = Shared::new(host, cancelled, &drain);
     let mut inflight = shared.inflight();
     let questions = shared.questions.clone();
     let server = McpServer::new(shared);
@@ -336,6 +402,9 @@ async fn serve_transport<R: AsyncRead + Unpin + Send + 'static>(
         _ = &mut waiting => {}
         _ = stop.wait_for(|s| *s) => {
             cancel.cancel();
+            drop(waiting);
+            // What was sent (the drained calls' responses) reaches the client.
+            let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
             return Ok(ServeEnd::Stopped);
         }
     }
@@ -670,8 +739,12 @@ mod tests {
     #[tokio::test]
     async fn direct_output_keeps_order_past_a_full_buffer_and_drains_on_close() {
         let (fd, mut peer) = pair(FdOut::new);
-        let (transport, writer) =
-            StdioTransport::direct(tokio::io::empty(), fd, CancelledSet::default());
+        let (transport, writer) = StdioTransport::direct(
+            tokio::io::empty(),
+            fd,
+            CancelledSet::default(),
+            Arc::default(),
+        );
         // Far more than a socket buffer holds, sent before anything is read.
         let mut expected = Vec::new();
         for i in 0..2000 {
@@ -695,8 +768,12 @@ mod tests {
     #[tokio::test]
     async fn direct_output_reports_a_closed_peer() {
         let (fd, peer) = pair(FdOut::new);
-        let (transport, writer) =
-            StdioTransport::direct(tokio::io::empty(), fd, CancelledSet::default());
+        let (transport, writer) = StdioTransport::direct(
+            tokio::io::empty(),
+            fd,
+            CancelledSet::default(),
+            Arc::default(),
+        );
         drop(peer);
         // The first send may be queued (the reactor has not reported the
         // socket writable yet); the drain task then meets the error and ends.
