@@ -2,10 +2,14 @@
 //! checked by `tests/deploy/manifests.py` from `.venv`: each object against the
 //! Kubernetes schemas (kubernetes-validate, strict: unknown fields refused), then
 //! the probes, volumes, securityContext, image, Secret mount and serve's
-//! arguments docs/operations.md promises. The container itself runs in
+//! arguments docs/operations.md promises, and a termination grace of at least
+//! `--drain-timeout` plus [`STOP_AFTER_DRAIN_MAX`] (the script gets it from
+//! here, so the manifests follow the code). The container itself runs in
 //! `container.rs`.
 
 use std::process::Command;
+
+use toolhost::mcp::drain::STOP_AFTER_DRAIN_MAX;
 
 #[test]
 fn kubernetes_manifests_match_the_schemas_and_the_documented_deployment() {
@@ -13,6 +17,10 @@ fn kubernetes_manifests_match_the_schemas_and_the_documented_deployment() {
     let python = crate::support::venv_python("the manifests check (kubernetes-validate)");
     let out = Command::new(&python)
         .arg("tests/deploy/manifests.py")
+        .env(
+            "TOOLHOST_STOP_AFTER_DRAIN_MAX_SECS",
+            STOP_AFTER_DRAIN_MAX.as_secs().to_string(),
+        )
         .current_dir(root)
         .output()
         .unwrap();

@@ -7,11 +7,16 @@ claim templates validated as the core kinds they are, and its own fields
 checked against the CRD's v1beta1 field list. Then what docs/operations.md
 promises: probes on /health and /ready at the served port, the state dir and
 the workspace on claim templates, the token from a Secret mounted read-only
-as a file, the securityContext that gives the full sandbox, the image, and
-serve's arguments. Prints one line per object checked; exits non-zero on the
-first failure.
+as a file, the securityContext that gives the full sandbox, the image,
+serve's arguments, and a termination grace that leaves serve its drain
+(docs/operations.md#stopping-and-draining): terminationGracePeriodSeconds at
+least --drain-timeout plus the longest stop after it, which tests/all/deploy.rs
+passes as TOOLHOST_STOP_AFTER_DRAIN_MAX_SECS (drain.rs's STOP_AFTER_DRAIN_MAX).
+Prints one line per object checked; exits non-zero on the first failure.
 """
 
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -28,7 +33,10 @@ ARGS = [
     "--workspace", "/workspace",
     "--state-dir", "/var/lib/toolhost/state",
     "--require-sandbox", "user_namespace,mount_namespace,landlock,seccomp,network",
+    "--drain-timeout", "20s",
 ]
+# How long serve may take to exit after its drain window, in seconds.
+STOP_AFTER_DRAIN_MAX = int(os.environ["TOOLHOST_STOP_AFTER_DRAIN_MAX_SECS"])
 # agent-sandbox's SandboxTemplate (extensions.agents.x-k8s.io/v1beta1): the
 # properties of `spec` in its CRD, `podTemplate` required.
 SANDBOX_TEMPLATE_SPEC = {
@@ -50,6 +58,17 @@ def check(cond, what):
         sys.exit(f"FAILED: {what}")
 
 
+def drain_seconds(args):
+    """--drain-timeout's value in seconds (`0`, `Nms`, `Ns`, `Nm`/`Nmin`), 20 without it."""
+    if "--drain-timeout" not in args:
+        return 20
+    value = args[args.index("--drain-timeout") + 1]
+    m = re.fullmatch(r"(\d+)(ms|s|m|min)?", value)
+    check(m is not None and (m.group(2) or m.group(1) == "0"), f"--drain-timeout {value}")
+    n, unit = int(m.group(1)), m.group(2) or "s"
+    return n * {"ms": 0.001, "s": 1, "m": 60, "min": 60}[unit]
+
+
 def check_pod(spec, claims, what):
     """The pod of either manifest; `claims`: the claim template names."""
     sc = spec["securityContext"]
@@ -61,6 +80,11 @@ def check_pod(spec, claims, what):
     [c] = spec["containers"]
     check(c["image"] == "localhost/toolhost:latest", f"{what}: image")
     check(c["args"] == ARGS, f"{what}: args {c['args']}")
+    grace = spec["terminationGracePeriodSeconds"]
+    drain = drain_seconds(c["args"])
+    check(grace >= drain + STOP_AFTER_DRAIN_MAX,
+          f"{what}: terminationGracePeriodSeconds {grace} < --drain-timeout {drain} s "
+          f"+ {STOP_AFTER_DRAIN_MAX} s: Kubernetes would SIGKILL serve during its stop")
     [port] = c["ports"]
     check(port == {"name": "http", "containerPort": PORT, "protocol": "TCP"}, f"{what}: port")
     for probe, path in [("livenessProbe", "/health"), ("readinessProbe", "/ready"),
@@ -102,7 +126,7 @@ def main():
     check(sts["spec"]["replicas"] == 1, "one toolhost per workspace")
     claims = {t["metadata"]["name"] for t in sts["spec"]["volumeClaimTemplates"]}
     check_pod(sts["spec"]["template"]["spec"], claims, "StatefulSet")
-    print("ok: StatefulSet and Service: probes, volumes, securityContext, image, Secret")
+    print("ok: StatefulSet and Service: probes, volumes, securityContext, image, Secret, grace")
 
     [tpl] = yaml.safe_load_all((ROOT / "deploy/kubernetes/sandbox-template.yaml").read_text())
     check((tpl["apiVersion"], tpl["kind"]) == ("extensions.agents.x-k8s.io/v1beta1",
