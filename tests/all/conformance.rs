@@ -63,8 +63,8 @@ pub(crate) fn conformance_plugin() -> PathBuf {
     wasm
 }
 
-/// A running `toolhost serve --http 127.0.0.1:0`, killed (SIGTERM, then
-/// waited for) when dropped.
+/// A running `toolhost serve --http 127.0.0.1:0 --drain-timeout 0`, killed
+/// (SIGTERM, then waited for) when dropped.
 pub struct HttpServe {
     child: Child,
     /// `http://127.0.0.1:PORT/mcp`.
@@ -79,7 +79,8 @@ impl HttpServe {
     pub fn start(extra: &[&str]) -> HttpServe {
         let dirs = crate::support::dirs();
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-            .args(["serve", "--http", "127.0.0.1:0"])
+            // Dropped with questions the suite left unanswered: no drain.
+            .args(["serve", "--http", "127.0.0.1:0", "--drain-timeout", "0"])
             .args(extra)
             .arg("--workspace")
             .arg(dirs.0.path())

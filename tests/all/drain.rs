@@ -72,6 +72,17 @@ fn events_when(state: &Path, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec
     events
 }
 
+/// Waits until the log holds `n` `process_started` events.
+fn logged_starts(state: &Path, n: usize) {
+    events_when(state, &format!("{n} process starts logged"), |events| {
+        events
+            .iter()
+            .filter(|e| e["kind"] == "process_started")
+            .count()
+            == n
+    });
+}
+
 fn draining(events: &[Value]) -> bool {
     events
         .iter()
@@ -156,6 +167,8 @@ async fn sigterm_drains_five_calls_in_flight_refuses_new_ones_and_exits_0() {
     wait_until("the five commands started", EXCHANGE_TIMEOUT, || {
         (1..=5).all(|n| ws.path().join(format!("started-{n}")).exists())
     });
+    // A command runs before the host has logged its start.
+    logged_starts(state.path(), 5);
 
     let sigterm_at = Instant::now();
     sigterm(serve.child.id());
@@ -339,6 +352,7 @@ async fn a_call_outliving_the_drain_timeout_is_cancelled_and_serve_exits_0_in_bo
     wait_until("the command started", EXCHANGE_TIMEOUT, || {
         ws.path().join("started").exists()
     });
+    logged_starts(state.path(), 2);
 
     let sigterm_at = Instant::now();
     sigterm(serve.child.id());

@@ -384,6 +384,8 @@ impl Drain {
         });
         crate::errln!("toolhost: {begun}");
         let end = tokio::select! {
+            // Nothing left is `Drained` even when the timeout (`0`) is due too.
+            biased;
             () = self.idle() => DrainEnd::Drained,
             () = tokio::time::sleep_until(deadline.into()) => DrainEnd::TimedOut,
             Some(again) = triggers.recv() => DrainEnd::Again(again),
