@@ -955,6 +955,18 @@ mod tests {
         }
     }
 
+    /// A pipeline whose policy asks `question` of every start, its events
+    /// going to the returned recorder.
+    fn asking(s: &Setup, question: &str) -> (Permissions, Arc<Recorder>) {
+        let pipeline = Permissions::new(
+            TablePolicy::new(Ok(Decision::Ask(question.into()))),
+            s.ws.path().to_path_buf(),
+        );
+        let recorder = Arc::new(Recorder::default());
+        pipeline.set_observer(recorder.clone());
+        (pipeline, recorder)
+    }
+
     fn who(manifest: &Manifest) -> Requester<'_> {
         Requester {
             plugin: "p",
@@ -1081,12 +1093,7 @@ mod tests {
     async fn an_ask_without_an_approver_is_rejected_with_how_to_allow_it() {
         let s = setup();
         let exec = grant(&["**"]);
-        let pipeline = Permissions::new(
-            TablePolicy::new(Ok(Decision::Ask("unknown".into()))),
-            s.ws.path().to_path_buf(),
-        );
-        let recorder = Arc::new(Recorder::default());
-        pipeline.set_observer(recorder.clone());
+        let (pipeline, recorder) = asking(&s, "unknown");
         let err = pipeline
             .check_start(&who(&exec), &resolve(&s, "make"))
             .await
@@ -1109,10 +1116,7 @@ mod tests {
     async fn a_rejection_names_the_approver() {
         let s = setup();
         let exec = grant(&["**"]);
-        let pipeline = Permissions::new(
-            TablePolicy::new(Ok(Decision::Ask("?".into()))),
-            s.ws.path().to_path_buf(),
-        );
+        let (pipeline, _) = asking(&s, "?");
         pipeline.add_approver(scripted(Some(ApprovalOutcome::RejectOnce)));
         let err = pipeline
             .check_start(&who(&exec), &resolve(&s, "make"))
@@ -1149,10 +1153,7 @@ mod tests {
     async fn an_always_answer_covers_the_whole_request_not_the_command_text() {
         let s = setup();
         let exec = grant(&["**"]);
-        let pipeline = Permissions::new(
-            TablePolicy::new(Ok(Decision::Ask("?".into()))),
-            s.ws.path().to_path_buf(),
-        );
+        let (pipeline, _) = asking(&s, "?");
         let person = scripted(Some(ApprovalOutcome::AllowAlways));
         pipeline.add_approver(person.clone());
         let plain = resolve(&s, "make");
@@ -1186,12 +1187,7 @@ mod tests {
         let s = setup();
         std::fs::create_dir(s.ws.path().join("other")).unwrap();
         let exec = grant(&["**"]);
-        let pipeline = Permissions::new(
-            TablePolicy::new(Ok(Decision::Ask("?".into()))),
-            s.ws.path().to_path_buf(),
-        );
-        let recorder = Arc::new(Recorder::default());
-        pipeline.set_observer(recorder.clone());
+        let (pipeline, _) = asking(&s, "?");
         let person = scripted(Some(ApprovalOutcome::AllowAlways));
         pipeline.add_approver(person.clone());
         let here = resolve_in(&s, "sub", "./run.sh", &[]);
@@ -1230,12 +1226,7 @@ mod tests {
     async fn a_question_ends_when_its_start_would_have_timed_out() {
         let s = setup();
         let exec = grant(&["**"]);
-        let pipeline = Permissions::new(
-            TablePolicy::new(Ok(Decision::Ask("?".into()))),
-            s.ws.path().to_path_buf(),
-        );
-        let recorder = Arc::new(Recorder::default());
-        pipeline.set_observer(recorder.clone());
+        let (pipeline, recorder) = asking(&s, "?");
         pipeline.add_approver(Arc::new(Silent));
         let mut request = StartRequest::new("make");
         request.timeout = Some(std::time::Duration::from_millis(50));
