@@ -5,9 +5,9 @@
 //! with their exact output, exit 0, and the lifecycle events with their seqs;
 //! a call that outlives a short `--drain-timeout`, cancelled, with a
 //! background session killed at the end; a second SIGTERM stopping at once;
-//! and the refusal on stdio.
+//! the refusal on stdio; a 2026-07-28 call waiting for its answer drained
+//! through its retry; and the control socket's `stop`, twice.
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,11 +40,7 @@ fn fifo(path: &Path) {
 async fn release(path: PathBuf, text: String) {
     let write = tokio::task::spawn_blocking(move || {
         use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(0)
-            .open(&path)
-            .unwrap();
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.write_all(text.as_bytes()).unwrap();
     });
     tokio::time::timeout(EXCHANGE_TIMEOUT, write)
@@ -715,5 +711,67 @@ async fn a_stop_request_drains_and_a_second_one_stops_at_once() {
                 "a stop request, then a stop request during the drain: stopped at once, 1 call cancelled (tc_000000000001)"
             ),
         ]
+    );
+}
+
+/// A 2026-07-28 call waiting for its client's answer (MRTR,
+/// docs/mcp.md#permission-questions-mrtr) counts as running: the drain waits
+/// for it, refuses a new call, and serves the retry that answers it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_waiting_for_its_2026_answer_is_drained_through_its_retry() {
+    let (ws, state) = dirs();
+    std::fs::create_dir_all(state.path()).unwrap();
+    let policy = state.path().join("ask.toml");
+    std::fs::write(&policy, "default = \"ask\"\nallow = [\"echo *\"]\n").unwrap();
+    let mut cmd = crate::support::serve(ws.path(), state.path());
+    cmd.arg("--policy").arg(&policy);
+    let mut client = toolhost_test_support::StdioClient::spawn(cmd).unwrap();
+    let meta = modern_meta("2026-07-28", json!({"elicitation": {}}));
+    let call =
+        |command: &str| json!({"name": "bash", "arguments": {"command": command}, "_meta": meta});
+    let asked =
+        crate::support::exchange(&client, json!(1), "tools/call", call("touch answered")).await;
+    assert_eq!(
+        asked["result"]["resultType"],
+        json!("input_required"),
+        "{asked}"
+    );
+    let state_token = asked["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    sigterm(client.pid().unwrap());
+    let events = events_when(state.path(), "the drain recorded", draining);
+    assert!(
+        events.iter().any(|e| e["message"]
+            == json!("SIGTERM: draining 1 call in progress (at most 20s); new calls are refused")),
+        "{events:#?}"
+    );
+    let refused =
+        crate::support::exchange(&client, json!(2), "tools/call", call("echo late")).await;
+    assert_eq!(refused["error"]["code"], json!(-31000), "{refused}");
+    let mut retry = call("touch answered");
+    retry["requestState"] = json!(state_token);
+    retry["inputResponses"] =
+        json!({"permission": {"action": "accept", "content": {"decision": "allow_once"}}});
+    let done = crate::support::exchange(&client, json!(3), "tools/call", retry).await;
+    assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
+    assert_eq!(done["result"]["isError"], json!(false), "{done}");
+    assert!(ws.path().join("answered").exists());
+    let mut status = None;
+    wait_until("serve exited", STOP_AFTER_DRAIN_MAX, || {
+        status = client.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(status.unwrap().success(), "{status:?}");
+    let events = toolhost_test_support::host_log::events(state.path()).unwrap();
+    let life = lifecycle(&events);
+    assert_eq!(
+        life.last().map(|(_, s, m)| (s.as_str(), m.as_str())),
+        Some((
+            "stopped",
+            "SIGTERM: stopped after the drain, nothing left running"
+        ))
     );
 }
