@@ -12,12 +12,17 @@ serve's arguments, and a termination grace that leaves serve its drain
 (docs/operations.md#stopping-and-draining): terminationGracePeriodSeconds at
 least --drain-timeout plus the longest stop after it, which tests/all/deploy.rs
 passes as TOOLHOST_STOP_AFTER_DRAIN_MAX_SECS (drain.rs's STOP_AFTER_DRAIN_MAX).
-Prints one line per object checked; exits non-zero on the first failure.
+The Secret of tokens-secret.yaml: valid, named as the pods mount it, its
+`tokens.toml` of the documented shape (names, SHA-256 digests only, known
+scopes); with a path argument, that `tokens.toml` is written there for
+tests/all/deploy.rs to start the real binary with. Prints one line per object
+checked; exits non-zero on the first failure.
 """
 
 import os
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import kubernetes_validate
@@ -26,10 +31,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 K8S = "1.37.0"
 PORT = 8765
-# serve's arguments in the image (deploy/Containerfile) and both manifests.
+# serve's arguments in both manifests (the image's default, deploy/Containerfile,
+# takes one --token-file instead).
+TOKENS = "/run/secrets/toolhost/tokens.toml"
 ARGS = [
     "serve", "--http", f"0.0.0.0:{PORT}",
-    "--token-file", "/run/secrets/toolhost/token",
+    "--tokens-file", TOKENS,
     "--workspace", "/workspace",
     "--state-dir", "/var/lib/toolhost/state",
     "--require-sandbox", "user_namespace,mount_namespace,landlock,seccomp,network",
@@ -99,12 +106,13 @@ def check_pod(spec, claims, what):
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     check(mounts["state"]["mountPath"] == "/var/lib/toolhost", f"{what}: state mount")
     check(mounts["workspace"]["mountPath"] == "/workspace", f"{what}: workspace mount")
-    check(mounts["token"] == {"name": "token", "mountPath": "/run/secrets/toolhost",
-                              "readOnly": True}, f"{what}: token mount")
+    check(mounts["tokens"] == {"name": "tokens", "mountPath": str(Path(TOKENS).parent),
+                               "readOnly": True}, f"{what}: tokens mount")
     volumes = {v["name"]: v for v in spec["volumes"]}
-    check(volumes["token"]["secret"]["secretName"] == "toolhost-token", f"{what}: Secret")
+    check(volumes["tokens"]["secret"]["secretName"] == "toolhost-tokens", f"{what}: Secret")
     # Readable by the group the kubelet gives it (fsGroup), never world.
-    check(volumes["token"]["secret"]["defaultMode"] == 0o440, f"{what}: Secret mode")
+    check(volumes["tokens"]["secret"]["defaultMode"] == 0o440, f"{what}: Secret mode")
+    check("items" not in volumes["tokens"]["secret"], f"{what}: every key, as tokens.toml")
     for name in ("state", "workspace"):
         check(name in claims and name not in volumes, f"{what}: {name} from a claim template")
 
@@ -150,6 +158,26 @@ def main():
     check(spec["volumeClaimTemplates"] == sts["spec"]["volumeClaimTemplates"],
           "SandboxTemplate's claims are the StatefulSet's")
     print("ok: SandboxTemplate: fields, pod and claims as the StatefulSet's")
+
+    [secret] = yaml.safe_load_all((ROOT / "deploy/kubernetes/tokens-secret.yaml").read_text())
+    validate(secret, "tokens-secret.yaml Secret")
+    check((secret["kind"], secret["metadata"]["name"]) == ("Secret", "toolhost-tokens"),
+          "the Secret the pods mount")
+    check(set(secret["stringData"]) == {Path(TOKENS).name}, "one key, tokens.toml")
+    text = secret["stringData"][Path(TOKENS).name]
+    entries = tomllib.loads(text)["token"]
+    names = [e["name"] for e in entries]
+    check(len(set(names)) == len(names) >= 2, f"distinct named tokens: {names}")
+    digests = [e.get("sha256", "") for e in entries]
+    check(len(set(digests)) == len(digests), "distinct digests")
+    for e in entries:
+        check(set(e) <= {"name", "sha256", "scopes"}, f"{e['name']}: a digest, never a token")
+        check(re.fullmatch(r"[0-9a-f]{64}", e["sha256"]) is not None, f"{e['name']}: sha256")
+        check(set(e.get("scopes", [])) <= {"call", "answer", "metrics", "admin"},
+              f"{e['name']}: scopes {e.get('scopes')}")
+    print(f"ok: tokens-secret.yaml: {', '.join(names)}, digests only, known scopes")
+    if len(sys.argv) > 1:
+        Path(sys.argv[1]).write_text(text)
 
 
 if __name__ == "__main__":
