@@ -46,6 +46,7 @@ mod mcp_modern;
 mod mcp_mrtr;
 mod mcp_robustness;
 mod output_events;
+mod peers;
 mod plugin_cli;
 mod plugin_oci;
 mod policy_honesty;

@@ -514,7 +514,7 @@ fn a_token_file_other_users_can_read_is_refused() {
             &bad_scope,
             format!(
                 "toolhost: the tokens file {}: token `x`: unknown scope `sudo` (scopes: call, \
-                 answer, attach, metrics, admin)",
+                 answer, metrics, admin)",
                 bad_scope.display()
             ),
         ),
@@ -535,4 +535,313 @@ fn a_token_file_other_users_can_read_is_refused() {
         assert_eq!(stderr.trim_end(), message);
         assert!(!stderr.contains(ALICE));
     }
+}
+
+/// An `initialize` in the 2025-11-25 era whose client answers form
+/// elicitations, with `token`; the new session's id.
+async fn open_eliciting_session(addr: &str, token: &str) -> String {
+    let auth = bearer(token);
+    let mut reply = send(
+        addr,
+        "POST",
+        "/mcp",
+        &post_headers(&[("authorization", &auth)]),
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},
+            "clientInfo":{"name":"raw-http","version":"1"}}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let session = reply.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    reply.message(&json!(0)).await;
+    let mut headers = post_headers(&[("authorization", &auth)]);
+    headers.push(("mcp-session-id", &session));
+    let ack = send(
+        addr,
+        "POST",
+        "/mcp",
+        &headers,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .await;
+    assert_eq!(ack.status, 202);
+    session
+}
+
+/// `method` `body` with `token` in `session`: status and body text.
+async fn in_session(
+    addr: &str,
+    method: &str,
+    token: &str,
+    session: &str,
+    body: &str,
+) -> (u16, String) {
+    let auth = bearer(token);
+    let mut headers = post_headers(&[("authorization", &auth)]);
+    headers.push(("mcp-session-id", session));
+    let reply = send(addr, method, "/mcp", &headers, body.to_string()).await;
+    (reply.status, reply.text().await)
+}
+
+/// A legacy session belongs to the identity whose `initialize` made it
+/// (mcp/http.rs, step 4): another identity naming it, `admin` included,
+/// is answered exactly as for a session that does not exist (`404` for
+/// `POST` and `GET`, `202` for `DELETE`, which ends nothing), so it can
+/// neither call in it, answer its pending elicitation nor end it; the owner
+/// goes on and answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_serves_only_the_identity_that_made_it() {
+    let (ws, state) = dirs();
+    let tokens = write_file(state.path(), "tokens.toml", &four_identities(), 0o600);
+    // The built-in default policy asks before `touch`.
+    let serve = HttpServe::start(
+        ws.path(),
+        state.path(),
+        None,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+        ],
+    );
+    let addr = serve.addr.clone();
+    let alice = open_eliciting_session(&addr, ALICE).await;
+    let unknown = "0b5e2d3c-1111-4222-8333-944455556666";
+    let call = |id: u64, command: &str| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+               "params":{"name":"bash","arguments":{"command":command}}})
+        .to_string()
+    };
+    let not_found = (404, "Not Found: Session not found".to_string());
+    for token in [BOB, OPS] {
+        let body = call(1, "touch by-intruder");
+        for (method, body, expected) in [
+            ("POST", body.as_str(), not_found.clone()),
+            ("GET", "", not_found.clone()),
+            ("DELETE", "", (202, String::new())),
+        ] {
+            let foreign = in_session(&addr, method, token, &alice, body).await;
+            assert_eq!(foreign, expected, "{method} in alice's session");
+            let none = in_session(&addr, method, token, unknown, body).await;
+            assert_eq!(foreign, none, "{method}: unlike an unknown session");
+        }
+    }
+    assert!(!ws.path().join("by-intruder").exists());
+
+    // alice's session lives on: her call is asked on its own stream.
+    let auth = bearer(ALICE);
+    let mut headers = post_headers(&[("authorization", &auth)]);
+    headers.push(("mcp-session-id", &alice));
+    let mut asking = send(&addr, "POST", "/mcp", &headers, call(2, "touch by-alice")).await;
+    assert_eq!(asking.status, 200);
+    let ask = loop {
+        let (_, _, data) = asking.event().await.expect("the call's stream ended first");
+        if !data.is_empty() {
+            break serde_json::from_str::<Value>(&data).unwrap();
+        }
+    };
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    let answer = json!({"jsonrpc":"2.0","id":ask["id"],"result":{"action":"accept",
+        "content":{"decision":"allow_once"}}})
+    .to_string();
+    // bob's and ops's answers, posted into alice's session, answer nothing.
+    for token in [BOB, OPS] {
+        assert_eq!(
+            in_session(&addr, "POST", token, &alice, &answer).await,
+            not_found
+        );
+    }
+    assert!(!ws.path().join("by-alice").exists());
+    let (status, _) = in_session(&addr, "POST", ALICE, &alice, &answer).await;
+    assert_eq!(status, 202);
+    let result = asking.message(&json!(2)).await;
+    assert_eq!(result["result"]["isError"], json!(false), "{result}");
+    assert!(ws.path().join("by-alice").exists());
+    // alice ends her session; then it is gone for her too.
+    let (status, _) = in_session(&addr, "DELETE", ALICE, &alice, "").await;
+    assert_eq!(status, 202);
+    assert_eq!(
+        in_session(&addr, "POST", ALICE, &alice, &call(3, "echo late")).await,
+        not_found
+    );
+    let stderr = serve.stderr.lock().unwrap().join("\n");
+    assert!(
+        stderr.contains("a request named an MCP session this identity did not make"),
+        "{stderr}"
+    );
+}
+
+/// A 2026-07-28 request `method` (of the tool or prompt `name`) with
+/// `params` (its `_meta` added: the client answers elicitations) as `id`,
+/// with `token`: the HTTP status and the JSON-RPC response.
+async fn modern(
+    addr: &str,
+    token: &str,
+    id: &str,
+    method: &str,
+    name: &str,
+    mut params: Value,
+) -> (u16, Value) {
+    params["_meta"] = crate::support::modern_meta("2026-07-28", json!({"elicitation": {}}));
+    params["name"] = json!(name);
+    let auth = bearer(token);
+    let mut reply = send(
+        addr,
+        "POST",
+        "/mcp",
+        &post_headers(&[
+            ("authorization", &auth),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", method),
+            ("mcp-name", name),
+        ]),
+        json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string(),
+    )
+    .await;
+    let status = reply.status;
+    let json = reply
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let message = if json {
+        reply.json().await
+    } else {
+        reply.message(&json!(id)).await
+    };
+    (status, message)
+}
+
+/// The questions of a 2026-07-28 call or prompt belong to the identity that
+/// made it: another identity's retry with its `requestState` and answers is
+/// `-32602` and runs nothing, and the owner still answers it afterwards
+/// (`tools/call` and `prompts/get`). An identity without `answer` is asked
+/// nothing: its `touch` is denied at once without a question, its prompt's
+/// elicitation fails `unsupported`, and a legacy session of it gets no
+/// `elicitation/create`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_is_answered_only_by_the_identity_that_asked_it() {
+    let (ws, state) = dirs();
+    let tokens = write_file(
+        state.path(),
+        "tokens.toml",
+        &format!(
+            "[[token]]\nname = \"alice\"\ntoken = \"{ALICE}\"\n\n\
+             [[token]]\nname = \"mallory\"\ntoken = \"{DAVE}\"\n\n\
+             [[token]]\nname = \"bob\"\ntoken = \"{BOB}\"\nscopes = [\"call\"]\n"
+        ),
+        0o600,
+    );
+    let plugin = crate::conformance::conformance_plugin();
+    // The built-in default policy asks before `touch`.
+    let serve = HttpServe::start(
+        ws.path(),
+        state.path(),
+        None,
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    let addr = serve.addr.clone();
+    let invalid = json!({"code": -32602, "message":
+        "invalid requestState: tampered, expired, for another tool, or made by another server"});
+
+    // tools/call: alice is asked; mallory's retry is refused; alice answers.
+    let touch = json!({"arguments": {"command": "touch by-alice"}});
+    let (_, asked) = modern(&addr, ALICE, "a1", "tools/call", "bash", touch.clone()).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let mut retry = touch.clone();
+    retry["requestState"] = asked["result"]["requestState"].clone();
+    retry["inputResponses"] = json!({"permission": {"action": "accept",
+        "content": {"decision": "allow_once"}}});
+    let (_, stolen) = modern(&addr, DAVE, "m1", "tools/call", "bash", retry.clone()).await;
+    assert_eq!(stolen["error"], invalid, "{stolen}");
+    assert!(!ws.path().join("by-alice").exists());
+    let (_, done) = modern(&addr, ALICE, "a2", "tools/call", "bash", retry).await;
+    assert_eq!(done["result"]["isError"], json!(false), "{done}");
+    assert!(ws.path().join("by-alice").exists());
+
+    // prompts/get: the same.
+    let prompt = "test_input_required_result_prompt";
+    let (_, asked) = modern(&addr, ALICE, "a3", "prompts/get", prompt, json!({})).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let retry = json!({"requestState": asked["result"]["requestState"],
+        "inputResponses": {"elicitation-1": {"action": "accept",
+            "content": {"context": "tests"}}}});
+    let (_, stolen) = modern(&addr, DAVE, "m2", "prompts/get", prompt, retry.clone()).await;
+    assert_eq!(stolen["error"], invalid, "{stolen}");
+    let (_, done) = modern(&addr, ALICE, "a4", "prompts/get", prompt, retry.clone()).await;
+    assert_eq!(
+        done["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Use this context: tests"}}]),
+        "{done}"
+    );
+
+    // bob (no `answer`) is asked nothing, in either era.
+    let (_, denied) = modern(
+        &addr,
+        BOB,
+        "b1",
+        "tools/call",
+        "bash",
+        json!({"arguments": {"command": "touch by-bob"}}),
+    )
+    .await;
+    let not_asked = "Could not start the command: permission denied.\nthe policy asks before \
+        running this, and no approver is available (no TTY, attached control client or MCP \
+        client that answers elicitations). To allow it without asking, add a matching pattern \
+        to the `allow` list of the --policy file. The policy's question:\nRun `touch by-bob`?\n\
+        - `touch by-bob` matches no allow rule";
+    assert_eq!(
+        denied["result"],
+        json!({"content": [{"type": "text", "text": not_asked}], "isError": true,
+               "resultType": "complete"}),
+        "{denied}"
+    );
+    let (_, unasked) = modern(&addr, BOB, "b2", "prompts/get", prompt, json!({})).await;
+    assert_eq!(
+        unasked["error"],
+        json!({"code": -32603, "message": "plugin `conformance` failed: elicitation: \
+            unsupported: the identity `bob` lacks the `answer` scope, so it is asked nothing"}),
+        "{unasked}"
+    );
+    // Answers of his are refused before anything reads them.
+    let (status, refused) = modern(&addr, BOB, "b3", "prompts/get", prompt, retry).await;
+    assert_eq!(status, 403, "{refused}");
+    let bob = open_eliciting_session(&addr, BOB).await;
+    let auth = bearer(BOB);
+    let mut headers = post_headers(&[("authorization", &auth)]);
+    headers.push(("mcp-session-id", &bob));
+    let mut reply = send(
+        &addr,
+        "POST",
+        "/mcp",
+        &headers,
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call",
+            "params":{"name":"bash","arguments":{"command":"touch by-bob"}}})
+        .to_string(),
+    )
+    .await;
+    let first = loop {
+        let (_, _, data) = reply.event().await.expect("the call's stream ended first");
+        if !data.is_empty() {
+            break serde_json::from_str::<Value>(&data).unwrap();
+        }
+    };
+    assert_eq!(first["id"], json!(5), "asked: {first}");
+    assert_eq!(
+        first["result"],
+        json!({"content": [{"type": "text", "text": not_asked}], "isError": true}),
+        "{first}"
+    );
+    assert!(!ws.path().join("by-bob").exists());
 }

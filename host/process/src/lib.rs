@@ -73,7 +73,7 @@ pub use sessions::survivors::{Survivor, SurvivorReport, kill_survivors, process_
 // The host process itself: descriptors, limits, identity, process groups, cgroups.
 pub use fd_flags::{O_NOFOLLOW, set_nonblocking};
 pub use fd_limit::{FdLimit, raise_fd_limit};
-pub use peer::current_uid;
+pub use peer::{TcpClient, current_uid, tcp_client};
 pub use terminal::{InputWait, Withdraw, discard_typed_input, input_wait};
 
 // What the host creates in its state dir: private to the host user.

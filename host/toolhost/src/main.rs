@@ -263,7 +263,7 @@ enum Command {
         token_file: Option<PathBuf>,
         /// With --http: named tokens, a TOML file of [[token]] tables (name, then
         /// token = "..." or sha256 = "<hex>", optional scopes from call, answer,
-        /// attach, metrics, admin). Mode as --token-file. SIGHUP re-reads it (and
+        /// metrics, admin). Mode as --token-file. SIGHUP re-reads it (and
         /// --token-file) without ending sessions or jobs.
         #[arg(long, value_name = "PATH", requires = "http")]
         tokens_file: Option<PathBuf>,

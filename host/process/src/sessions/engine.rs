@@ -812,6 +812,13 @@ impl Sessions {
         self.inner.tracker.mechanism()
     }
 
+    /// Every process in the cgroups of this host's commands (none under the
+    /// subreaper): what `peer.rs` checks a socket's holder against, beside
+    /// the host's descendants.
+    pub(crate) fn cgroup_members(&self) -> Vec<u32> {
+        self.inner.tracker.members()
+    }
+
     /// The operator's sandbox policy ([`SessionsConfig::sandbox`]).
     pub fn sandbox_policy(&self) -> &SandboxPolicy {
         &self.inner.config.sandbox

@@ -187,6 +187,23 @@ impl Tracker {
         tracker
     }
 
+    /// Every process in a session cgroup under this host's `toolhost-<pid>`
+    /// parents (none under the subreaper).
+    pub(crate) fn members(&self) -> Vec<u32> {
+        let mut pids = Vec::new();
+        for parent in [&self.v2, &self.v1].into_iter().flatten() {
+            let Ok(leaves) = fs::read_dir(&parent.dir) else {
+                continue;
+            };
+            for leaf in leaves.flatten() {
+                if leaf.file_type().is_ok_and(|t| t.is_dir()) {
+                    pids.extend(read_pids(&leaf.path().join("cgroup.procs")));
+                }
+            }
+        }
+        pids
+    }
+
     /// The mechanism [`Tracker::detect`] picked.
     pub(crate) fn mechanism(&self) -> TrackingMechanism {
         self.mechanism

@@ -330,6 +330,10 @@ pub(crate) struct McpClient {
     /// For a 2026-07-28 `tools/call`: where its elicitations and samplings
     /// go, as questions of the call (`mrtr.rs`).
     asker: Option<super::mrtr::Asker>,
+    /// The identity behind the request, when it lacks the `answer` scope:
+    /// it is asked nothing, so elicitations and samplings are `unsupported`
+    /// ([`McpClient::asking_nothing`]).
+    unasked: Option<Arc<str>>,
 }
 
 impl McpClient {
@@ -349,6 +353,27 @@ impl McpClient {
             plugin_reports_progress: Arc::default(),
             request_log_floor: None,
             asker: None,
+            unasked: None,
+        }
+    }
+
+    /// This client for `identity`, which lacks the `answer` scope: no
+    /// question reaches it (`elicitation/create`, `sampling/createMessage`,
+    /// an `input_required` entry); the plugin's `elicit` and `sample` fail
+    /// `unsupported` naming the scope (docs/operations.md#identities).
+    pub(crate) fn asking_nothing(mut self, identity: &super::identity::Identity) -> McpClient {
+        self.asker = None;
+        self.unasked = Some(identity.name_arc());
+        self
+    }
+
+    /// `unsupported` when the identity may not be asked ([`McpClient::asking_nothing`]).
+    fn check_askable(&self) -> Result<(), ClientError> {
+        match &self.unasked {
+            Some(name) => Err(ClientError::Unsupported(format!(
+                "the identity `{name}` lacks the `answer` scope, so it is asked nothing"
+            ))),
+            None => Ok(()),
         }
     }
 
@@ -540,6 +565,7 @@ impl CallClient for McpClient {
         request: ElicitRequest,
     ) -> ClientFuture<'_, Result<ElicitResponse, ClientError>> {
         Box::pin(async move {
+            self.check_askable()?;
             if let Some(asker) = &self.asker {
                 let question = super::mrtr::elicitation_request(elicit_params(request)?);
                 let answer = asker.ask(super::mrtr::Kind::Elicitation, question).await?;
@@ -570,6 +596,7 @@ impl CallClient for McpClient {
         request: SamplingRequest,
     ) -> ClientFuture<'_, Result<SamplingResponse, ClientError>> {
         Box::pin(async move {
+            self.check_askable()?;
             if let Some(asker) = &self.asker {
                 let params = sampling_params(&request)?;
                 let question =

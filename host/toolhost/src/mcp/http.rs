@@ -14,6 +14,14 @@
 //!
 //! In front of it, this module ([`HttpServer`]) checks, in this order:
 //!
+//! 0. The peer, once per connection: a client on this machine (the kernel
+//!    lists its socket in `/proc/net/tcp{,6}`: its owner's uid, its inode)
+//!    whose socket one of the host's own commands holds is refused (`403`),
+//!    in every sandbox mode, so a command that reads a token (under
+//!    `full-access` nothing is hidden) still cannot use the door. Without
+//!    tokens (loopback only) the peer's uid is its credential: only a client
+//!    socket of the host's own user is served, so other users of the machine
+//!    are refused (`403`) as `SO_PEERCRED` refuses them on the control socket.
 //! 1. DNS rebinding ("Security Warning"): when bound to a loopback address,
 //!    the `Host` header must name a loopback host (`localhost` or a loopback
 //!    IP literal: `127.0.0.1`, the bound `127.0.0.2`, `[::1]`, any port), and
@@ -32,7 +40,21 @@
 //!    [`metrics::METRICS_PATH`] is answered by [`metrics`] (the identity needs
 //!    the `metrics` scope, else `403`); anything else but
 //!    [`MCP_PATH`] is `404`.
-//! 4. The body: at most [`MAX_MESSAGE_BYTES`], else `413` with a JSON-RPC
+//! 4. The session: a legacy session belongs to the identity whose
+//!    `initialize` made it ([`SessionOwners`]). A request (`POST`, `GET`,
+//!    `DELETE`) naming a session another identity made is answered exactly as
+//!    one naming no session rmcp knows (`404 Not Found: Session not found`;
+//!    `202` for a `DELETE`, which ends nothing), so it learns nothing of the
+//!    session, cannot post into it (its answers to the session's
+//!    elicitations, its cancels), read its streams or end it. MCP 2025-11-25
+//!    "Security Best Practices", "Session Hijacking": servers "MUST NOT use
+//!    sessions for authentication" and "SHOULD bind session IDs to user
+//!    specific information"; "Transports", "Session Management": a session
+//!    the server does not serve is `404`. `admin` does not change this: a
+//!    session is one client's conversation, and an admin acts on other
+//!    identities' jobs and questions from its own session
+//!    (docs/operations.md#identities).
+//! 5. The body: at most [`MAX_MESSAGE_BYTES`], else `413` with a JSON-RPC
 //!    `-32600` body. A `POST` body is classified like a stdio line
 //!    ([`super::classify`]): unparsable JSON is `400` with `-32700`, an
 //!    invalid message `400` with `-32600` (the spec: "If the server cannot
@@ -43,7 +65,7 @@
 //!    ([`identity::check_scopes`]: `tools/call` needs `call`, a retry's
 //!    `inputResponses` `answer`) is `403` with `WWW-Authenticate: Bearer
 //!    error="insufficient_scope"` and a JSON-RPC error [`codes::FORBIDDEN`].
-//! 5. The drain ([`Drain::admit`]): during a stop, new work (`tools/call`,
+//! 6. The drain ([`Drain::admit`]): during a stop, new work (`tools/call`,
 //!    `resources/read`, `prompts/get`, `initialize`) is `503` with
 //!    `Retry-After` and a JSON-RPC error [`codes::STOPPING`]; the work let
 //!    through is counted until its response body is sent, which the drain
@@ -61,6 +83,7 @@
 //! matches `_meta` and `Mcp-Method` / `Mcp-Name` the body (`400`, `-32020`
 //! `HeaderMismatch` otherwise).
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -109,6 +132,14 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// kernel's accept queue until one closes, so a flood of idle connections
 /// cannot use up the host's file descriptors.
 pub const MAX_CONNECTIONS: usize = 1024;
+
+/// The header naming a legacy session (MCP 2025-11-25 "Transports").
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What a request naming another identity's session carries to rmcp in its
+/// place: no session rmcp mints (its ids are UUIDs) is named so, so rmcp
+/// answers it as an unknown session.
+const FOREIGN_SESSION: &str = "not-this-identity-s-session";
 
 /// The host names a loopback-bound server accepts in `Host` and `Origin`.
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -279,6 +310,7 @@ impl HttpServer {
         let factory_shared = shared.clone();
         let manager = Arc::new(LocalSessionManager::default());
         let metrics = HttpMetrics::new(&shared.host, manager.clone());
+        let owners = SessionOwners::new(manager.clone());
         let mcp = StreamableHttpService::new(
             move || Ok(McpServer::new(factory_shared.clone())),
             manager,
@@ -294,6 +326,7 @@ impl HttpServer {
             tokens: self.options.tokens.clone(),
             cancelled,
             metrics,
+            owners,
         });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut stop = std::pin::pin!(stop);
@@ -318,9 +351,19 @@ impl HttpServer {
                 }
             };
             let front = front.clone();
+            let local = stream.local_addr().unwrap_or(self.local_addr);
+            // Step 0, once per connection, on its first request.
+            let peer = Arc::new(tokio::sync::OnceCell::new());
             let service = hyper::service::service_fn(move |request| {
                 let front = front.clone();
-                async move { Ok::<_, Infallible>(front.handle(request, remote).await) }
+                let peer = peer.clone();
+                async move {
+                    let refused = peer.get_or_init(|| front.check_peer(local, remote)).await;
+                    Ok::<_, Infallible>(match refused {
+                        Some(why) => front.refuse_peer(why),
+                        None => front.handle(request, remote).await,
+                    })
+                }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -347,6 +390,52 @@ impl HttpServer {
     }
 }
 
+/// Which identity made each legacy session: the name of the identity whose
+/// `initialize` rmcp answered with the session's `Mcp-Session-Id` (module
+/// docs, step 4). Entries of sessions rmcp no longer has are dropped as new
+/// ones come.
+struct SessionOwners {
+    owners: std::sync::Mutex<HashMap<String, Arc<str>>>,
+    manager: Arc<LocalSessionManager>,
+}
+
+impl SessionOwners {
+    fn new(manager: Arc<LocalSessionManager>) -> SessionOwners {
+        SessionOwners {
+            owners: std::sync::Mutex::default(),
+            manager,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<str>>> {
+        self.owners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `identity` made `session` (a session nobody made, as far as
+    /// this door knows, is nobody's).
+    fn owned_by(&self, session: &str, identity: &Identity) -> bool {
+        self.lock()
+            .get(session)
+            .is_some_and(|owner| **owner == *identity.name())
+    }
+
+    /// `identity` made `session`; sessions rmcp has ended are forgotten.
+    async fn made(&self, session: &str, identity: &Identity) {
+        let live: std::collections::HashSet<String> = (self.manager.sessions.read().await)
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        let mut owners = self.lock();
+        owners.retain(|s, _| live.contains(s));
+        owners.insert(session.to_string(), identity.name_arc());
+    }
+
+    /// `session` was ended by its owner's `DELETE`.
+    fn ended(&self, session: &str) {
+        self.lock().remove(session);
+    }
+}
+
 type Body = BoxBody<Bytes, Infallible>;
 
 /// A response that ends the request before rmcp sees it (boxed: a
@@ -363,6 +452,7 @@ struct Front {
     tokens: Option<Arc<Tokens>>,
     cancelled: CancelledSet,
     metrics: HttpMetrics,
+    owners: SessionOwners,
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -482,6 +572,53 @@ impl Front {
             })
             .boxed()
         })
+    }
+
+    /// Why the client of a connection from `remote` to `local` is refused
+    /// (module docs, step 0), if it is: found on this machine
+    /// ([`toolhost_process::tcp_client`]), its socket held by one of the
+    /// host's commands ([`toolhost_process::Sessions::command_holding_socket`]);
+    /// on a door without tokens, also a client socket of another user, or
+    /// none the kernel lists.
+    async fn check_peer(&self, local: SocketAddr, remote: SocketAddr) -> Option<String> {
+        let host = self.host.clone();
+        let anonymous = self.tokens.is_none();
+        let checked = tokio::task::spawn_blocking(move || {
+            let client = match toolhost_process::tcp_client(local, remote) {
+                Ok(client) => client,
+                Err(e) => return Some(format!("its socket cannot be looked up: {e}")),
+            };
+            let me = toolhost_process::current_uid();
+            match client {
+                Some(c) => {
+                    if let Some(why) = host.sessions().command_holding_socket(c.inode) {
+                        return Some(format!("it is {why}"));
+                    }
+                    (anonymous && c.uid != me)
+                        .then(|| format!("its socket belongs to uid {}", c.uid))
+                }
+                None => anonymous.then(|| "the kernel lists no client socket for it".to_string()),
+            }
+        })
+        .await;
+        let why = checked.unwrap_or_else(|e| Some(format!("the check failed: {e}")))?;
+        tracing::warn!(%remote, "refused an HTTP connection: {why}");
+        Some(why)
+    }
+
+    /// `403` for every request of a connection [`Front::check_peer`] refused.
+    fn refuse_peer(&self, why: &str) -> Response<Body> {
+        self.metrics.response(403);
+        let text = if self.tokens.is_none() {
+            format!(
+                "Forbidden: this server has no token, so it serves only processes of its own \
+                 user on this machine, never its own commands ({why}); start it with \
+                 --token-file or --tokens-file to serve others"
+            )
+        } else {
+            format!("Forbidden: the host's own commands may not use this server ({why})")
+        };
+        plain(StatusCode::FORBIDDEN, &text)
     }
 
     /// The host name of the `Host` header, when acceptable.
@@ -617,6 +754,22 @@ impl Front {
             )));
         }
         let (mut parts, body) = request.into_parts();
+        // Step 4: another identity's session is no session of this request.
+        let session = (parts.headers.get(SESSION_HEADER))
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if let Some(session) = &session
+            && !self.owners.owned_by(session, &identity)
+        {
+            tracing::warn!(
+                identity = identity.name(),
+                method = %parts.method,
+                "a request named an MCP session this identity did not make: answered as an \
+                 unknown session"
+            );
+            parts
+                .headers
+                .insert(SESSION_HEADER, HeaderValue::from_static(FOREIGN_SESSION));
+        }
         let read = tokio::time::timeout(
             BODY_READ_TIMEOUT,
             Limited::new(body, MAX_MESSAGE_BYTES).collect(),
@@ -675,7 +828,7 @@ impl Front {
                     }
                     let session = parts
                         .headers
-                        .get("mcp-session-id")
+                        .get(SESSION_HEADER)
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default();
                     record_cancel(&self.cancelled, session, &message);
@@ -698,11 +851,29 @@ impl Front {
                 }
             }
         }
-        parts.extensions.insert(Authenticated { identity, remote });
+        let method = parts.method.clone();
+        let named = parts.headers.get(SESSION_HEADER).cloned();
+        parts.extensions.insert(Authenticated {
+            identity: identity.clone(),
+            remote,
+        });
         let response = self
             .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
             .await;
+        match (named, response.headers().get(SESSION_HEADER)) {
+            // An `initialize` rmcp answered with a new session.
+            (None, Some(made)) => {
+                self.owners
+                    .made(&String::from_utf8_lossy(made.as_bytes()), &identity)
+                    .await;
+            }
+            (Some(named), _) if method == http::Method::DELETE && named != FOREIGN_SESSION => {
+                self.owners
+                    .ended(&String::from_utf8_lossy(named.as_bytes()));
+            }
+            _ => {}
+        }
         Ok(match counted {
             Some(counted) => counted_until_sent(response, counted),
             None => response,

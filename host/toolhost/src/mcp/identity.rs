@@ -52,12 +52,12 @@ pub const MAX_NAME_BYTES: usize = 64;
 pub enum Scope {
     /// `tools/call`.
     Call,
-    /// Answering permission questions: elicitation sent to its session, a
-    /// 2026-07-28 retry's `inputResponses`.
+    /// Being asked, and answering, the questions of its own calls: the
+    /// permission questions, a plugin's elicitations and samplings (an
+    /// `elicitation/create` or `sampling/createMessage` sent to its session,
+    /// a 2026-07-28 retry's `inputResponses`). An identity without it is
+    /// asked nothing.
     Answer,
-    /// Reserved for the control socket's actions over HTTP; the control
-    /// socket itself is local and needs no token (docs/attach.md).
-    Attach,
     /// Reading metrics (`GET /metrics`): check it with [`Identity::allows`]
     /// on the [`Authenticated`] of the request.
     Metrics,
@@ -67,20 +67,13 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope, in the order of the docs.
-    pub const ALL: [Scope; 5] = [
-        Scope::Call,
-        Scope::Answer,
-        Scope::Attach,
-        Scope::Metrics,
-        Scope::Admin,
-    ];
+    pub const ALL: [Scope; 4] = [Scope::Call, Scope::Answer, Scope::Metrics, Scope::Admin];
 
-    /// Its name in a tokens file: `call`, `answer`, `attach`, `metrics`, `admin`.
+    /// Its name in a tokens file: `call`, `answer`, `metrics`, `admin`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Call => "call",
             Scope::Answer => "answer",
-            Scope::Attach => "attach",
             Scope::Metrics => "metrics",
             Scope::Admin => "admin",
         }
@@ -108,7 +101,7 @@ pub struct Scopes(u8);
 
 impl Scopes {
     /// What a token without `scopes` gets: all but `admin`.
-    pub const DEFAULT: Scopes = Scopes(0b0_1111);
+    pub const DEFAULT: Scopes = Scopes(0b0111);
 
     /// No scope.
     pub const NONE: Scopes = Scopes(0);
@@ -276,7 +269,7 @@ pub enum TokenError {
     /// An entry names a scope that does not exist.
     #[error(
         "the tokens file {}: token `{name}`: unknown scope `{scope}` (scopes: call, answer, \
-         attach, metrics, admin)",
+         metrics, admin)",
         path.display()
     )]
     UnknownScope {
@@ -286,6 +279,21 @@ pub enum TokenError {
         name: String,
         /// The scope as written (escaped and cut).
         scope: String,
+    },
+    /// An entry names `attach`, a scope earlier versions reserved and
+    /// never used, now gone (docs/operations.md#identities: the control
+    /// socket is local and needs no token).
+    #[error(
+        "the tokens file {}: token `{name}`: there is no `attach` scope any more (it never \
+         allowed anything: `toolhost attach` uses the host's local control socket, which \
+         admits the host's own user and needs no token); remove it from `scopes`",
+        path.display()
+    )]
+    RemovedScope {
+        /// The file.
+        path: PathBuf,
+        /// The entry's `name`.
+        name: String,
     },
     /// Two entries have the same name.
     #[error("the tokens file {}: two tokens are named `{name}`", path.display())]
@@ -477,8 +485,8 @@ impl TokenSet {
     /// Errors: [`TokenError::Read`], [`TokenError::NotPrivate`],
     /// [`TokenError::TooLarge`], [`TokenError::Syntax`],
     /// [`TokenError::Entry`], [`TokenError::UnknownScope`],
-    /// [`TokenError::DuplicateName`], [`TokenError::DuplicateToken`],
-    /// [`TokenError::Empty`].
+    /// [`TokenError::RemovedScope`], [`TokenError::DuplicateName`],
+    /// [`TokenError::DuplicateToken`], [`TokenError::Empty`].
     pub fn named(path: &Path) -> Result<TokenSet, TokenError> {
         let text = read_private(path)?;
         TokenSet::parse(path, &text)
@@ -550,6 +558,12 @@ impl TokenSet {
                 Some(list) => {
                     let mut parsed = Vec::new();
                     for s in list {
+                        if s == "attach" {
+                            return Err(TokenError::RemovedScope {
+                                path: path.to_path_buf(),
+                                name: shown.clone(),
+                            });
+                        }
                         parsed.push(Scope::parse(s).ok_or_else(|| TokenError::UnknownScope {
                             path: path.to_path_buf(),
                             name: shown.clone(),
@@ -720,17 +734,16 @@ pub(crate) struct ScopeRefusal {
 }
 
 /// Whether `identity` may send `message`: `tools/call` needs [`Scope::Call`],
-/// and a `tools/call` carrying `inputResponses` (a 2026-07-28 retry that
-/// answers a permission question) [`Scope::Answer`] too. Everything else
-/// (listing, reading resources, pings) needs no scope.
+/// and a `tools/call` or `prompts/get` carrying `inputResponses` (a
+/// 2026-07-28 retry that answers its questions) [`Scope::Answer`] too.
+/// Everything else (listing, reading resources, prompts, pings) needs no
+/// scope.
 pub(crate) fn check_scopes(
     identity: &Identity,
     message: &rmcp::service::RxJsonRpcMessage<rmcp::RoleServer>,
 ) -> Result<(), ScopeRefusal> {
+    use rmcp::model::ClientRequest;
     let rmcp::model::JsonRpcMessage::Request(request) = message else {
-        return Ok(());
-    };
-    let rmcp::model::ClientRequest::CallToolRequest(call) = &request.request else {
         return Ok(());
     };
     let refuse = |scope, what| ScopeRefusal {
@@ -738,13 +751,20 @@ pub(crate) fn check_scopes(
         what,
         id: serde_json::to_value(&request.id).unwrap_or_default(),
     };
-    if !identity.allows(Scope::Call) {
-        return Err(refuse(Scope::Call, "`tools/call`"));
-    }
-    if call.params.input_responses.is_some() && !identity.allows(Scope::Answer) {
+    let answers = match &request.request {
+        ClientRequest::CallToolRequest(call) => {
+            if !identity.allows(Scope::Call) {
+                return Err(refuse(Scope::Call, "`tools/call`"));
+            }
+            call.params.input_responses.is_some()
+        }
+        ClientRequest::GetPromptRequest(get) => get.params.input_responses.is_some(),
+        _ => false,
+    };
+    if answers && !identity.allows(Scope::Answer) {
         return Err(refuse(
             Scope::Answer,
-            "answering a permission question (`inputResponses`)",
+            "answering a question (`inputResponses`)",
         ));
     }
     Ok(())
@@ -826,10 +846,7 @@ mod tests {
         .unwrap();
         let alice = set.admit(&auth("Bearer a-secret")).unwrap();
         assert_eq!(alice.name(), "alice");
-        assert_eq!(
-            alice.scopes().names(),
-            ["call", "answer", "attach", "metrics"]
-        );
+        assert_eq!(alice.scopes().names(), ["call", "answer", "metrics"]);
         assert!(!alice.is_admin());
         let bob = set.admit(&auth("bearer b-secret")).unwrap();
         assert_eq!(bob.name(), "bob");
@@ -863,7 +880,11 @@ mod tests {
 
     #[test]
     fn each_mistake_is_its_own_error_and_never_shows_a_token() {
-        let cases: [(&str, &str); 9] = [
+        let cases: [(&str, &str); 10] = [
+            (
+                "[[token]]\nname = \"a\"\ntoken = \"SECRET1\"\nscopes = [\"call\", \"attach\"]\n",
+                "token `a`: there is no `attach` scope any more",
+            ),
             (
                 "[[token]]\nname = \"a\"\ntoken = \"SECRET1\"\nscopes = [\"call\", \"rule\"]\n",
                 "token `a`: unknown scope `rule`",

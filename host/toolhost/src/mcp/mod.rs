@@ -238,10 +238,15 @@ impl McpServer {
             self.session.clone(),
             self.shared.subscriptions.clone(),
         );
-        Arc::new(if era::is_modern(context) {
+        let client = if era::is_modern(context) {
             client.for_modern_request(context.meta.log_level(), asker)
         } else {
             client
+        };
+        let identity = identity::who(context).identity;
+        Arc::new(match identity.allows(identity::Scope::Answer) {
+            true => client,
+            false => client.asking_nothing(&identity),
         })
     }
 
@@ -502,9 +507,10 @@ impl ServerHandler for McpServer {
         // A modern call's questions (its permission asks, and its plugin's
         // elicitations and samplings) go to the call's handler, as an
         // `input_required` result (`mrtr.rs`).
+        let may_ask = who.identity.allows(identity::Scope::Answer);
         let (question_route, modern_asks) = match modern {
             true => {
-                let (route, asks) = self.shared.questions.route(&tool_call_id);
+                let (route, asks) = self.shared.questions.route(&tool_call_id, may_ask);
                 (Some(route), Some(asks))
             }
             false => (None, None),
@@ -522,7 +528,7 @@ impl ServerHandler for McpServer {
             let guard = self.shared.inflight.enter();
             // Asks go to the next approver for a 2026-07-28 request (it has no
             // server-to-client `elicitation/create`) and an identity without `answer`.
-            let route = if modern || !who.identity.allows(identity::Scope::Answer) {
+            let route = if modern || !may_ask {
                 approver::Route::none()
             } else {
                 self.shared

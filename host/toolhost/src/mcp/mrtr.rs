@@ -511,13 +511,19 @@ impl Questions {
     }
 
     /// Sends the asks of call `tool_call_id` to the returned receiver until
-    /// the guard is dropped.
+    /// the guard is dropped: the asks of its plugin's [`QuestionRoute::asker`],
+    /// and its permission questions when `permission` (else this approver
+    /// has no route for them and the next one is asked: an identity without
+    /// the `answer` scope is asked nothing, docs/operations.md#identities).
     pub(crate) fn route(
         self: &Arc<Self>,
         tool_call_id: &str,
+        permission: bool,
     ) -> (QuestionRoute, mpsc::UnboundedReceiver<Ask>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.routes).insert(tool_call_id.to_string(), tx.clone());
+        if permission {
+            lock(&self.routes).insert(tool_call_id.to_string(), tx.clone());
+        }
         (
             QuestionRoute {
                 questions: self.clone(),
@@ -954,9 +960,9 @@ impl super::McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        let who = super::identity::who(&context).identity;
         if let Some(state) = &request.request_state {
             let responses = request.input_responses.as_ref();
-            let who = super::identity::who(&context).identity;
             let running = match self.shared.questions.resume(
                 PROMPTS_GET,
                 &request.name,
@@ -980,7 +986,8 @@ impl super::McpServer {
         let id = random_bytes(8)
             .map(|b| format!("prompt-{}", hex(b)))
             .map_err(|e| McpError::internal_error(format!("no random id: {e}"), None))?;
-        let (route, asks) = self.shared.questions.route(&id);
+        // A prompt starts no command: it has no permission question.
+        let (route, asks) = self.shared.questions.route(&id, false);
         let client: Arc<dyn toolhost_runtime::CallClient> =
             self.client_for(&context, Some(route.asker(&plugin)));
         let guard = self.shared.inflight.enter();
@@ -992,7 +999,7 @@ impl super::McpServer {
             drop(guard);
             let _ = tx.send(Outcome::Prompt(result));
         });
-        let running = Running::new(rx, asks, PROMPTS_GET, &request.name, id);
+        let running = Running::new(rx, asks, PROMPTS_GET, &request.name, id).with_owner(who);
         prompt_response(self.wait_modern(running, &context).await?)
     }
 }
