@@ -44,6 +44,7 @@ mod mcp_http_metrics;
 mod mcp_identity;
 mod mcp_modern;
 mod mcp_mrtr;
+mod mcp_resources;
 mod mcp_robustness;
 mod output_events;
 mod peers;

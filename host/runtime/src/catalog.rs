@@ -3,27 +3,45 @@
 //! `prompts/get`, `completion/complete`) routed to the plugin that owns each
 //! (`Catalog::build` merges them; `Host::read_resource` routes).
 //!
-//! Merging, in plugin load order (the built-in bash first; it offers none):
-//! a resource URI, a template's text or a prompt name another plugin already
-//! offers is refused for the later plugin with a warning ([`RefusedOffer`],
-//! `Host::refused_offers`); names are never prefixed as tools' are.
+//! Merging, in plugin load order (the built-in bash first; it offers none),
+//! gives each plugin its own namespace: the first plugin keeps a URI, the
+//! URIs its templates match, and a prompt name; a later plugin's offer that
+//! would take reads of them is refused with a warning ([`RefusedOffer`],
+//! `Host::refused_offers`) and never served: a resource URI, template text
+//! or prompt name another plugin already offers, a resource URI an earlier
+//! plugin's template matches, and a template that matches an earlier
+//! plugin's resource URI or overlaps one of its templates (some URI matches
+//! both: `UriTemplate::overlaps_within`). Names are never prefixed as tools'
+//! are. These checks cost at most [`MAX_NAMESPACE_CHECK_STEPS`] steps of
+//! template matching for all plugins together; an offer that could not be
+//! checked within them is refused too. Each plugin is then told which of its
+//! offers are served (`ToolPlugin::set_served`), so its resource-updated
+//! notices and the contents its reads return are checked against exactly
+//! those ([`RequestError::ForeignContents`]).
 //!
 //! Routing a URI: the plugin that lists exactly that URI; else the most
-//! specific template that matches it ([`crate::uri_template`]): the one with
-//! the most literal characters, so a catch-all such as `test://{a}/{b}/{c}`
-//! cannot take reads meant for `test://template/{id}/data`; among equals the
+//! specific template that matches it ([`crate::uri_template`]; after the
+//! merge only one plugin's templates can): the one with the most literal
+//! characters, so a plugin's catch-all such as `test://{a}/{b}/{c}` cannot
+//! take reads meant for its `test://template/{id}/data`; among equals the
 //! first in load order; else [`RequestError::ResourceNotFound`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::contract::v0_2_0::client::CallClient;
+use crate::contract::v0_2_0::client::{MAX_URI_MATCH_STEPS_PER_CALL, ServedOffers};
 use crate::display::echo_name;
 use crate::plugin::{
     CallError, Completions, OfferKind, Prompt, PromptError, PromptResult, RefusedOffer, Resource,
     ResourceContents, ResourceError, ResourceTemplate, ToolPlugin, uri_error,
 };
 use crate::uri_template::UriTemplate;
+
+/// Most steps of template matching (`crate::uri_template`) the namespace
+/// checks of all plugins' offers may take at load (33,554,432: well under a
+/// second); an offer still unchecked when they are spent is refused.
+pub const MAX_NAMESPACE_CHECK_STEPS: u64 = 1 << 25;
 
 /// A resource the host offers, and the plugin that lists it.
 #[derive(Clone)]
@@ -140,6 +158,18 @@ pub enum RequestError {
         /// The plugin's text (raw: escape it before a terminal shows it).
         message: String,
     },
+    /// The plugin returned contents for a URI the host does not serve from
+    /// it (one another plugin owns, or none): the read fails whole.
+    #[error(
+        "plugin `{plugin}` returned contents for `{}`, a URI it does not offer",
+        echo_name(uri)
+    )]
+    ForeignContents {
+        /// The plugin id.
+        plugin: String,
+        /// The URI it returned (raw plugin text).
+        uri: String,
+    },
     /// The plugin trapped, hit a limit, returned too much, or could not run.
     #[error(transparent)]
     Plugin(#[from] CallError),
@@ -152,6 +182,16 @@ fn reference_text(reference: &CompletionRef) -> String {
         CompletionRef::Prompt(name) => format!("prompt `{}`", echo_name(name)),
         CompletionRef::Resource(uri) => format!("resource `{}`", echo_name(uri)),
     }
+}
+
+/// The reason for an offer the namespace checks could not settle within
+/// [`MAX_NAMESPACE_CHECK_STEPS`].
+fn unchecked() -> String {
+    format!(
+        "it could not be checked against the earlier plugins' offers within the host's \
+         {MAX_NAMESPACE_CHECK_STEPS} steps of template matching at load \
+         (MAX_NAMESPACE_CHECK_STEPS)"
+    )
 }
 
 fn detail(message: &Option<String>) -> String {
@@ -174,11 +214,16 @@ pub(crate) struct Catalog {
 
 impl Catalog {
     /// Merges the offers of `plugins` in order (see the module docs),
-    /// logging and keeping each refusal.
+    /// logging and keeping each refusal, and tells each plugin which of its
+    /// offers are served.
     pub(crate) fn build(plugins: &[Arc<ToolPlugin>]) -> Catalog {
         let mut c = Catalog::default();
         let mut template_texts: HashMap<String, String> = HashMap::new();
+        let mut budget = MAX_NAMESPACE_CHECK_STEPS;
         for plugin in plugins {
+            // What earlier plugins offer: the entries before these.
+            let (earlier_resources, earlier_templates) = (c.resources.len(), c.templates.len());
+            let mut served = ServedOffers::default();
             c.refused.extend(plugin.refused_offers().iter().cloned());
             for r in plugin.resources() {
                 if let Some(&i) = c.by_uri.get(&r.uri) {
@@ -186,13 +231,29 @@ impl Catalog {
                     c.refuse(plugin, OfferKind::Resource, &r.uri, &owner);
                     continue;
                 }
+                let covered = c.templates[..earlier_templates].iter().find_map(|t| {
+                    match t.parsed.matches_within(&r.uri, &mut budget) {
+                        Some(false) => None,
+                        Some(true) => Some(format!(
+                            "plugin `{}`'s resource template `{}` already covers this URI",
+                            t.plugin.id(),
+                            echo_name(&t.template.uri_template)
+                        )),
+                        None => Some(unchecked()),
+                    }
+                });
+                if let Some(reason) = covered {
+                    c.refuse_because(plugin, OfferKind::Resource, &r.uri, reason);
+                    continue;
+                }
+                served.uris.insert(r.uri.clone());
                 c.by_uri.insert(r.uri.clone(), c.resources.len());
                 c.resources.push(ResourceEntry {
                     plugin: plugin.clone(),
                     resource: r.clone(),
                 });
             }
-            for t in plugin.resource_templates() {
+            for (index, t) in plugin.resource_templates().iter().enumerate() {
                 if let Some(owner) = template_texts.get(&t.uri_template) {
                     let owner = owner.clone();
                     c.refuse(plugin, OfferKind::Template, &t.uri_template, &owner);
@@ -202,7 +263,14 @@ impl Catalog {
                 let Ok(parsed) = UriTemplate::parse(&t.uri_template) else {
                     continue;
                 };
+                if let Some(reason) =
+                    c.earlier_cover(&parsed, earlier_resources, earlier_templates, &mut budget)
+                {
+                    c.refuse_because(plugin, OfferKind::Template, &t.uri_template, reason);
+                    continue;
+                }
                 template_texts.insert(t.uri_template.clone(), plugin.id().to_string());
+                served.templates.push(index);
                 c.templates.push(TemplateEntry {
                     plugin: plugin.clone(),
                     template: t.clone(),
@@ -222,8 +290,48 @@ impl Catalog {
                     prompt: p.clone(),
                 });
             }
+            plugin.set_served(served);
         }
         c
+    }
+
+    /// Why template `parsed` would take reads of URIs that the first
+    /// `resources` resources or the first `templates` templates (earlier
+    /// plugins') cover, if it would.
+    fn earlier_cover(
+        &self,
+        parsed: &UriTemplate,
+        resources: usize,
+        templates: usize,
+        budget: &mut u64,
+    ) -> Option<String> {
+        for r in &self.resources[..resources] {
+            match parsed.matches_within(&r.resource.uri, budget) {
+                Some(false) => {}
+                Some(true) => {
+                    return Some(format!(
+                        "it matches `{}`, a resource of plugin `{}`",
+                        echo_name(&r.resource.uri),
+                        r.plugin.id()
+                    ));
+                }
+                None => return Some(unchecked()),
+            }
+        }
+        for t in &self.templates[..templates] {
+            match parsed.overlaps_within(&t.parsed, budget) {
+                Some(false) => {}
+                Some(true) => {
+                    return Some(format!(
+                        "it overlaps plugin `{}`'s resource template `{}` (some URI matches both)",
+                        t.plugin.id(),
+                        echo_name(&t.template.uri_template)
+                    ));
+                }
+                None => return Some(unchecked()),
+            }
+        }
+        None
     }
 
     fn refuse(&mut self, plugin: &ToolPlugin, kind: OfferKind, name: &str, owner: &str) {
@@ -231,6 +339,10 @@ impl Catalog {
             "plugin `{owner}` already offers a {} of that name",
             kind.as_str()
         );
+        self.refuse_because(plugin, kind, name, reason);
+    }
+
+    fn refuse_because(&mut self, plugin: &ToolPlugin, kind: OfferKind, name: &str, reason: String) {
         tracing::warn!(
             plugin = plugin.id(),
             name = %crate::display::escape_line(name),
@@ -287,7 +399,21 @@ impl Catalog {
             return Err(not_found(None));
         };
         match plugin.read_resource(uri, client).await? {
-            Ok(contents) => Ok(contents),
+            Ok(contents) => {
+                // Every URI it returns must be one the host serves from it,
+                // checked within one call's matching budget.
+                let mut budget = MAX_URI_MATCH_STEPS_PER_CALL;
+                let foreign = contents.iter().find(|c| {
+                    c.uri != uri && plugin.owns_uri_within(&c.uri, &mut budget) != Some(true)
+                });
+                if let Some(c) = foreign {
+                    return Err(RequestError::ForeignContents {
+                        plugin: plugin.id().to_string(),
+                        uri: c.uri.clone(),
+                    });
+                }
+                Ok(contents)
+            }
             Err(ResourceError::NotFound(m)) => Err(not_found(Some(m))),
             Err(ResourceError::Failed(message)) => Err(RequestError::Failed {
                 plugin: plugin.id().to_string(),

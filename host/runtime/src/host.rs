@@ -558,19 +558,9 @@ impl Host {
             .flat_map(|p| p.refused_tools().iter().cloned())
             .collect();
         all_refused.append(&mut refused);
+        // Also tells each plugin which of its offers are served: it may
+        // announce changes only of those URIs (`UriScope::served`).
         let catalog = Arc::new(Catalog::build(&plugins));
-        // A plugin may announce changes only of URIs a read routes to it
-        // (`Catalog::route`, asked by the plugin's `resource-updated`).
-        for plugin in &plugins {
-            let catalog = Arc::downgrade(&catalog);
-            let id = plugin.id().to_string();
-            plugin.set_route_check(Box::new(move |uri| {
-                catalog
-                    .upgrade()
-                    .and_then(|c| c.route(uri).map(|p| p.id() == id))
-                    .unwrap_or(false)
-            }));
-        }
         Ok(Host {
             config,
             services,

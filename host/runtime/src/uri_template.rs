@@ -2,11 +2,19 @@
 //! matched in reverse: does a URI belong to a template? The host routes
 //! `resources/read` for a URI no plugin lists to the plugin whose resource
 //! template matches it (MCP `ResourceTemplate`,
-//! <https://modelcontextprotocol.io/specification/2025-11-25/server/resources#resource-templates>).
+//! <https://modelcontextprotocol.io/specification/2025-11-25/server/resources#resource-templates>),
+//! checks that a plugin announces changes only of its own URIs, and keeps
+//! one plugin's templates from overlapping another's (`catalog.rs`).
 //!
-//! A leaf module: no I/O, no dependencies. Matching simulates the template as
-//! a small automaton over the URI's characters, so it takes time linear in the
-//! URI for a given template, whatever the template (no backtracking).
+//! A leaf module: no I/O, no dependencies. A template is compiled once, when
+//! parsed, into a bit-parallel automaton (one bit per position in the
+//! template, 64 positions a machine word: "shift-and"), so matching a URI
+//! takes one pass over it, `len(uri) × ⌈positions / 64⌉` word steps at most
+//! (no backtracking), after a check of the template's literal start and end
+//! that settles most non-matches in `O(len(prefix) + len(suffix))`. Work a
+//! plugin causes is bounded by the caller: [`UriTemplate::matches_within`]
+//! and [`UriTemplate::overlaps_within`] take a step budget and stop, saying
+//! so, when it runs out.
 //!
 //! Level 1 expansion percent-encodes everything but unreserved characters, so
 //! a `{var}` matches a non-empty run of characters outside RFC 3986's
@@ -15,6 +23,8 @@
 //! `test://template/a/b/data`. Templates using higher levels (`{+path}`,
 //! `{?q}`, `{a,b}`, `{v*}`, `{v:3}`) are refused when parsed: the host could
 //! not route them faithfully.
+
+use std::collections::HashMap;
 
 /// The characters of RFC 3986's reserved set (gen-delims and sub-delims): a
 /// level-1 variable's value never holds one unencoded.
@@ -34,11 +44,23 @@ enum Token {
     Variable,
 }
 
-/// A parsed level-1 URI template.
+/// A parsed level-1 URI template, compiled for matching (see the module
+/// docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UriTemplate {
     tokens: Vec<Token>,
     variables: Vec<String>,
+    /// The literal characters before the first expression (all of them when
+    /// there is none).
+    prefix: String,
+    /// The literal characters after the last expression (empty when there is
+    /// none).
+    suffix: String,
+    /// Bit `j + 1` set where token `j` is a variable (the automaton's state
+    /// `j + 1` may take more of it).
+    variable_bits: Vec<u64>,
+    /// For each literal character, bit `j + 1` set where token `j` is it.
+    literal_bits: HashMap<char, Vec<u64>>,
 }
 
 impl UriTemplate {
@@ -88,7 +110,50 @@ impl UriTemplate {
                 c => tokens.push(Token::Literal(c)),
             }
         }
-        Ok(UriTemplate { tokens, variables })
+        Ok(UriTemplate::compile(tokens, variables))
+    }
+
+    /// The automaton's tables for `tokens` (see [`UriTemplate`]'s fields).
+    fn compile(tokens: Vec<Token>, variables: Vec<String>) -> UriTemplate {
+        let words = (tokens.len() + 1).div_ceil(64);
+        let mut variable_bits = vec![0u64; words];
+        let mut literal_bits: HashMap<char, Vec<u64>> = HashMap::new();
+        for (j, token) in tokens.iter().enumerate() {
+            let (word, bit) = ((j + 1) / 64, (j + 1) % 64);
+            match token {
+                Token::Variable => variable_bits[word] |= 1 << bit,
+                Token::Literal(c) => {
+                    literal_bits.entry(*c).or_insert_with(|| vec![0; words])[word] |= 1 << bit
+                }
+            }
+        }
+        let literal = |t: &Token| match t {
+            Token::Literal(c) => Some(*c),
+            Token::Variable => None,
+        };
+        let prefix: String = tokens.iter().map_while(literal).collect();
+        let suffix: String = if variables.is_empty() {
+            String::new()
+        } else {
+            let mut tail: Vec<char> = tokens.iter().rev().map_while(literal).collect();
+            tail.reverse();
+            tail.into_iter().collect()
+        };
+        UriTemplate {
+            tokens,
+            variables,
+            prefix,
+            suffix,
+            variable_bits,
+            literal_bits,
+        }
+    }
+
+    /// Word steps one match of a URI of `uri_len` bytes may take at most:
+    /// `uri_len × ⌈(tokens + 1) / 64⌉`.
+    #[cfg(test)]
+    fn match_cost(&self, uri_len: usize) -> u64 {
+        uri_len as u64 * self.variable_bits.len() as u64
     }
 
     /// The variable names, in template order.
@@ -96,51 +161,114 @@ impl UriTemplate {
         &self.variables
     }
 
-    /// Whether some values of the variables expand the template to `uri`.
+    /// Whether some values of the variables expand the template to `uri`,
+    /// whatever it costs (for URIs the host has bounded: a client's, at
+    /// most [`crate::plugin::MAX_URI_BYTES`]).
     pub fn matches(&self, uri: &str) -> bool {
-        let n = self.tokens.len();
-        // `at[i]`: the next token to match is `i` (`n`: done).
-        // `inside[i]`: inside variable `i`, at least one character taken.
-        let mut at = vec![false; n + 1];
-        let mut inside = vec![false; n];
-        at[0] = true;
-        let mut next_at = vec![false; n + 1];
-        let mut next_inside = vec![false; n];
-        for c in uri.chars() {
-            next_at.iter_mut().for_each(|b| *b = false);
-            next_inside.iter_mut().for_each(|b| *b = false);
-            let mut any = false;
-            for i in 0..n {
-                let ready = at[i] || (inside[i] && self.tokens[i] == Token::Variable);
-                if !ready {
-                    continue;
-                }
-                match self.tokens[i] {
-                    Token::Literal(l) if at[i] && l == c => {
-                        next_at[i + 1] = true;
-                        any = true;
-                    }
-                    Token::Variable if in_variable(c) => {
-                        next_inside[i] = true;
-                        any = true;
-                    }
-                    _ => {}
-                }
-            }
-            if !any {
-                return false;
-            }
-            // A variable that has taken a character may end here.
-            for i in 0..n {
-                if next_inside[i] {
-                    next_at[i + 1] = true;
-                }
-            }
-            std::mem::swap(&mut at, &mut next_at);
-            std::mem::swap(&mut inside, &mut next_inside);
-        }
-        at[n]
+        let mut unbounded = u64::MAX;
+        self.matches_within(uri, &mut unbounded).unwrap_or(false)
     }
+
+    /// [`UriTemplate::matches`], taking word steps from `budget` (one per
+    /// character per 64 template positions, one per character of the
+    /// literal start and end checked); `None` when the budget ran out before
+    /// the answer.
+    pub fn matches_within(&self, uri: &str, budget: &mut u64) -> Option<bool> {
+        let literal_checked = (self.prefix.len() + self.suffix.len()) as u64;
+        *budget = budget.checked_sub(literal_checked.max(1))?;
+        if !uri.starts_with(&self.prefix) || !uri.ends_with(&self.suffix) {
+            return Some(false);
+        }
+        if self.variables.is_empty() {
+            return Some(uri.len() == self.prefix.len());
+        }
+        let words = self.variable_bits.len();
+        let n = self.tokens.len();
+        let mut state = vec![0u64; words];
+        state[0] = 1;
+        let mut next = vec![0u64; words];
+        for c in uri.chars() {
+            *budget = budget.checked_sub(words as u64)?;
+            let literal = self.literal_bits.get(&c);
+            let class = in_variable(c);
+            let mut carry = 0u64;
+            let mut any = 0u64;
+            for w in 0..words {
+                let shifted = (state[w] << 1) | carry;
+                carry = state[w] >> 63;
+                let mut accept = literal.map_or(0, |l| l[w]);
+                let mut stay = 0;
+                if class {
+                    accept |= self.variable_bits[w];
+                    stay = state[w] & self.variable_bits[w];
+                }
+                next[w] = (shifted & accept) | stay;
+                any |= next[w];
+            }
+            if any == 0 {
+                return Some(false);
+            }
+            std::mem::swap(&mut state, &mut next);
+        }
+        Some(state[n / 64] >> (n % 64) & 1 == 1)
+    }
+
+    /// Whether some URI matches both this template and `other`, taking one
+    /// step from `budget` per pair of template positions visited (at most
+    /// `(tokens + 1) × (other's tokens + 1)`, after a check of the two literal
+    /// starts and ends); `None` when the budget ran out before the answer.
+    pub fn overlaps_within(&self, other: &UriTemplate, budget: &mut u64) -> Option<bool> {
+        *budget = budget.checked_sub(1)?;
+        let agree = |a: &str, b: &str, from_end: bool| {
+            if from_end {
+                a.chars().rev().zip(b.chars().rev()).all(|(x, y)| x == y)
+            } else {
+                a.chars().zip(b.chars()).all(|(x, y)| x == y)
+            }
+        };
+        if !agree(&self.prefix, &other.prefix, false) || !agree(&self.suffix, &other.suffix, true) {
+            return Some(false);
+        }
+        // Reachability in the product of the two automata: state (i, j) is
+        // "i tokens of this template and j of `other` matched".
+        let (n, m) = (self.tokens.len(), other.tokens.len());
+        let width = m + 1;
+        let mut seen = vec![false; (n + 1) * width];
+        let mut stack = vec![(0usize, 0usize)];
+        seen[0] = true;
+        while let Some((i, j)) = stack.pop() {
+            *budget = budget.checked_sub(1)?;
+            if (i, j) == (n, m) {
+                return Some(true);
+            }
+            for (a, class_a) in moves(&self.tokens, i) {
+                for (b, class_b) in moves(&other.tokens, j) {
+                    let compatible = match (class_a, class_b) {
+                        (None, None) => true,
+                        (Some(x), None) | (None, Some(x)) => in_variable(x),
+                        (Some(x), Some(y)) => x == y,
+                    };
+                    if compatible && !seen[a * width + b] {
+                        seen[a * width + b] = true;
+                        stack.push((a, b));
+                    }
+                }
+            }
+        }
+        Some(false)
+    }
+}
+
+/// The moves of a template's automaton out of state `i` on one character:
+/// the next state and the character it takes (`None`: any character a
+/// variable may hold).
+fn moves(tokens: &[Token], i: usize) -> impl Iterator<Item = (usize, Option<char>)> + '_ {
+    let forward = tokens.get(i).map(|t| match t {
+        Token::Literal(c) => (i + 1, Some(*c)),
+        Token::Variable => (i + 1, None),
+    });
+    let more = (i > 0 && tokens[i - 1] == Token::Variable).then_some((i, None));
+    forward.into_iter().chain(more)
 }
 
 /// Whether `c` may appear in a level-1 variable's expanded value.
@@ -284,5 +412,72 @@ mod tests {
         assert!(!t.matches(&uri));
         let uri = format!("x://{}b", "a".repeat(100_000));
         assert!(t.matches(&uri));
+    }
+
+    #[test]
+    fn a_long_template_matches_across_machine_words() {
+        // 200 literal positions: the automaton spans four words.
+        let template = format!("x://{}{{a}}{}", "p".repeat(100), "q".repeat(100));
+        let t = UriTemplate::parse(&template).unwrap();
+        let uri = |mid: &str| format!("x://{}{mid}{}", "p".repeat(100), "q".repeat(100));
+        assert!(t.matches(&uri("v")));
+        assert!(t.matches(&uri("pq")));
+        assert!(!t.matches(&uri("")));
+        assert!(!t.matches(&uri("a/b")));
+    }
+
+    #[test]
+    fn matching_stops_when_its_budget_runs_out() {
+        let t = UriTemplate::parse("x://{a}a{b}a{c}b").unwrap();
+        let uri = format!("x://{}b", "a".repeat(1000));
+        let mut budget = t.match_cost(uri.len()) + 5;
+        assert_eq!(t.matches_within(&uri, &mut budget), Some(true));
+        let mut budget = 100;
+        assert_eq!(t.matches_within(&uri, &mut budget), None);
+        // A literal start that differs costs no walk at all.
+        let mut budget = 10;
+        assert_eq!(t.matches_within("y://ab", &mut budget), Some(false));
+    }
+
+    #[test]
+    fn overlap_is_decided_on_the_two_automata() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("test://template/{id}/data", "test://{a}/{b}/data", true),
+            ("test://template/{id}/data", "test://{a}/{b}/{c}", true),
+            (
+                "test://template/{id}/data",
+                "test://template/{id}/meta",
+                false,
+            ),
+            ("test://template/{id}/data", "other://{a}", false),
+            ("x://{a}", "x://{a}/{b}", false),
+            ("x://{a}.txt", "x://notes{b}", true),
+            ("x://{a}b", "x://{a}c", false),
+            ("x://{a}", "x://?", false),
+            ("x://{a}", "x://a%2F", true),
+        ];
+        for (a, b, want) in cases {
+            let (ta, tb) = (
+                UriTemplate::parse(a).unwrap(),
+                UriTemplate::parse(b).unwrap(),
+            );
+            let mut budget = u64::MAX;
+            assert_eq!(
+                ta.overlaps_within(&tb, &mut budget),
+                Some(*want),
+                "{a} vs {b}"
+            );
+            assert_eq!(
+                tb.overlaps_within(&ta, &mut budget),
+                Some(*want),
+                "{b} vs {a}"
+            );
+        }
+        let (ta, tb) = (
+            UriTemplate::parse(&format!("x://{}{{a}}", "a".repeat(500))).unwrap(),
+            UriTemplate::parse(&format!("x://{{b}}{}", "a".repeat(500))).unwrap(),
+        );
+        let mut budget = 1000;
+        assert_eq!(ta.overlaps_within(&tb, &mut budget), None);
     }
 }

@@ -219,7 +219,8 @@ impl ToolPlugin {
         let scope = UriScope {
             uris: resources.iter().map(|r| r.uri.clone()).collect(),
             templates: templates.iter().map(|(_, parsed)| parsed.clone()).collect(),
-            routed_here: std::sync::OnceLock::new(),
+            max_uri_bytes: offers::MAX_URI_BYTES,
+            served: std::sync::OnceLock::new(),
         };
         plugin.tools = tools;
         plugin.refused = refused;
@@ -231,11 +232,11 @@ impl ToolPlugin {
         Ok(plugin)
     }
 
-    /// Gives the plugin's resource scope the host's routing once every
-    /// plugin's offers are merged ([`UriScope::routed_here`]); later calls
-    /// change nothing.
-    pub(crate) fn set_route_check(&self, routed: crate::contract::v0_2_0::client::RouteCheck) {
-        let _ = self.scope.routed_here.set(routed);
+    /// Tells the plugin's resource scope which of its offers the host
+    /// serves, once every plugin's offers are merged ([`UriScope::served`],
+    /// `catalog.rs`); later calls change nothing.
+    pub(crate) fn set_served(&self, served: crate::contract::v0_2_0::client::ServedOffers) {
+        let _ = self.scope.served.set(served);
     }
 
     /// The plugin id.
@@ -293,6 +294,13 @@ impl ToolPlugin {
     /// it.
     pub fn owns_uri(&self, uri: &str) -> bool {
         self.scope.contains(uri)
+    }
+
+    /// [`ToolPlugin::owns_uri`], its template matching taking steps from
+    /// `budget` (`UriTemplate::matches_within`); `None` when the budget ran
+    /// out before the answer.
+    pub fn owns_uri_within(&self, uri: &str, budget: &mut u64) -> Option<bool> {
+        self.scope.contains_within(uri, budget)
     }
 
     /// Its manifest (grants and limits; a deny-all one if it has no file).

@@ -21,7 +21,12 @@
 //!   retry brings the answer back to the waiting plugin;
 //! - resource updated → `notifications/resources/updated` to every session
 //!   subscribed to the URI ([`Subscriptions`]; "Server Features",
-//!   "Resources", "Subscriptions").
+//!   "Resources", "Subscriptions"), each connection (session or listen
+//!   stream) holding at most [`MAX_QUEUED_NOTICE_BYTES`] of them not yet
+//!   taken by its transport: past it a notice is dropped for that
+//!   connection, counted, and logged (at the first drop and each power of
+//!   two), so a client that does not read costs bounded memory and holds up
+//!   nobody.
 //!
 //! Elicitation and sampling wait at most [`CLIENT_REQUEST_TIMEOUT`] (the
 //! call's own wall-time limit ends them earlier). Over Streamable HTTP they
@@ -34,7 +39,7 @@
 #![allow(deprecated)] // rmcp marks logging and sampling deprecated (SEP-2577); MCP 2025-11-25 has them.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -115,6 +120,84 @@ pub(crate) struct SessionState {
     log_level: AtomicU8,
     /// URIs subscribed with `resources/subscribe`.
     subscribed: Mutex<HashSet<String>>,
+    /// Its resource-updated notices not yet sent.
+    notices: Arc<NoticeBudget>,
+}
+
+/// Most bytes of `notifications/resources/updated` (the URI plus
+/// [`NOTICE_OVERHEAD_BYTES`] each) queued for one connection (an MCP session
+/// or a `subscriptions/listen` stream) and not yet taken by its transport
+/// (256 KiB); past it a notice for that connection is dropped.
+pub const MAX_QUEUED_NOTICE_BYTES: usize = 256 << 10;
+
+/// What one queued notice is counted as beyond its URI: the JSON-RPC frame
+/// and the task that sends it (256 bytes).
+pub const NOTICE_OVERHEAD_BYTES: usize = 256;
+
+/// The queued notices of one connection ([`MAX_QUEUED_NOTICE_BYTES`]).
+#[derive(Default)]
+pub(crate) struct NoticeBudget {
+    queued: AtomicUsize,
+    dropped: AtomicU64,
+}
+
+impl NoticeBudget {
+    /// Takes `bytes` of the budget for one notice; `false` (the notice
+    /// dropped, counted and logged) when they do not fit.
+    fn reserve(&self, bytes: usize, connection: &str) -> bool {
+        let fits = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+                (q + bytes <= MAX_QUEUED_NOTICE_BYTES).then_some(q + bytes)
+            })
+            .is_ok();
+        if !fits {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() {
+                tracing::warn!(
+                    dropped,
+                    "{connection}: {dropped} resources/updated notice(s) dropped in all: over \
+                     the {MAX_QUEUED_NOTICE_BYTES} bytes one connection may have queued \
+                     (MAX_QUEUED_NOTICE_BYTES)"
+                );
+            }
+        }
+        fits
+    }
+
+    /// Gives back what [`NoticeBudget::reserve`] took, once the notice was
+    /// sent or given up.
+    fn release(&self, bytes: usize) {
+        self.queued.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// Notices dropped so far.
+    #[cfg(test)]
+    fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Sends one notice with `send` on its own task, within `budget` (see
+/// [`MAX_QUEUED_NOTICE_BYTES`]), giving up after [`NOTICE_TIMEOUT`].
+fn spawn_notice<F, E>(budget: &Arc<NoticeBudget>, uri: &str, connection: &'static str, send: F)
+where
+    F: std::future::Future<Output = Result<(), E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    let bytes = uri.len() + NOTICE_OVERHEAD_BYTES;
+    if !budget.reserve(bytes, connection) {
+        return;
+    }
+    let budget = budget.clone();
+    tokio::spawn(async move {
+        match tokio::time::timeout(NOTICE_TIMEOUT, send).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!("resources/updated not sent: {e}"),
+            Err(_) => tracing::debug!("resources/updated dropped: the {connection} is stuck"),
+        }
+        budget.release(bytes);
+    });
 }
 
 impl SessionState {
@@ -123,6 +206,7 @@ impl SessionState {
             peer: Mutex::new(None),
             log_level: AtomicU8::new(1),
             subscribed: Mutex::default(),
+            notices: Arc::default(),
         })
     }
 
@@ -187,6 +271,7 @@ pub(crate) struct Subscriptions {
 pub(crate) struct Listener {
     uris: HashSet<String>,
     sink: rmcp::service::SubscriptionSink,
+    notices: Arc<NoticeBudget>,
 }
 
 impl Subscriptions {
@@ -207,6 +292,7 @@ impl Subscriptions {
         let listener = Arc::new(Listener {
             uris: uris.into_iter().collect(),
             sink,
+            notices: Arc::default(),
         });
         let mut all = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         all.retain(|l| l.strong_count() > 0);
@@ -217,27 +303,22 @@ impl Subscriptions {
     /// Sends `notifications/resources/updated` for `uri` to every live
     /// session and listen stream subscribed to it.
     async fn notify(&self, uri: &str) {
-        let sinks: Vec<rmcp::service::SubscriptionSink> = {
+        let sinks: Vec<(rmcp::service::SubscriptionSink, Arc<NoticeBudget>)> = {
             let mut all = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
             all.retain(|l| l.strong_count() > 0);
             all.iter()
                 .filter_map(Weak::upgrade)
                 .filter(|l| l.uris.contains(uri))
-                .map(|l| l.sink.clone())
+                .map(|l| (l.sink.clone(), l.notices.clone()))
                 .collect()
         };
-        for sink in sinks {
-            let uri = uri.to_string();
-            tokio::spawn(async move {
-                match tokio::time::timeout(NOTICE_TIMEOUT, sink.notify_resource_updated(uri)).await
-                {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::debug!("resources/updated not sent: {e}"),
-                    Err(_) => tracing::debug!("resources/updated dropped: the stream is stuck"),
-                }
+        for (sink, budget) in sinks {
+            let owned = uri.to_string();
+            spawn_notice(&budget, uri, "listen stream", async move {
+                sink.notify_resource_updated(owned).await
             });
         }
-        let peers: Vec<Peer<RoleServer>> = {
+        let peers: Vec<(Peer<RoleServer>, Arc<NoticeBudget>)> = {
             let mut all = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
             all.retain(|s| s.strong_count() > 0);
             all.iter()
@@ -248,23 +329,20 @@ impl Subscriptions {
                         .unwrap_or_else(|e| e.into_inner())
                         .contains(uri)
                 })
-                .filter_map(|s| s.peer.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                .filter_map(|s| {
+                    let peer = s.peer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    peer.map(|p| (p, s.notices.clone()))
+                })
                 .collect()
         };
         // Each notice is sent on its own task and given up after
         // [`NOTICE_TIMEOUT`]: a session that does not read its stream must
-        // not hold up the plugin call (or the other sessions).
-        for peer in peers {
-            let uri = uri.to_string();
-            tokio::spawn(async move {
-                let send = peer.notify_resource_updated(
-                    rmcp::model::ResourceUpdatedNotificationParam::new(uri),
-                );
-                match tokio::time::timeout(NOTICE_TIMEOUT, send).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::debug!("resources/updated not sent: {e}"),
-                    Err(_) => tracing::debug!("resources/updated dropped: the session is stuck"),
-                }
+        // not hold up the plugin call (or the other sessions), and what it
+        // has queued is bounded ([`MAX_QUEUED_NOTICE_BYTES`]).
+        for (peer, budget) in peers {
+            let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri.to_string());
+            spawn_notice(&budget, uri, "session", async move {
+                peer.notify_resource_updated(param).await
             });
         }
     }
@@ -639,5 +717,29 @@ impl CallClient for McpClient {
 
     fn resource_updated(&self, uri: String) -> ClientFuture<'_, ()> {
         Box::pin(async move { self.subscriptions.notify(&uri).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_queues_at_most_its_budget_and_counts_what_it_drops() {
+        let budget = NoticeBudget::default();
+        let one = 4096 + NOTICE_OVERHEAD_BYTES;
+        let fit = MAX_QUEUED_NOTICE_BYTES / one;
+        for _ in 0..fit {
+            assert!(budget.reserve(one, "session"));
+        }
+        for _ in 0..10 {
+            assert!(!budget.reserve(one, "session"));
+        }
+        assert_eq!(budget.dropped(), 10);
+        // A sent notice gives its bytes back.
+        budget.release(one);
+        assert!(budget.reserve(one, "session"));
+        assert!(!budget.reserve(one, "session"));
+        assert_eq!(budget.dropped(), 11);
     }
 }

@@ -230,8 +230,8 @@ pub(crate) fn mcp_error(e: RequestError) -> McpError {
         RequestError::UnknownPrompt { .. }
         | RequestError::UnknownReference(_)
         | RequestError::InvalidArguments { .. } => McpError::invalid_params(e.to_string(), None),
-        RequestError::Failed { .. } | RequestError::Plugin(_) => {
-            McpError::internal_error(e.to_string(), None)
-        }
+        RequestError::Failed { .. }
+        | RequestError::ForeignContents { .. }
+        | RequestError::Plugin(_) => McpError::internal_error(e.to_string(), None),
     }
 }

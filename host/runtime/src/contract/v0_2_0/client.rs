@@ -19,7 +19,12 @@
 //!   [`MAX_REQUESTS_PER_CALL`] elicitations and samplings together, requests
 //!   of bounded size with JSON fields that must parse, and
 //!   [`MAX_RESOURCE_UPDATES_PER_CALL`] resource-updated notices for URIs the
-//!   plugin lists or one of its templates matches (others are ignored).
+//!   host serves from the plugin (others are ignored), each at most
+//!   [`crate::plugin::MAX_URI_BYTES`], checked against the plugin's offers in
+//!   at most [`MAX_URI_MATCH_STEPS_PER_CALL`] steps of template matching
+//!   (`crate::uri_template`) per call, the host work a plugin can cause by
+//!   them; past it the call's later notices are ignored, with one warning.
+//!   Each notice yields to the other tasks before the plugin runs on.
 //!
 //! Like `sessions`, it works on a view of the call's store data,
 //! [`ClientCtx`], projected by `CallState::client_ctx` (`plugin/store.rs`).
@@ -60,6 +65,12 @@ pub const MAX_ELICIT_BYTES: usize = 64 << 10;
 pub const MAX_SAMPLING_MESSAGES: usize = super::MAX_CONTENT_BLOCKS;
 /// Most `resource-updated` notices one call passes on (1,000).
 pub const MAX_RESOURCE_UPDATES_PER_CALL: usize = 1000;
+/// Most word steps of URI template matching (`crate::uri_template`: one per
+/// URI character per 64 template positions) the `resource-updated` notices
+/// of one call may cost the host (4,000,000: a few milliseconds; a thousand
+/// notices of 100-byte URIs against 40 short templates fit). Past it the
+/// call's later notices are ignored.
+pub const MAX_URI_MATCH_STEPS_PER_CALL: u64 = 4_000_000;
 /// How much of a log message the host log keeps (4 KiB).
 const HOST_LOG_CUT: usize = 4 << 10;
 
@@ -118,23 +129,32 @@ pub trait CallClient: Send + Sync {
 }
 
 /// The URIs a plugin may announce changes of: those it lists and those its
-/// templates match (`client.resource-updated` for any other is ignored).
+/// templates match, of the offers the host serves from it
+/// (`client.resource-updated` for any other is ignored).
 #[derive(Default)]
 pub struct UriScope {
     /// Its resources' URIs.
     pub uris: std::collections::HashSet<String>,
     /// Its resource templates, parsed.
     pub templates: Vec<UriTemplate>,
-    /// Set once the host has merged every plugin's offers: whether a read of
-    /// a URI goes to this plugin (`Host`'s catalog routing). With it, a
-    /// plugin cannot announce changes of URIs another plugin lists, of offers
-    /// the merge refused it, or that a more specific template of another
-    /// plugin takes.
-    pub routed_here: std::sync::OnceLock<RouteCheck>,
+    /// The longest URI it may contain, in bytes (the plugin layer's
+    /// `MAX_URI_BYTES`); a longer one is not matched at all.
+    pub max_uri_bytes: usize,
+    /// Set once the host has merged every plugin's offers (`catalog.rs`):
+    /// which of the above it serves. Merging refuses a plugin any URI or
+    /// template that another plugin's offers already cover, so a URI this
+    /// scope contains is one a read routes to this plugin.
+    pub served: std::sync::OnceLock<ServedOffers>,
 }
 
-/// The host's check that a URI is routed to a given plugin ([`UriScope::routed_here`]).
-pub type RouteCheck = Box<dyn Fn(&str) -> bool + Send + Sync>;
+/// Which of a plugin's offers the host serves ([`UriScope::served`]).
+#[derive(Debug, Default, Clone)]
+pub struct ServedOffers {
+    /// The URIs of its resources the host serves.
+    pub uris: std::collections::HashSet<String>,
+    /// Indexes into [`UriScope::templates`] of the templates it serves.
+    pub templates: Vec<usize>,
+}
 
 impl std::fmt::Debug for UriScope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -146,12 +166,39 @@ impl std::fmt::Debug for UriScope {
 }
 
 impl UriScope {
-    /// Whether `uri` is one of the plugin's: one it lists or one of its
-    /// templates matches, and (once the host has merged the offers) one a
-    /// read would be routed to it for.
+    /// Whether `uri` is one of the plugin's: at most
+    /// [`UriScope::max_uri_bytes`] long, listed by it or matched by one of its
+    /// templates, of the offers the host serves once they are merged.
     pub fn contains(&self, uri: &str) -> bool {
-        (self.uris.contains(uri) || self.templates.iter().any(|t| t.matches(uri)))
-            && self.routed_here.get().is_none_or(|routed| routed(uri))
+        let mut unbounded = u64::MAX;
+        self.contains_within(uri, &mut unbounded).unwrap_or(false)
+    }
+
+    /// [`UriScope::contains`], its template matching taking steps from
+    /// `budget` ([`UriTemplate::matches_within`]); `None` when the budget
+    /// ran out before the answer.
+    pub fn contains_within(&self, uri: &str, budget: &mut u64) -> Option<bool> {
+        if uri.len() > self.max_uri_bytes {
+            return Some(false);
+        }
+        let served = self.served.get();
+        if served.map_or(self.uris.contains(uri), |s| s.uris.contains(uri)) {
+            return Some(true);
+        }
+        let all: Vec<usize>;
+        let indexes = match served {
+            Some(s) => &s.templates,
+            None => {
+                all = (0..self.templates.len()).collect();
+                &all
+            }
+        };
+        for &i in indexes {
+            if self.templates[i].matches_within(uri, budget)? {
+                return Some(true);
+            }
+        }
+        Some(false)
     }
 }
 
@@ -167,6 +214,8 @@ pub struct ClientState {
     logs_dropped: usize,
     requests: usize,
     updates_sent: usize,
+    /// Steps of template matching left ([`MAX_URI_MATCH_STEPS_PER_CALL`]).
+    match_steps_left: u64,
 }
 
 impl ClientState {
@@ -176,6 +225,7 @@ impl ClientState {
         ClientState {
             client,
             scope,
+            match_steps_left: MAX_URI_MATCH_STEPS_PER_CALL,
             ..ClientState::default()
         }
     }
@@ -358,20 +408,39 @@ impl wit::Host for ClientCtx<'_> {
     }
 
     async fn resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
-        let owned = self.state.scope.as_ref().is_some_and(|s| s.contains(&uri));
-        if !owned || self.state.updates_sent >= MAX_RESOURCE_UPDATES_PER_CALL {
+        let owned = match &self.state.scope {
+            Some(scope) if self.state.updates_sent < MAX_RESOURCE_UPDATES_PER_CALL => {
+                let before = self.state.match_steps_left;
+                let owned = scope.contains_within(&uri, &mut self.state.match_steps_left);
+                if owned.is_none() && before > 0 {
+                    tracing::warn!(
+                        plugin = self.plugin(),
+                        "resource-updated: this call's notices took \
+                         {MAX_URI_MATCH_STEPS_PER_CALL} steps of URI template matching \
+                         (MAX_URI_MATCH_STEPS_PER_CALL); its later notices are ignored"
+                    );
+                    self.state.match_steps_left = 0;
+                }
+                owned == Some(true)
+            }
+            _ => false,
+        };
+        if !owned {
             tracing::debug!(
                 plugin = self.plugin(),
                 uri = %escape_line(&cut(uri, 256)),
                 "resource-updated ignored (not the plugin's URI, or over \
-                 MAX_RESOURCE_UPDATES_PER_CALL)"
+                 MAX_RESOURCE_UPDATES_PER_CALL or MAX_URI_MATCH_STEPS_PER_CALL)"
             );
-            return Ok(());
+        } else {
+            self.state.updates_sent += 1;
+            if let Some(client) = self.state.client.clone() {
+                client.resource_updated(uri).await;
+            }
         }
-        self.state.updates_sent += 1;
-        if let Some(client) = self.state.client.clone() {
-            client.resource_updated(uri).await;
-        }
+        // The checks ran on this worker: let the other tasks run before the
+        // plugin goes on.
+        tokio::task::yield_now().await;
         Ok(())
     }
 }
