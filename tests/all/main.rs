@@ -56,6 +56,7 @@ mod process_support;
 mod repo;
 #[path = "../../host/runtime/tests/all/support.rs"]
 mod runtime_support;
+mod soak;
 mod state_dir;
 mod support;
 mod terminal;

@@ -36,6 +36,18 @@ impl HttpServe {
     /// Starts `serve` with `extra` arguments (which must include `--http`) and
     /// waits (at most 60 s) for the line announcing the bound endpoint.
     pub fn start(ws: &Path, state: &Path, policy: Option<&str>, extra: &[&str]) -> HttpServe {
+        HttpServe::start_logging(ws, state, policy, extra, "debug")
+    }
+
+    /// [`HttpServe::start`] with `TOOLHOST_LOG` = `log` (e.g. `warn` for a
+    /// long run).
+    pub fn start_logging(
+        ws: &Path,
+        state: &Path,
+        policy: Option<&str>,
+        extra: &[&str],
+        log: &str,
+    ) -> HttpServe {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         cmd.arg("serve");
         if let Some(p) = policy {
@@ -47,7 +59,7 @@ impl HttpServe {
             .arg(ws)
             .arg("--state-dir")
             .arg(state)
-            .env("TOOLHOST_LOG", "debug")
+            .env("TOOLHOST_LOG", log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

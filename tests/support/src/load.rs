@@ -11,8 +11,12 @@
 //! host's `max_sessions` ([`MAX_SESSIONS`]): no start may be refused, and the
 //! only expected errors are the time-outs. Every other way a result differs
 //! from what its call must answer is counted, by class, as unexpected.
+//!
+//! The mix drives any [`ToolCaller`] (the stdio client here; the soak,
+//! `tests/all/soak.rs`, runs [`round`]s of it from 32 HTTP clients at once).
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +26,21 @@ use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
 use crate::stdio::{StdioClient, is_error, result_text};
+
+/// An MCP client the mix can drive: `tools/call` of `tool` with `args`,
+/// giving its `result` as JSON (`content`, `structuredContent`, `isError`).
+pub trait ToolCaller: Send + Sync + 'static {
+    /// One `tools/call`.
+    ///
+    /// Errors: the transport failed or the server answered a JSON-RPC error.
+    fn call_tool(&self, tool: &str, args: Value) -> impl Future<Output = Result<Value>> + Send;
+}
+
+impl ToolCaller for StdioClient {
+    fn call_tool(&self, tool: &str, args: Value) -> impl Future<Output = Result<Value>> + Send {
+        StdioClient::call_tool(self, tool, args)
+    }
+}
 
 /// The host's default `max_sessions`: a mix never holds more sessions at once.
 pub const MAX_SESSIONS: usize = 64;
@@ -263,6 +282,13 @@ pub struct LogCheck {
 
 /// Checks a host-session log (see [`LogCheck`]).
 pub fn check_log(events: &[Value]) -> LogCheck {
+    check_log_allowing(events, &[])
+}
+
+/// [`check_log`], with events of the kinds in `also` (e.g.
+/// `permission_requested`, which a run with permission questions causes)
+/// not counted as lost.
+pub fn check_log_allowing(events: &[Value], also: &[&str]) -> LogCheck {
     let mut lost = 0;
     let mut examples = Vec::new();
     let mut note = |what: String| {
@@ -300,6 +326,7 @@ pub fn check_log(events: &[Value]) -> LogCheck {
                 p.2 = e["status"].as_str().unwrap_or_default().to_owned();
             }
             "lifecycle" | "process_output" => {}
+            other if also.contains(&other) => {}
             other => note(format!("unexpected event kind {other}: {e}")),
         }
     }
@@ -396,8 +423,8 @@ impl Report {
 /// session waits its whole `wait_ms`) until at least `want.len()` bytes
 /// arrived or [`LIMIT`] passed; returns the output, status lines cut. Counts
 /// each call in `calls`.
-async fn read_until(
-    client: &StdioClient,
+async fn read_until<C: ToolCaller>(
+    client: &C,
     session: &str,
     want: &str,
     calls: &mut usize,
@@ -429,15 +456,54 @@ async fn read_until(
     Ok(output)
 }
 
-/// Runs `mix` on `client` (an initialised `toolhost serve` whose state dir is
-/// `state` and whose policy allows the mix's commands), then closes it.
+/// What one [`round`] of the mix saw.
+#[derive(Debug, Clone, Default)]
+pub struct Round {
+    /// Calls in the burst.
+    pub burst: usize,
+    /// Each burst call's latency (request written to response read).
+    pub latencies: Vec<Duration>,
+    /// The burst's first request to its last response.
+    pub wall: Duration,
+    /// The burst's calls that do not wait for a time-out ...
+    pub quick_calls: usize,
+    /// ... and when the last of them was answered, from the burst's start.
+    pub quick_done: Duration,
+    /// The most burst calls in flight at once.
+    pub peak: usize,
+    /// Calls that failed as they must (the time-outs).
+    pub expected_errors: usize,
+    /// Every other result that was not as its call must answer, by class:
+    /// how many, and the first (call and text).
+    pub unexpected: BTreeMap<String, (usize, String)>,
+    /// Calls made in the round (before, in and after the burst).
+    pub calls_made: usize,
+    /// Foreground calls that ran and answered as they must.
+    pub ok_foreground: usize,
+    /// Background starts of the burst that answered as they must.
+    pub started: usize,
+}
+
+impl Round {
+    fn note_unexpected(&mut self, class: &str, example: String) {
+        let entry = self.unexpected.entry(class.to_owned()).or_default();
+        entry.0 += 1;
+        if entry.1.is_empty() {
+            entry.1 = example;
+        }
+    }
+}
+
+/// One round of `mix` on `client` (a `toolhost serve` whose policy allows
+/// the mix's commands): background sessions started and read, the burst
+/// issued at once and judged, the burst's starts read, then every session
+/// the round started and did not kill in the burst killed. Other clients may
+/// run rounds on the same host meanwhile.
 ///
 /// Errors: a call before the burst failed or a pre-started session did not
-/// print its line, a burst task panicked, the log is unreadable, or the
-/// server did not exit cleanly once its stdin closed. Everything else is in
-/// the [`Report`].
-pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report> {
-    let client = Arc::new(client);
+/// print its line, or a burst task panicked. Everything else is in the
+/// [`Round`].
+pub async fn round<C: ToolCaller>(client: &Arc<C>, mix: &Mix) -> Result<Round> {
     let mut calls_made = 0usize;
 
     // Before the burst: background sessions, each read until its first line.
@@ -456,7 +522,7 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
             .with_context(|| format!("no session id: {r}"))?
             .to_owned();
         let want = format!("pre-{i}\n");
-        let output = read_until(&client, &id, &want, &mut calls_made).await?;
+        let output = read_until(client.as_ref(), &id, &want, &mut calls_made).await?;
         ensure!(output == want, "{id} printed {output:?}, not {want:?}");
         pre.push(id);
     }
@@ -489,26 +555,14 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
     let wall = t0.elapsed();
     calls_made += jobs.len();
 
-    let mut report = Report {
+    let mut report = Round {
         burst: jobs.len(),
         latencies: Vec::with_capacity(jobs.len()),
         wall,
-        quick_calls: 0,
-        quick_done: Duration::ZERO,
         peak: peak.load(Ordering::SeqCst),
-        expected_errors: 0,
-        unexpected: BTreeMap::new(),
-        calls_made: 0,
-        log: LogCheck::default(),
-        lost: 0,
-        lost_examples: Vec::new(),
-        want_statuses: BTreeMap::new(),
-        processes: 0,
-        leftover: 0,
-        reaped_in: Duration::ZERO,
+        ..Round::default()
     };
     let mut started = Vec::new();
-    let mut ok_foreground = 0;
     for (job, slot) in jobs.iter().zip(results) {
         let (took, done, r) = slot.context("a call never finished")?;
         report.latencies.push(took);
@@ -520,7 +574,7 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
             Ok(()) => {
                 let r = r.as_ref().expect("judged ok");
                 report.expected_errors += usize::from(is_error(r));
-                ok_foreground += usize::from(
+                report.ok_foreground += usize::from(
                     job.tool == "bash" && matches!(job.expect, Expect::Exact(_, false)),
                 );
                 if let Expect::Started(want) = &job.expect
@@ -535,11 +589,12 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
             }
         }
     }
+    report.started = started.len();
 
     // After it: the new starts print their line; then every session still
-    // running is killed, and none may be left running.
+    // running is killed.
     for (id, want) in &started {
-        match read_until(&client, id, want, &mut calls_made).await {
+        match read_until(client.as_ref(), id, want, &mut calls_made).await {
             Ok(output) if output == *want => {}
             Ok(output) => report.note_unexpected(
                 "background output",
@@ -568,19 +623,17 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
             Err(e) => report.note_unexpected("cleanup kill failed", format!("{e:#}")),
         }
     }
-    let list = client.call_tool("list_shells", json!({})).await;
-    calls_made += 1;
-    match list {
-        Ok(r) if result_text(&r).contains(" session(s), 0 running") => {}
-        Ok(r) => report.note_unexpected(
-            "running after the kills",
-            one_line(result_text(&r)).to_string(),
-        ),
-        Err(e) => report.note_unexpected("running after the kills", format!("{e:#}")),
-    }
     report.calls_made = calls_made;
+    Ok(report)
+}
 
-    // Every process the log names is reaped by the host, which still serves.
+/// Waits at most [`LIMIT`] until no process the host-session log under
+/// `state` names (nor its process group) is alive; returns how many
+/// processes the log names, how many were still alive when the wait ended,
+/// and how long it took.
+///
+/// Errors: the log is unreadable.
+pub async fn wait_reaped(state: &Path) -> Result<(usize, usize, Duration)> {
     let pids: Vec<(u64, u64)> = crate::host_log::events(state)?
         .iter()
         .filter(|e| e["kind"] == "process_started")
@@ -596,13 +649,57 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
     };
     let reap_start = Instant::now();
     let deadline = reap_start + LIMIT;
-    report.processes = pids.len();
-    report.leftover = alive(&pids);
-    while report.leftover > 0 && Instant::now() < deadline {
+    let mut leftover = alive(&pids);
+    while leftover > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        report.leftover = alive(&pids);
+        leftover = alive(&pids);
     }
-    report.reaped_in = reap_start.elapsed();
+    Ok((pids.len(), leftover, reap_start.elapsed()))
+}
+
+/// Runs `mix` on `client` (an initialised `toolhost serve` whose state dir is
+/// `state` and whose policy allows the mix's commands): one [`round`], a
+/// check that nothing runs any more, the wait for every process to be
+/// reaped, then closes it and checks its log.
+///
+/// Errors: as [`round`], the log is unreadable, or the server did not exit
+/// cleanly once its stdin closed. Everything else is in the [`Report`].
+pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report> {
+    let client = Arc::new(client);
+    let round = round(&client, mix).await?;
+    let mut calls_made = round.calls_made;
+    let mut report = Report {
+        burst: round.burst,
+        latencies: round.latencies,
+        wall: round.wall,
+        quick_calls: round.quick_calls,
+        quick_done: round.quick_done,
+        peak: round.peak,
+        expected_errors: round.expected_errors,
+        unexpected: round.unexpected,
+        calls_made: 0,
+        log: LogCheck::default(),
+        lost: 0,
+        lost_examples: Vec::new(),
+        want_statuses: BTreeMap::new(),
+        processes: 0,
+        leftover: 0,
+        reaped_in: Duration::ZERO,
+    };
+    let list = client.call_tool("list_shells", json!({})).await;
+    calls_made += 1;
+    match list {
+        Ok(r) if result_text(&r).contains(" session(s), 0 running") => {}
+        Ok(r) => report.note_unexpected(
+            "running after the kills",
+            one_line(result_text(&r)).to_string(),
+        ),
+        Err(e) => report.note_unexpected("running after the kills", format!("{e:#}")),
+    }
+    report.calls_made = calls_made;
+
+    // Every process the log names is reaped by the host, which still serves.
+    (report.processes, report.leftover, report.reaped_in) = wait_reaped(state).await?;
 
     // The log, once the host has stopped.
     let client = Arc::into_inner(client).context("the client is still shared")?;
@@ -620,7 +717,7 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
     }
     // Sessions the results say started: a call that failed may not have
     // started one.
-    let sessions = mix.pre + ok_foreground + started.len() + report.expected_errors;
+    let sessions = mix.pre + round.ok_foreground + round.started + report.expected_errors;
     if report.log.sessions < sessions {
         report.note_lost(
             sessions - report.log.sessions,
@@ -637,8 +734,8 @@ pub async fn run(client: StdioClient, state: &Path, mix: &Mix) -> Result<Report>
         report.note_lost(1, "the log does not end with `stopped`".into());
     }
     report.want_statuses = statuses(
-        ok_foreground,
-        mix.pre + started.len(),
+        round.ok_foreground,
+        mix.pre + round.started,
         report.expected_errors,
     );
     Ok(report)
