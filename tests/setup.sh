@@ -13,7 +13,9 @@
 #                               (push, htpasswd, keys) go into .venv
 #   .venv/ also                 kubernetes-validate (the Kubernetes schemas the
 #                               manifests in deploy/kubernetes are checked against,
-#                               tests/deploy/manifests.py)
+#                               tests/deploy/manifests.py) and opentelemetry-proto
+#                               (the OTLP receiver's decoding, tests/otlp_receiver.py,
+#                               tests/all/telemetry.rs)
 #   target/examples/            the example plugins in Rust, Python and JavaScript
 #                               and the conformance plugin (plugins/examples/build.sh)
 set -euo pipefail
@@ -24,6 +26,7 @@ python3 -m venv .venv
 .venv/bin/pip install -q prometheus-client==0.26.0
 .venv/bin/pip install -q oras==0.2.43 requests==2.34.2 bcrypt==5.0.0 cryptography==50.0.2
 .venv/bin/pip install -q kubernetes-validate==1.37.0
+.venv/bin/pip install -q opentelemetry-proto==1.45.2 protobuf==7.36.2
 # `npm install` with the committed lock (npm 11's `npm ci` refuses this lock over
 # an optional dependency of another platform); --loglevel=error hides the
 # engine warnings of the system Node, which these packages never run on.

@@ -59,5 +59,6 @@ mod runtime_support;
 mod soak;
 mod state_dir;
 mod support;
+mod telemetry;
 mod terminal;
 mod unix_sockets;

@@ -129,7 +129,8 @@ pub(crate) enum DecisionSource {
 }
 
 impl DecisionSource {
-    fn label(self) -> &'static str {
+    /// The `source` label (and the `toolhost.permission.source` span attribute).
+    pub(crate) fn label(self) -> &'static str {
         match self {
             DecisionSource::Manifest => "manifest",
             DecisionSource::Policy => "policy",

@@ -45,6 +45,8 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tracing::Instrument as _;
+
 use toolhost_process::{
     Caller, ResolvedStart, SessionError, SessionId, Sessions, StartRequest, StdinMode,
 };
@@ -188,7 +190,40 @@ impl StartRefused {
 ///
 /// Errors: [`StartRefused::Session`] from steps 1 and 5, [`StartRefused::Denied`]
 /// from 2 to 4.
+///
+/// The whole gate is the span `process.start` (docs/operations.md#traces-and-logs):
+/// the session started, or the refusal's [`StartRefused::kind`] as `error.type`.
 pub async fn start_process(
+    sessions: &Sessions,
+    permissions: &Permissions,
+    who: &Requester<'_>,
+    caller: &Caller,
+    request: StartRequest,
+) -> Result<SessionId, StartRefused> {
+    let span = tracing::info_span!(
+        "process.start",
+        toolhost.plugin.id = who.plugin,
+        toolhost.tool_call.id = who.tool_call_id,
+        toolhost.process.session.id = tracing::field::Empty,
+        "error.type" = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let started = start_gate(sessions, permissions, who, caller, request)
+        .instrument(span.clone())
+        .await;
+    if !span.is_disabled() {
+        match &started {
+            Ok(id) => span.record("toolhost.process.session.id", id.as_str()),
+            Err(refused) => span
+                .record("error.type", refused.kind())
+                .record("otel.status_code", "error"),
+        };
+    }
+    started
+}
+
+/// [`start_process`]'s steps.
+async fn start_gate(
     sessions: &Sessions,
     permissions: &Permissions,
     who: &Requester<'_>,
@@ -555,7 +590,22 @@ impl Permissions {
         who: &Requester<'_>,
         request: &ResolvedStart,
     ) -> Result<(), Denial> {
-        let (source, decided) = self.decide_start(who, request).await;
+        // The span `permission.decide` (docs/operations.md#traces-and-logs).
+        let span = tracing::info_span!(
+            "permission.decide",
+            toolhost.plugin.id = who.plugin,
+            toolhost.permission.source = tracing::field::Empty,
+            toolhost.permission.decision = tracing::field::Empty,
+        );
+        let (source, decided) = self
+            .decide_start(who, request)
+            .instrument(span.clone())
+            .await;
+        span.record("toolhost.permission.source", source.label());
+        span.record(
+            "toolhost.permission.decision",
+            if decided.is_ok() { "allow" } else { "deny" },
+        );
         self.metrics.decision(source, decided.is_ok());
         decided
     }

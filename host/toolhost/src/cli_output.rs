@@ -60,7 +60,17 @@ pub fn write(stream: Stream, args: fmt::Arguments<'_>) -> bool {
         }
         Stream::Stderr => {
             let mut err = io::stderr().lock();
-            err.write_fmt(args).and_then(|()| err.flush())
+            let written = match crate::telemetry::log_format() {
+                crate::telemetry::LogFormat::Text => err.write_fmt(args),
+                // One JSON record per write, as the log lines are
+                // (docs/operations.md#traces-and-logs).
+                crate::telemetry::LogFormat::Json => {
+                    let text = args.to_string();
+                    let text = text.strip_suffix('\n').unwrap_or(&text);
+                    err.write_all(crate::telemetry::json_line(text).as_bytes())
+                }
+            };
+            written.and_then(|()| err.flush())
         }
     };
     match written {

@@ -1,6 +1,6 @@
 //! The front doors of toolhost: the MCP server (stdio and Streamable HTTP), the control API
 //! (server and client) with `toolhost attach`, the TTY approver, what CLI commands
-//! print (`cli_output`), the sandbox layers a host has (`sandbox_layers`, also
+//! print (`cli_output`), logs and traces (`telemetry`), the sandbox layers a host has (`sandbox_layers`, also
 //! `--require-sandbox`) and `toolhost doctor` (`doctor`). The
 //! `toolhost` binary (`main.rs`) is the CLI over them; the work itself is done
 //! by `toolhost-runtime` ([`toolhost_runtime::Host`]) and `toolhost-process`.
@@ -14,4 +14,5 @@ pub mod jsonrpc;
 pub mod mcp;
 pub mod sandbox_layers;
 pub mod scaffold;
+pub mod telemetry;
 pub mod tty;

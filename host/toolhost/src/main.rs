@@ -24,6 +24,10 @@ use toolhost_runtime::{escape, escape_line};
 #[derive(Parser)]
 #[command(name = "toolhost", version, propagate_version = true)]
 struct Cli {
+    /// How log lines are written on stderr: `text`, or `json` (one object per
+    /// line: timestamp, level, target, fields). Before or after the command.
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text")]
+    log_format: toolhost::telemetry::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -373,15 +377,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error")),
-        )
-        .init();
     let cli = Cli::parse();
+    // Logs, and traces when the OTEL_* variables ask (docs/operations.md#traces-and-logs).
+    toolhost::telemetry::init(cli.log_format);
     // Commands get the limit the host was started with back (see
     // `SessionsConfig::child_nofile`): some programs loop up to it.
     let child_nofile = match toolhost_process::raise_fd_limit() {
@@ -399,6 +397,7 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(run(cli, child_nofile));
+    toolhost::telemetry::shutdown();
     toolhost::cli_output::finish(code)
 }
 

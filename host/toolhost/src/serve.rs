@@ -257,6 +257,8 @@ pub(crate) async fn serve(
     drop(restore_blocking);
     // stdin may be read by a blocking thread that cannot be interrupted;
     // leave without waiting for it.
+    // The spans still queued go out first (docs/operations.md#traces-and-logs).
+    toolhost::telemetry::shutdown();
     std::process::exit(toolhost::cli_output::finish_code(code))
 }
 

@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Instrument as _;
+
 use wasmtime::Store;
 
 use super::instances::ToolInstances;
@@ -438,7 +440,41 @@ impl ToolPlugin {
     /// [`CallError::Trap`], [`CallError::OutputTooLarge`],
     /// [`CallError::TooManyBlocks`], [`CallError::Host`]. In each case the
     /// instance is discarded; the plugin stays loaded.
+    ///
+    /// The call is the span `plugin.call <id>` (docs/operations.md#traces-and-logs),
+    /// its failure as `error.type`: [`call_error_type`].
     pub async fn call(
+        &self,
+        spec: &ToolSpec,
+        tool_call_id: &str,
+        arguments: String,
+        client: Option<Arc<dyn CallClient>>,
+        principal: Option<toolhost_process::Principal>,
+    ) -> Result<Result<ToolOutput, ToolError>, CallError> {
+        let span = tracing::info_span!(
+            "plugin.call",
+            otel.name = %format_args!("plugin.call {}", self.id),
+            toolhost.plugin.id = %self.id,
+            gen_ai.tool.name = spec.name.as_str(),
+            toolhost.tool_call.id = tool_call_id,
+            "error.type" = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let result = self
+            .call_in_instance(spec, tool_call_id, arguments, client, principal)
+            .instrument(span.clone())
+            .await;
+        if let Some(kind) = call_error_type(&result)
+            && !span.is_disabled()
+        {
+            span.record("error.type", kind)
+                .record("otel.status_code", "error");
+        }
+        result
+    }
+
+    /// [`ToolPlugin::call`]'s work.
+    async fn call_in_instance(
         &self,
         spec: &ToolSpec,
         tool_call_id: &str,
@@ -781,4 +817,23 @@ fn prompts_of(
         .server()?
         .prompts()
         .ok_or_else(|| wasmtime::Error::msg("the plugin exports no prompts"))
+}
+
+/// The `error.type` of a tool call's outcome (docs/operations.md#traces-and-logs):
+/// `tool_error` for an `is_error` result, `usage` for a [`ToolError`] (the
+/// plugin refused the call), and for a [`CallError`] `limit`, `trap`,
+/// `output_too_large`, `too_many_blocks` or `host`; `None` for a success.
+pub(crate) fn call_error_type(
+    result: &Result<Result<ToolOutput, ToolError>, CallError>,
+) -> Option<&'static str> {
+    match result {
+        Ok(Ok(out)) if out.is_error => Some("tool_error"),
+        Ok(Ok(_)) => None,
+        Ok(Err(_)) => Some("usage"),
+        Err(CallError::Limit { .. }) => Some("limit"),
+        Err(CallError::Trap { .. }) => Some("trap"),
+        Err(CallError::OutputTooLarge { .. }) => Some("output_too_large"),
+        Err(CallError::TooManyBlocks { .. }) => Some("too_many_blocks"),
+        Err(CallError::Host { .. }) => Some("host"),
+    }
 }

@@ -88,6 +88,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio::sync::watch;
+use tracing::Instrument as _;
 
 use toolhost_runtime::CallProgress;
 use toolhost_runtime::{Host, ToolCallError, echo_name};
@@ -103,6 +104,7 @@ mod incoming;
 pub mod metrics;
 mod mrtr;
 mod offers;
+mod spans;
 pub mod stdio;
 
 pub use client::{
@@ -306,6 +308,161 @@ impl McpServer {
         }
         tool
     }
+
+    /// [`ServerHandler::call_tool`]'s work; the call runs in `span`.
+    async fn serve_tool_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        span: &tracing::Span,
+    ) -> Result<CallToolResponse, McpError> {
+        let host = self.shared.host.clone();
+        let modern = era::is_modern(&context);
+        let who = identity::who(&context);
+        // A retry that answers a permission question resumes its call.
+        if modern && let Some(state) = &request.request_state {
+            let running = match self.shared.questions.resume(
+                mrtr::TOOLS_CALL,
+                &request.name,
+                state,
+                request.input_responses.as_ref(),
+                &who.identity,
+            )? {
+                Ok(running) => running,
+                Err(asked_again) => return Ok(asked_again.into()),
+            };
+            return mrtr::tool_response(self.wait_modern(running, &context).await?);
+        }
+        // The one lookup of the tool: the entry travels with the call.
+        let Some(tool) = host.tool(&request.name) else {
+            let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {}", echo_name(&request.name)),
+                Some(json!({ "available": available })),
+            ));
+        };
+        // rmcp's parse gave the arguments as an object; they move, uncopied.
+        let arguments = request.arguments.unwrap_or_default();
+        let tool_call_id = host.new_call_id();
+        // The call's own progress sink, when the client asked for progress.
+        let (progress_sink, progress) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, events) = tokio::sync::mpsc::unbounded_channel();
+                (Some(sink), Some((token, events)))
+            }
+            None => (None, None),
+        };
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        // A modern call's questions (its permission asks, and its plugin's
+        // elicitations and samplings) go to the call's handler, as an
+        // `input_required` result (`mrtr.rs`).
+        let may_ask = who.identity.allows(identity::Scope::Answer);
+        let (question_route, modern_asks) = match modern {
+            true => {
+                let (route, asks) = self.shared.questions.route(&tool_call_id, may_ask);
+                (Some(route), Some(asks))
+            }
+            false => (None, None),
+        };
+        let asker = question_route.as_ref().map(|r| r.asker(tool.plugin.id()));
+        let client = self.client_for(&context, asker);
+        let plugin_reports_progress = client.plugin_reports_progress.clone();
+        // The call, holding what it needs until it settles. A legacy call runs
+        // in this request's task, so its result is written by the task that
+        // got it, with no hand-off to another task (which the scheduler may
+        // give to another worker thread); a call outliving its request (a
+        // cancel, the client gone, a 2026-07-28 `input_required`) moves to a
+        // task of its own.
+        let mut call = {
+            let guard = self.shared.inflight.enter();
+            // Asks go to the next approver for a 2026-07-28 request (it has no
+            // server-to-client `elicitation/create`) and an identity without `answer`.
+            let route = if modern || !may_ask {
+                approver::Route::none()
+            } else {
+                self.shared
+                    .elicitation
+                    .route(&tool_call_id, &context.peer, &context.id)
+            };
+            // ... but to the call's handler (`question_route`).
+            let host = host.clone();
+            let request = toolhost_runtime::CallRequest {
+                tool_call_id: tool_call_id.clone(),
+                tool,
+                arguments,
+                source: "mcp",
+                cancel: cancel.clone(),
+                client: Some(client),
+                progress: progress_sink,
+                principal: Some(who.identity.principal()),
+                actor: Some(who.actor),
+            };
+            Box::pin(
+                async move {
+                    let result = host.call(request).await;
+                    drop(route);
+                    drop(question_route);
+                    drop(guard);
+                    result
+                }
+                .instrument(span.clone()),
+            )
+        };
+        let progress = progress.map(|(token, events)| {
+            tokio::spawn(progress_pump(
+                events,
+                token,
+                context.peer.clone(),
+                plugin_reports_progress,
+            ))
+        });
+        if let Some(asks) = modern_asks {
+            // A retry of the request may be the one to get the result.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(async move {
+                let _ = tx.send(mrtr::Outcome::Tool(call.await));
+            });
+            let running =
+                mrtr::Running::new(rx, asks, mrtr::TOOLS_CALL, &request.name, tool_call_id)
+                    .with_cancel(cancel)
+                    .with_owner(who.identity);
+            let response = self
+                .wait_modern(running, &context)
+                .await
+                .and_then(mrtr::tool_response);
+            if let Some(p) = progress {
+                p.abort();
+            }
+            return response;
+        }
+        let outcome = tokio::select! {
+            // A panic in the call still answers the request (an internal
+            // error), as when the call had a task of its own.
+            r = std::future::poll_fn(|cx| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.as_mut().poll(cx).map(Ok)))
+                    .unwrap_or_else(|_| std::task::Poll::Ready(Err(McpError::internal_error(
+                        "the tool call panicked and has no result",
+                        None,
+                    ))))
+            }) => r,
+            () = context.ct.cancelled() => {
+                if self.cancelled_by_client(&context, false) {
+                    tracing::info!(%tool_call_id, "cancelled by the client");
+                    cancel.notify_one();
+                } else {
+                    tracing::info!(%tool_call_id, "the client went away; the call keeps running");
+                }
+                // Either way the call goes on without its request: to its
+                // end, or until it has seen the cancel and settled.
+                tokio::spawn(call);
+                Err(McpError::internal_error("request cancelled", None))
+            }
+        };
+        if let Some(p) = progress {
+            p.abort();
+        }
+        to_mcp_result(outcome?, modern)
+    }
 }
 
 /// The `Mcp-Session-Id` of the HTTP request `context` came with (`""` on
@@ -462,154 +619,17 @@ impl ServerHandler for McpServer {
         )))
     }
 
+    /// A `tools/call` under its SERVER span (`spans.rs`): the call's own
+    /// spans are its children, the outcome recorded on it.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let host = self.shared.host.clone();
-        let modern = era::is_modern(&context);
-        let who = identity::who(&context);
-        // A retry that answers a permission question resumes its call.
-        if modern && let Some(state) = &request.request_state {
-            let running = match self.shared.questions.resume(
-                mrtr::TOOLS_CALL,
-                &request.name,
-                state,
-                request.input_responses.as_ref(),
-                &who.identity,
-            )? {
-                Ok(running) => running,
-                Err(asked_again) => return Ok(asked_again.into()),
-            };
-            return mrtr::tool_response(self.wait_modern(running, &context).await?);
-        }
-        // The one lookup of the tool: the entry travels with the call.
-        let Some(tool) = host.tool(&request.name) else {
-            let available: Vec<_> = host.tools().iter().map(|t| t.name.clone()).collect();
-            return Err(McpError::invalid_params(
-                format!("Unknown tool: {}", echo_name(&request.name)),
-                Some(json!({ "available": available })),
-            ));
-        };
-        // rmcp's parse gave the arguments as an object; they move, uncopied.
-        let arguments = request.arguments.unwrap_or_default();
-        let tool_call_id = host.new_call_id();
-        // The call's own progress sink, when the client asked for progress.
-        let (progress_sink, progress) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (sink, events) = tokio::sync::mpsc::unbounded_channel();
-                (Some(sink), Some((token, events)))
-            }
-            None => (None, None),
-        };
-        let cancel = Arc::new(tokio::sync::Notify::new());
-        // A modern call's questions (its permission asks, and its plugin's
-        // elicitations and samplings) go to the call's handler, as an
-        // `input_required` result (`mrtr.rs`).
-        let may_ask = who.identity.allows(identity::Scope::Answer);
-        let (question_route, modern_asks) = match modern {
-            true => {
-                let (route, asks) = self.shared.questions.route(&tool_call_id, may_ask);
-                (Some(route), Some(asks))
-            }
-            false => (None, None),
-        };
-        let asker = question_route.as_ref().map(|r| r.asker(tool.plugin.id()));
-        let client = self.client_for(&context, asker);
-        let plugin_reports_progress = client.plugin_reports_progress.clone();
-        // The call, holding what it needs until it settles. A legacy call runs
-        // in this request's task, so its result is written by the task that
-        // got it, with no hand-off to another task (which the scheduler may
-        // give to another worker thread); a call outliving its request (a
-        // cancel, the client gone, a 2026-07-28 `input_required`) moves to a
-        // task of its own.
-        let mut call = {
-            let guard = self.shared.inflight.enter();
-            // Asks go to the next approver for a 2026-07-28 request (it has no
-            // server-to-client `elicitation/create`) and an identity without `answer`.
-            let route = if modern || !may_ask {
-                approver::Route::none()
-            } else {
-                self.shared
-                    .elicitation
-                    .route(&tool_call_id, &context.peer, &context.id)
-            };
-            // ... but to the call's handler (`question_route`).
-            let host = host.clone();
-            let request = toolhost_runtime::CallRequest {
-                tool_call_id: tool_call_id.clone(),
-                tool,
-                arguments,
-                source: "mcp",
-                cancel: cancel.clone(),
-                client: Some(client),
-                progress: progress_sink,
-                principal: Some(who.identity.principal()),
-                actor: Some(who.actor),
-            };
-            Box::pin(async move {
-                let result = host.call(request).await;
-                drop(route);
-                drop(question_route);
-                drop(guard);
-                result
-            })
-        };
-        let progress = progress.map(|(token, events)| {
-            tokio::spawn(progress_pump(
-                events,
-                token,
-                context.peer.clone(),
-                plugin_reports_progress,
-            ))
-        });
-        if let Some(asks) = modern_asks {
-            // A retry of the request may be the one to get the result.
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            tokio::spawn(async move {
-                let _ = tx.send(mrtr::Outcome::Tool(call.await));
-            });
-            let running =
-                mrtr::Running::new(rx, asks, mrtr::TOOLS_CALL, &request.name, tool_call_id)
-                    .with_cancel(cancel)
-                    .with_owner(who.identity);
-            let response = self
-                .wait_modern(running, &context)
-                .await
-                .and_then(mrtr::tool_response);
-            if let Some(p) = progress {
-                p.abort();
-            }
-            return response;
-        }
-        let outcome = tokio::select! {
-            // A panic in the call still answers the request (an internal
-            // error), as when the call had a task of its own.
-            r = std::future::poll_fn(|cx| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.as_mut().poll(cx).map(Ok)))
-                    .unwrap_or_else(|_| std::task::Poll::Ready(Err(McpError::internal_error(
-                        "the tool call panicked and has no result",
-                        None,
-                    ))))
-            }) => r,
-            () = context.ct.cancelled() => {
-                if self.cancelled_by_client(&context, false) {
-                    tracing::info!(%tool_call_id, "cancelled by the client");
-                    cancel.notify_one();
-                } else {
-                    tracing::info!(%tool_call_id, "the client went away; the call keeps running");
-                }
-                // Either way the call goes on without its request: to its
-                // end, or until it has seen the cancel and settled.
-                tokio::spawn(call);
-                Err(McpError::internal_error("request cancelled", None))
-            }
-        };
-        if let Some(p) = progress {
-            p.abort();
-        }
-        to_mcp_result(outcome?, modern)
+        let span = spans::tools_call(&context, &request.name);
+        let result = self.serve_tool_call(request, context, &span).await;
+        spans::record_tools_call(&span, &result);
+        result
     }
 
     async fn list_resources(
