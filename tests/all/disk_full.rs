@@ -200,3 +200,60 @@ exit $code"#;
     assert_eq!(&again[..events.len()], &events[..]);
     assert_eq!(again.len(), events.len() + 2, "running and stopped added");
 }
+
+/// `toolhost call` on a state dir that is already full: the call fails
+/// naming ENOSPC and leaves no partial file behind (a failed compiled-cache
+/// write used to leave its temp file, keeping the disk full for good); once
+/// space returns the same state dir works.
+#[test]
+fn a_call_on_a_full_state_dir_leaves_no_partial_file_and_works_once_space_returns() {
+    if !is_root() {
+        eprintln!(
+            "skipped: mounting the state dir's tmpfs needs root (the suite runs as root in CI)"
+        );
+        return;
+    }
+    let (ws, state) = dirs();
+    let out = tempfile::tempdir().unwrap();
+    // Fill it, call, list what is left, free it, call again.
+    let script = r#"mount -t tmpfs -o "size=$1,mode=0700" toolhost-full "$2" || exit 90
+state=$2 out=$3 bin=$4 ws=$5
+dd if=/dev/zero of="$state/filler" bs=64k 2>/dev/null
+"$bin" call bash '{"command":"echo full"}' --workspace "$ws" --state-dir "$state" \
+  >"$out/full.out" 2>"$out/full.err"; echo $? >"$out/full.code"
+find "$state" -mindepth 1 -name '*.tmp*' >"$out/left"
+rm "$state/filler"
+"$bin" call bash '{"command":"echo room"}' --workspace "$ws" --state-dir "$state" \
+  >"$out/room.out" 2>"$out/room.err"; echo $? >"$out/room.code""#;
+    let run = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg("16m")
+        .arg(state.path())
+        .arg(out.path())
+        .arg(env!("CARGO_BIN_EXE_toolhost"))
+        .arg(ws.path())
+        .env_remove("TOOLHOST_LOG")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", crate::support::describe(&run));
+    let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap();
+    assert_eq!(read("full.code").trim(), "1", "{}", read("full.err"));
+    assert!(
+        read("full.out").contains("No space left on device")
+            || read("full.err").contains("No space left on device"),
+        "stdout: {}\nstderr: {}",
+        read("full.out"),
+        read("full.err")
+    );
+    assert_eq!(read("left"), "", "partial files left on the full disk");
+    assert_eq!(read("room.code").trim(), "0", "{}", read("room.err"));
+    assert_eq!(read("room.out"), "room\n");
+}

@@ -369,7 +369,29 @@ impl Writer {
         let text = next.to_text();
         let path = self.dir.lock_path();
         let tmp = self.dir.root.join(format!("{LOCK_FILE}.tmp"));
-        let mut f = create_private_file(&tmp)?;
+        // A failed write or rename removes the temp file (a partial one would
+        // hold on to the space a full disk lacks).
+        let written = self.write_lock_temp(&tmp, &text).and_then(|()| {
+            #[cfg(test)]
+            if self.fail_at == Some(Step::Rename) {
+                return Err(io("injected failure")(std::io::Error::other(
+                    "before the rename",
+                )));
+            }
+            std::fs::rename(&tmp, &path).map_err(io(format!("cannot replace {}", path.display())))
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written?;
+        sync_dir(&self.dir.root)?;
+        self.lock = next;
+        Ok(self.lock.generation)
+    }
+
+    /// Writes `text` to the lock's temp file `tmp` and `fsync`s it.
+    fn write_lock_temp(&self, tmp: &Path, text: &str) -> Result<(), InstalledError> {
+        let mut f = create_private_file(tmp)?;
         #[cfg(test)]
         if self.fail_at == Some(Step::WriteTemp) {
             f.write_all(&text.as_bytes()[..text.len() / 2]).ok();
@@ -379,17 +401,7 @@ impl Writer {
         }
         f.write_all(text.as_bytes())
             .and_then(|()| f.sync_all())
-            .map_err(io(format!("cannot write {}", tmp.display())))?;
-        #[cfg(test)]
-        if self.fail_at == Some(Step::Rename) {
-            return Err(io("injected failure")(std::io::Error::other(
-                "before the rename",
-            )));
-        }
-        std::fs::rename(&tmp, &path).map_err(io(format!("cannot replace {}", path.display())))?;
-        sync_dir(&self.dir.root)?;
-        self.lock = next;
-        Ok(self.lock.generation)
+            .map_err(io(format!("cannot write {}", tmp.display())))
     }
 
     /// Removes blobs no lock entry names and not modified for `min_age`;
@@ -570,6 +582,7 @@ mod tests {
             let hex = w.add_blob(&f).unwrap();
             assert!(w.commit(vec![entry("notes", &hex)]).is_err());
             assert_eq!(std::fs::read(dir.lock_path()).unwrap(), before, "{step:?}");
+            assert!(!d.path().join("plugins.lock.tmp").exists(), "{step:?}");
             let set = dir.installed().unwrap();
             assert_eq!(set.lock.generation, 1);
             assert_eq!(std::fs::read(&set.plugins[0].wasm).unwrap(), b"v1");

@@ -383,10 +383,42 @@ fn create_private_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("creating {}", dir.display()))
 }
 
+/// Writes `bytes` to `path` through a temp file beside it, renamed over. A
+/// write or rename that fails removes the temp file: a partial one left on a
+/// full disk would keep it full, one more per host that tries (each pid
+/// names its own).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    toolhost_process::write_private_file(&tmp, bytes)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    let written = toolhost_process::write_private_file(&tmp, bytes)
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_cache_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // A rename over a directory fails after the temp file was written.
+        let path = dir.path().join("taken.cwasm");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("inside"), b"x").unwrap();
+        assert!(write_atomically(&path, b"compiled").is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["taken.cwasm"]);
+        let ok = dir.path().join("ok.cwasm");
+        write_atomically(&ok, b"compiled").unwrap();
+        assert_eq!(std::fs::read(&ok).unwrap(), b"compiled");
+    }
 }

@@ -511,7 +511,11 @@ fn copy_atomically(from: &Path, to: &Path) -> Result<(), String> {
                 std::fs::Permissions::from_mode(toolhost_process::PRIVATE_FILE_MODE),
             )
         })
-        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), tmp.display()))?;
+        .map_err(|e| {
+            // A partial copy would hold on to the space a full disk lacks.
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot copy {} to {}: {e}", from.display(), tmp.display())
+        })?;
     std::fs::rename(&tmp, to).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!("cannot rename {} to {}: {e}", tmp.display(), to.display())
