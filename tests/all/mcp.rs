@@ -646,7 +646,10 @@ async fn bash_output_never_serves_the_same_output_or_status_twice() {
     assert_eq!(s["output_bytes"], json!(14_888_896));
     assert_eq!(s["truncated"], json!(true));
     assert!(first.starts_with("1\n2\n3\n"), "{}", &first[..100]);
-    assert!(first.contains(" bytes omitted; full output: "));
+    assert!(first.contains(&format!(
+        " bytes omitted from bytes 0-14888896 of the output; bash_output {{\"session_id\": \
+         \"{id}\", \"offset\": 0, \"length\": 20000}}"
+    )));
     assert!(
         first.ends_with("1999999\n2000000\n\n[exit code 0]"),
         "{}",
@@ -705,6 +708,127 @@ fn seq_text(from: u32, to: u32) -> String {
     (from..=to).map(|i| format!("{i}\n")).collect()
 }
 
+/// The words of a cut marker after its counts: the bytes `start..end` of
+/// session `id`'s output the result covers, the bytes `dropped` its capped
+/// log dropped, and the `bash_output` call that reads any range.
+fn marker_words(id: &str, start: u64, end: u64, dropped: Option<(u64, u64)>) -> String {
+    let (dropped, rest) = match dropped {
+        Some((from, to)) => (
+            format!(
+                " (bytes {from}-{to} were dropped from the log at its size cap and cannot be \
+                 read)"
+            ),
+            "reads any other range",
+        ),
+        None => (String::new(), "reads any range of it"),
+    };
+    format!(
+        " from bytes {start}-{end} of the output{dropped}; bash_output {{\"session_id\": \
+         \"{id}\", \"offset\": {start}, \"length\": 20000}} or {{\"session_id\": \"{id}\", \
+         \"line\": 1, \"lines\": 200}} {rest}] ..."
+    )
+}
+
+/// The line that closes a range read of `total` bytes of output.
+fn range_line(start: usize, end: usize, lines: &str, total: usize) -> String {
+    format!(
+        "[bytes {start}-{end}{lines} of {total} bytes of output; a range read leaves the read \
+         cursor where it was]"
+    )
+}
+
+/// A cut names the bytes it covers and the `bash_output` call that reads any
+/// range of them (the host's log path is hidden from sandboxed commands);
+/// `bash_output` with `line`/`lines` or `offset`/`length` reads exactly that
+/// range again and leaves the read cursor where it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_output_reads_any_range_the_cut_names() {
+    let (ws, state) = dirs();
+    let (client, _) = client(ws.path(), state.path()).await;
+    let all = seq_text(1, 20_000);
+    assert_eq!(all.len(), 108_894);
+    let (text, s, _) = tool(&client, "bash", json!({"command": "seq 1 20000"})).await;
+    let id = s["session_id"].as_str().unwrap().to_owned();
+    let marker = format!(
+        "\n\n... [{} characters omitted{}\n\n",
+        all.len() - 29_000,
+        marker_words(&id, 0, all.len() as u64, None)
+    );
+    assert_eq!(
+        text,
+        format!(
+            "{}{marker}{}",
+            &all[..14_500],
+            all[all.len() - 14_500..].trim_end()
+        )
+    );
+    let line = seq_text(1, 9_999).len();
+    let (text, s, is_error) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "line": 10_000, "lines": 3}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!(
+            "10000\n10001\n10002\n\n{}",
+            range_line(line, line + 18, " (lines 10000-10002)", all.len())
+        )
+    );
+    assert_eq!(is_error, Some(false));
+    assert_eq!(
+        s["range"],
+        json!({"offset": line, "length": 18, "first_line": 10_000, "last_line": 10_002})
+    );
+    let (text, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "offset": line + 1, "length": 8}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!(
+            "0000\n100\n\n{}",
+            range_line(line + 1, line + 9, "", all.len())
+        )
+    );
+    // Past the end, and a line the output does not have.
+    let (text, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "offset": all.len()}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!(
+            "(no output at byte {0}: session {id} has {0} bytes of output so far, bytes 0-{0})",
+            all.len()
+        )
+    );
+    let (text, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "line": 20_002}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!(
+            "Session {id}'s output has no line 20002: it has 20000 line(s) so far (108894 bytes)."
+        )
+    );
+    // The cursor stayed at the end the `bash` call read to.
+    let (text, _, _) = tool(&client, "bash_output", json!({"session_id": id})).await;
+    assert_eq!(
+        text,
+        format!("(no new output; session {id} ended earlier: exit code 0)")
+    );
+    client.cancel().await.unwrap();
+}
+
 /// The text a read shows of `full[from..]` after a dropped middle: from the
 /// first line that starts in it, and the log offset that line starts at.
 fn tail_after(full: &str, from: usize) -> (usize, &str) {
@@ -736,7 +860,6 @@ async fn bash_output_counts_what_a_capped_log_dropped() {
     )
     .await;
     let id = started["session_id"].as_str().unwrap().to_owned();
-    let path = started["output_path"].as_str().unwrap().to_owned();
     let first = seq_text(1, 5000);
     assert_eq!(first.len(), 23_893);
     // Wait (without reading) until the host has all of the first part.
@@ -756,15 +879,57 @@ async fn bash_output_counts_what_a_capped_log_dropped() {
         .split_once("\n\n[still running after ")
         .unwrap_or_else(|| panic!("{text}"))
         .0;
+    let dropped = Some((1024, first.len() as u64 - 3072));
     assert_eq!(
         body,
         format!(
-            "{}\n\n... [{} bytes omitted; full output: {path}] ...\n\n{tail}",
+            "{}\n\n... [{} bytes omitted{}\n\n{tail}",
             &first[..1024],
-            at - 1024
+            at - 1024,
+            marker_words(&id, 0, first.len() as u64, dropped)
         )
     );
     assert_eq!(s["truncated"], json!(true));
+    // A range read inside the dropped middle says which bytes are gone; line
+    // numbers past it cannot be counted; lines before it read as usual.
+    let (text, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "offset": 2000, "length": 100}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!(
+            "... [100 bytes omitted{}\n\n{}",
+            marker_words(&id, 2000, 2100, Some((2000, 2100))),
+            range_line(2000, 2100, "", first.len())
+        )
+    );
+    let (text, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "line": 4000}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!(
+            "Line 4000 cannot be found: bytes 1024-20821 of session {id}'s output were dropped \
+             from the log at its size cap, so the lines after byte 1024 cannot be counted. Read \
+             by `offset` instead (bytes from 20821 on are kept)."
+        )
+    );
+    let (text, _, _) = tool(
+        &client,
+        "bash_output",
+        json!({"session_id": id, "line": 2, "lines": 2}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!("2\n3\n\n{}", range_line(2, 6, " (lines 2-3)", first.len()))
+    );
 
     // The second part overtakes the cursor: the log now keeps [0, 1024) and
     // [48894 - 3072, 48894); the read from 23893 shows the rest after a count.
@@ -778,11 +943,13 @@ async fn bash_output_counts_what_a_capped_log_dropped() {
     )
     .await;
     let (at, tail) = tail_after(&all, all.len() - 3072);
+    let dropped = Some((first.len() as u64, all.len() as u64 - 3072));
     assert_eq!(
         text,
         format!(
-            "... [{} bytes omitted; full output: {path}] ...\n\n{tail}\n\n[exit code 0]",
-            at - first.len()
+            "... [{} bytes omitted{}\n\n{tail}\n\n[exit code 0]",
+            at - first.len(),
+            marker_words(&id, first.len() as u64, all.len() as u64, dropped)
         )
     );
     assert_eq!(s["output_bytes"], json!(all.len()));

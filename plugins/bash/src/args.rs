@@ -61,6 +61,65 @@ pub struct BashOutput {
     /// Wait up to this long for the session to end before reading (default 0).
     #[serde(default)]
     pub wait_ms: u64,
+    /// Read the bytes from this offset of the session's output again
+    /// ([`Range::Bytes`]) instead of its new output.
+    pub offset: Option<u64>,
+    /// With `offset`: how many bytes (default [`DEFAULT_RANGE_BYTES`]).
+    pub length: Option<u64>,
+    /// Read from this line (1: the first) of the session's output again
+    /// ([`Range::Lines`]) instead of its new output.
+    pub line: Option<u64>,
+    /// With `line`: how many lines (default [`DEFAULT_RANGE_LINES`]).
+    pub lines: Option<u64>,
+}
+
+/// Most bytes one range read covers: 1 MiB, one host read
+/// (`toolhost_process::MAX_READ_BYTES`); its text is still cut to a result's size.
+pub const MAX_RANGE_BYTES: u64 = 1 << 20;
+/// Bytes a range read by `offset` covers when `length` is not given: about what
+/// one result shows.
+pub const DEFAULT_RANGE_BYTES: u64 = 20_000;
+/// Most lines one range read by `line` covers (within [`MAX_RANGE_BYTES`]).
+pub const MAX_RANGE_LINES: u64 = 100_000;
+/// Lines a range read by `line` covers when `lines` is not given.
+pub const DEFAULT_RANGE_LINES: u64 = 200;
+
+/// A part of a session's output to read again, by bytes or by lines; a range
+/// read never moves the session's read cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// `length` bytes from byte `offset` (0: the first).
+    Bytes {
+        /// Offset of the first byte.
+        offset: u64,
+        /// How many bytes.
+        length: u64,
+    },
+    /// `lines` lines from line `line` (1: the first), at most
+    /// [`MAX_RANGE_BYTES`] of them.
+    Lines {
+        /// The first line's number.
+        line: u64,
+        /// How many lines.
+        lines: u64,
+    },
+}
+
+impl BashOutput {
+    /// The range to read again, if the call asked for one.
+    pub fn range(&self) -> Option<Range> {
+        match (self.offset, self.line) {
+            (Some(offset), _) => Some(Range::Bytes {
+                offset,
+                length: self.length.unwrap_or(DEFAULT_RANGE_BYTES),
+            }),
+            (None, Some(line)) => Some(Range::Lines {
+                line,
+                lines: self.lines.unwrap_or(DEFAULT_RANGE_LINES),
+            }),
+            (None, None) => None,
+        }
+    }
 }
 
 /// Validated `kill_shell` arguments.
@@ -185,6 +244,28 @@ pub fn bash_output(json: &str) -> Result<BashOutput, String> {
     let args: BashOutput = decode("bash_output", json)?;
     check_session_id("bash_output", &args.session_id)?;
     check_range("bash_output", "wait_ms", args.wait_ms, 0, MAX_WAIT_MS)?;
+    let within = |field: &str, value: Option<u64>, min: u64, max: u64, unit: &str| match value {
+        Some(v) if !(min..=max).contains(&v) => Err(format!(
+            "bash_output: `{field}` must be between {min} and {max} ({unit}); got {v}"
+        )),
+        _ => Ok(()),
+    };
+    within("length", args.length, 1, MAX_RANGE_BYTES, "bytes")?;
+    within("line", args.line, 1, u64::MAX >> 1, "1 is the first line")?;
+    within("lines", args.lines, 1, MAX_RANGE_LINES, "lines")?;
+    if args.offset.is_some() && args.line.is_some() {
+        return Err(
+            "bash_output: `offset` and `line` cannot be combined: read a range by bytes \
+             (`offset`, `length`) or by lines (`line`, `lines`)"
+                .into(),
+        );
+    }
+    if args.length.is_some() && args.offset.is_none() {
+        return Err("bash_output: `length` needs `offset` (the first byte to read)".into());
+    }
+    if args.lines.is_some() && args.line.is_none() {
+        return Err("bash_output: `lines` needs `line` (the first line to read)".into());
+    }
     Ok(args)
 }
 
@@ -377,6 +458,40 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown field `filter`")
         );
+        assert_eq!(a.range(), None);
+        let range = |json: &str| bash_output(&format!(r#"{{"session_id":"{ID}",{json}}}"#));
+        assert_eq!(
+            range(r#""offset":5"#).unwrap().range(),
+            Some(Range::Bytes {
+                offset: 5,
+                length: DEFAULT_RANGE_BYTES
+            })
+        );
+        assert_eq!(
+            range(r#""line":3,"lines":2"#).unwrap().range(),
+            Some(Range::Lines { line: 3, lines: 2 })
+        );
+        for (json, error) in [
+            (
+                r#""offset":0,"line":1"#,
+                "`offset` and `line` cannot be combined",
+            ),
+            (r#""length":10"#, "`length` needs `offset`"),
+            (r#""lines":10"#, "`lines` needs `line`"),
+            (
+                r#""offset":0,"length":0"#,
+                "`length` must be between 1 and 1048576 (bytes)",
+            ),
+            (r#""line":0"#, "`line` must be between 1 and"),
+            (
+                r#""line":1,"lines":100001"#,
+                "`lines` must be between 1 and 100000",
+            ),
+            (r#""offset":-1"#, "invalid value"),
+        ] {
+            let e = range(json).unwrap_err();
+            assert!(e.contains(error), "{json}: {e}");
+        }
     }
 
     #[test]

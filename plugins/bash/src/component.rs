@@ -19,8 +19,8 @@ use wasi::clocks::monotonic_clock;
 use wasi::io::poll;
 
 use crate::report::{self, Ending, Outcome, Reason, SessionError, Status};
-use crate::text::{self, Capture, MAX_CHARS, Render};
-use crate::{args, tools};
+use crate::text::{self, Capture, MAX_CHARS, Render, Source};
+use crate::{args, range, tools};
 
 /// Bytes asked for per `read-output`/`read-new-output` call (the host's maximum).
 const READ_CHUNK: u32 = 1 << 20;
@@ -139,16 +139,19 @@ fn error_output(what: &str, id: Option<&str>, err: s::SessionError) -> ToolOutpu
     )
 }
 
-/// Output text plus its trailer, and the structured result, from a snapshot.
+/// Output text plus its trailer, and the structured result, from a snapshot;
+/// `source` says where the capture's bytes lie in the session's output (the
+/// cut's marker names them).
 fn session_result(
     snap: &s::Snapshot,
     capture: &Capture,
+    source: &Source<'_>,
     empty_label: &str,
     trailer: String,
     ending: Option<&Ending>,
     detached: bool,
 ) -> (String, Value) {
-    let rendered = capture.render(MAX_CHARS, &snap.output_path);
+    let rendered = capture.render(MAX_CHARS, source);
     let mut text = report::compose(&rendered.text, capture.total(), empty_label, &trailer);
     // Contract v0.1.0 carries the host's sandbox-denial hint (set only when the
     // sandbox likely caused a failure) on the snapshot's `sandbox` line after
@@ -316,13 +319,15 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
         Ok(snap) => snap,
         Err(e) => return error_output("check the command", Some(&id), e),
     };
-    let capture = match read_within(&id, u64::MAX).map(|r| r.capture) {
-        Ok(c) => c,
+    let read = match read_within(&id, u64::MAX) {
+        Ok(read) => read,
         Err(e) => return error_output("read the command's output", Some(&id), e),
     };
+    let (capture, source) = (&read.capture, read.source(&id));
     if let Some(reason) = detach_reason {
         let trailer = report::detached_trailer(&id, &reason);
-        let (text, json) = session_result(&snap, &capture, "(no output)", trailer, None, true);
+        let (text, json) =
+            session_result(&snap, capture, &source, "(no output)", trailer, None, true);
         return output(text, Some(with_shell(json, &shell)), false);
     }
     let ending = end.flatten().or(snap.exit.clone()).map(ending);
@@ -338,7 +343,8 @@ fn bash(tool_call_id: &str, a: args::Bash) -> ToolOutput {
     };
     let (text, json) = session_result(
         &snap,
-        &capture,
+        capture,
+        &source,
         "(no output)",
         trailer,
         ending.as_ref(),
@@ -409,6 +415,24 @@ struct Unread {
     /// Bytes that were there when the read began and are still unread (the
     /// budget ran out first).
     left: u64,
+    /// Offset in the output of the capture's first byte.
+    start: u64,
+    /// Offset just past its last byte.
+    end: u64,
+    /// The bytes the capped log dropped within `start..end`, `(from, to)`.
+    dropped: Option<(u64, u64)>,
+}
+
+impl Unread {
+    /// Where the read's bytes lie in session `id`'s output, for the marker.
+    fn source<'a>(&self, id: &'a str) -> Source<'a> {
+        Source {
+            session_id: id,
+            start: self.start,
+            end: self.end,
+            dropped: self.dropped,
+        }
+    }
 }
 
 /// Reads the output no earlier read returned, up to what there was at the first
@@ -432,6 +456,7 @@ fn read_unread(id: &str) -> Result<Unread, s::SessionError> {
 fn read_within(id: &str, budget: u64) -> Result<Unread, s::SessionError> {
     let mut capture = Capture::new();
     let first = s::read_new_output(id, READ_CHUNK)?;
+    let mut start = first.offset;
     let lead = text::leading_continuation_len(&first.data);
     if lead > 0 && first.offset > 0 {
         let back = first.offset.min(3);
@@ -440,8 +465,10 @@ fn read_within(id: &str, budget: u64) -> Result<Unread, s::SessionError> {
         {
             let k = text::incomplete_suffix_len(&prev.data);
             capture.push(&prev.data[prev.data.len() - k..]);
+            start -= k as u64;
         }
     }
+    let mut dropped: Option<(u64, u64)> = None;
     let end = first.total_bytes;
     let stop = end.min(first.offset.saturating_add(budget));
     // Where the bytes read so far end: a later range that starts past it follows
@@ -457,6 +484,7 @@ fn read_within(id: &str, budget: u64) -> Result<Unread, s::SessionError> {
     loop {
         if next.offset > pos {
             capture.skip(next.offset - pos);
+            dropped = Some((dropped.map_or(pos, |(from, _)| from), next.offset));
         }
         capture.push(&next.data);
         pos = pos.max(next.offset + next.data.len() as u64);
@@ -473,11 +501,14 @@ fn read_within(id: &str, budget: u64) -> Result<Unread, s::SessionError> {
         next = s::read_new_output(id, want as u32)?;
     }
     if !eof {
-        capture.hold_back_incomplete_end();
+        pos -= capture.hold_back_incomplete_end() as u64;
     }
     Ok(Unread {
         capture,
         left: end.saturating_sub(pos),
+        start,
+        end: pos,
+        dropped,
     })
 }
 
@@ -524,6 +555,7 @@ fn new_output(
     let (text, json) = session_result(
         &snap,
         &read.capture,
+        &read.source(id),
         &empty_label,
         lines.join("\n"),
         ending.as_ref(),
@@ -542,10 +574,152 @@ fn bash_output(a: args::BashOutput) -> ToolOutput {
     if running && a.wait_ms > 0 {
         wait_for_end(id, snap.last_seq, a.wait_ms);
     }
+    if let Some(range) = a.range() {
+        return read_again(id, range);
+    }
     match new_output(id, !running, "") {
         Ok((text, json, is_error)) => output(text, Some(json), is_error),
         Err(out) => out,
     }
+}
+
+/// A line range's bytes: `(start, end, (first line, last line when known))`.
+type LineSpan = (u64, u64, (u64, Option<u64>));
+
+/// The bytes of a line range of session `id`'s output ([`LineSpan`]), found by reading it from byte 0 ([`range::LineRange`]); at most
+/// [`args::MAX_RANGE_BYTES`] of them. `Err` with the result's text when the
+/// output has no such line, or when the log dropped bytes before it (line
+/// numbers past a dropped middle are not known).
+fn line_range(
+    id: &str,
+    line: u64,
+    lines: u64,
+    total: u64,
+) -> Result<Result<LineSpan, String>, s::SessionError> {
+    let mut finder = range::LineRange::new(line, lines);
+    let mut pos = 0;
+    let mut cut = None;
+    while pos < total && finder.end().is_none() {
+        let r = s::read_output(id, pos, READ_CHUNK)?;
+        if r.offset > pos {
+            if finder.start().is_none() {
+                return Ok(Err(format!(
+                    "Line {line} cannot be found: bytes {pos}-{} of session {id}'s output were \
+                     dropped from the log at its size cap, so the lines after byte {pos} cannot \
+                     be counted. Read by `offset` instead (bytes from {} on are kept).",
+                    r.offset, r.offset
+                )));
+            }
+            cut = Some(pos);
+            break;
+        }
+        if r.data.is_empty() {
+            break;
+        }
+        finder.feed(r.offset, &r.data);
+        pos = r.offset + r.data.len() as u64;
+        if finder
+            .start()
+            .is_some_and(|start| pos - start >= args::MAX_RANGE_BYTES)
+        {
+            break;
+        }
+    }
+    // Right after the last newline is the start of no line.
+    let Some(start) = finder.start().filter(|&start| start < total) else {
+        let seen = finder.lines_seen();
+        return Ok(Err(format!(
+            "Session {id}'s output has no line {line}: it has {seen} line(s) so far \
+             ({total} bytes)."
+        )));
+    };
+    let end = finder
+        .end()
+        .or(cut)
+        .unwrap_or(pos)
+        .min(start + args::MAX_RANGE_BYTES);
+    // The last line is known only when the range's end was found; otherwise
+    // the lines run to where the output (or the read) ended.
+    let last = (finder.end() == Some(end)).then_some(line + lines - 1);
+    Ok(Ok((start, end, (line, last))))
+}
+
+/// `bash_output` with `offset` or `line`: reads that part of session `id`'s
+/// output again, cut like any result, without moving its read cursor; bytes
+/// the capped log dropped are counted and named by the marker.
+fn read_again(id: &str, range: args::Range) -> ToolOutput {
+    let what = "read the session's output";
+    let snap = match s::check(id) {
+        Ok(snap) => snap,
+        Err(e) => return error_output("check the session", Some(id), e),
+    };
+    let total = snap.output_bytes;
+    let (start, end, lines) = match range {
+        args::Range::Bytes { offset, length } => {
+            if offset >= total {
+                let text = format!(
+                    "(no output at byte {offset}: session {id} has {total} bytes of output so \
+                     far, bytes 0-{total})"
+                );
+                return output(text, None, false);
+            }
+            (offset, offset.saturating_add(length).min(total), None)
+        }
+        args::Range::Lines { line, lines } => match line_range(id, line, lines, total) {
+            Ok(Ok((start, end, shown))) => (start, end, Some(shown)),
+            Ok(Err(text)) => return output(text, None, false),
+            Err(e) => return error_output(what, Some(id), e),
+        },
+    };
+    let mut capture = Capture::new();
+    let mut pos = start;
+    let mut dropped: Option<(u64, u64)> = None;
+    while pos < end {
+        let want = (end - pos).min(u64::from(READ_CHUNK)) as u32;
+        let r = match s::read_output(id, pos, want) {
+            Ok(r) => r,
+            Err(e) => return error_output(what, Some(id), e),
+        };
+        if r.offset > pos {
+            let to = r.offset.min(end);
+            capture.skip(to - pos);
+            dropped = Some((dropped.map_or(pos, |(from, _)| from), to));
+            pos = to;
+            continue;
+        }
+        if r.data.is_empty() {
+            break;
+        }
+        let take = r.data.len().min((end - r.offset) as usize);
+        capture.push(&r.data[..take]);
+        pos = r.offset + take as u64;
+    }
+    let source = Source {
+        session_id: id,
+        start,
+        end: pos,
+        dropped,
+    };
+    let trailer = range::range_line(start, pos, lines, total);
+    let ending = snap.exit.clone().map(ending);
+    let (text, mut json) = session_result(
+        &snap,
+        &capture,
+        &source,
+        "(no output in that range)",
+        trailer,
+        ending.as_ref(),
+        snap.detached,
+    );
+    if let Value::Object(map) = &mut json {
+        map.insert(
+            "range".into(),
+            serde_json::json!({"offset": start, "length": pos - start,
+                "first_line": lines.map(|(first, _)| first),
+                "last_line": lines.and_then(|(_, last)| last)}),
+        );
+    }
+    output(text, Some(json), false)
 }
 
 fn write_stdin(a: args::WriteStdin) -> ToolOutput {

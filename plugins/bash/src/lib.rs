@@ -4,13 +4,15 @@
 //! Tools: `bash`, `bash_output`, `kill_shell`, `write_stdin`, `list_shells`
 //! (see [`tools`] for their descriptions and schemas). Everything that does not
 //! talk to the host lives in native-testable modules: [`args`] (argument
-//! parsing), [`text`] (output cleaning and truncation), [`report`] (status
-//! lines, error texts, structured results) and [`tools`]. The wit-bindgen glue
+//! parsing), [`text`] (output cleaning and truncation), [`range`] (a part of
+//! the output read again), [`report`] (status lines, error texts, structured
+//! results) and [`tools`]. The wit-bindgen glue
 //! (`component`) is compiled only for wasm32.
 
 #![deny(missing_docs)]
 
 pub mod args;
+pub mod range;
 pub mod report;
 pub mod schemas;
 pub mod text;

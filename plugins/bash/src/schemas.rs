@@ -57,6 +57,30 @@ pub const BASH_OUTPUT_SCHEMA: &str = r##"{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "additionalProperties": false,
   "properties": {
+    "length": {
+      "default": 20000,
+      "description": "With `offset`: how many bytes to read. Default 20000.",
+      "maximum": 1048576,
+      "minimum": 1,
+      "type": "integer"
+    },
+    "line": {
+      "description": "Read the session's output again from this line (1 is the first; lines counted from the start of the output) instead of its new output; the read cursor does not move. Not with `offset`.",
+      "minimum": 1,
+      "type": "integer"
+    },
+    "lines": {
+      "default": 200,
+      "description": "With `line`: how many lines to read (at most 1 MiB of them). Default 200.",
+      "maximum": 100000,
+      "minimum": 1,
+      "type": "integer"
+    },
+    "offset": {
+      "description": "Read the session's output again from this byte offset (0 is the first byte; the offsets a cut result names) instead of its new output; the read cursor does not move. Not with `line`.",
+      "minimum": 0,
+      "type": "integer"
+    },
     "session_id": {
       "description": "The session to read (`bg_` + 12 hex digits), as returned by `bash` or `list_shells`.",
       "pattern": "^bg_[0-9a-f]{12}$",

@@ -4,8 +4,8 @@
 //! this plugin's shared crate `toolhost-text` (re-exported here: [`clean`],
 //! [`Capture`], [`incomplete_suffix_len`], [`leading_continuation_len`]); what
 //! is the bash tool's own is the words: [`Render::render`] puts the marker
-//! naming the full-output log where the middle went ([`with_marker`]), and
-//! [`cap_result`] bounds every result.
+//! where the middle went, naming the `bash_output` call that reads it
+//! ([`with_marker`]), and [`cap_result`] bounds every result.
 
 use std::fmt::Write as _;
 
@@ -56,33 +56,61 @@ fn byte_index_of_char(s: &str, n: usize) -> usize {
     s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
 }
 
-/// The bash tool's text for a [`Capture`]: its [`Parts`] with the marker that
-/// names the full-output log between head and tail.
+/// Where a capture's bytes lie in a session's output: what the marker names
+/// so the agent can read any part of it again through `bash_output` (the
+/// host's path of the log is hidden from sandboxed commands, so the marker
+/// names the tool, not the path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Source<'a> {
+    /// The session (`bg_…`).
+    pub session_id: &'a str,
+    /// Offset in the session's output of the capture's first byte.
+    pub start: u64,
+    /// Offset just past its last byte.
+    pub end: u64,
+    /// The bytes of that range the session's capped log dropped, `(from, to)`
+    /// (exclusive end), if it dropped any: they cannot be read again.
+    pub dropped: Option<(u64, u64)>,
+}
+
+/// Bytes the marker's example `bash_output` call asks for (`length`).
+pub const EXAMPLE_LENGTH: u64 = 20_000;
+
+/// Lines the marker's example `bash_output` call asks for (`lines`).
+pub const EXAMPLE_LINES: u64 = 200;
+
+/// The bash tool's text for a [`Capture`]: its [`Parts`] with the marker
+/// between head and tail that says what was left out and how to read it.
 pub trait Render {
     /// Renders the capture as model-facing text cut to `max_chars` characters.
-    fn render(&self, max_chars: usize, output_path: &str) -> Rendered;
+    fn render(&self, max_chars: usize, source: &Source<'_>) -> Rendered;
 }
 
 impl Render for Capture {
-    fn render(&self, max_chars: usize, output_path: &str) -> Rendered {
+    fn render(&self, max_chars: usize, source: &Source<'_>) -> Rendered {
         let parts = render_parts(self, Budget::Chars(max_chars), TextMode::Terminal);
-        with_marker(&parts, output_path)
+        with_marker(&parts, source)
     }
 }
 
 /// The text of `parts` with the marker between head and tail when anything was
 /// left out: `N characters omitted`, `N bytes omitted` or `N characters and M
-/// bytes omitted`, then `; full output: PATH`. These are the words contract
-/// 0.1.0's bash tool wrote; a summary made by the host (contract 0.3.0) gives
-/// the same parts, so the text stays the same.
-pub fn with_marker(parts: &Parts, output_path: &str) -> Rendered {
+/// bytes omitted` (the counts contract 0.1.0's bash tool gave; a summary made
+/// by the host gives the same parts), then which bytes of the session's output
+/// the text covers, which of them the capped log dropped, and the `bash_output`
+/// call that reads any range again (by `offset` and `length`, or `line` and
+/// `lines`), e.g.
+/// `... [10000 characters omitted from bytes 0-40000 of the output; bash_output
+/// {"session_id": "bg_…", "offset": 0, "length": 20000} or {"session_id":
+/// "bg_…", "line": 1, "lines": 200} reads any range of it] ...`.
+pub fn with_marker(parts: &Parts, source: &Source<'_>) -> Rendered {
     if parts.omitted_chars == 0 && parts.omitted_bytes == 0 {
         return Rendered {
             text: parts.head.clone(),
             truncated: false,
         };
     }
-    let mut text = String::with_capacity(parts.head.len() + parts.tail.len() + 128);
+    let mut text = String::with_capacity(parts.head.len() + parts.tail.len() + 512);
     text.push_str(&parts.head);
     // A read that begins past a dropped middle has no head: the text starts
     // with the marker.
@@ -96,7 +124,29 @@ pub fn with_marker(parts: &Parts, output_path: &str) -> Rendered {
         (0, b) => write!(text, "{b} bytes omitted"),
         (c, b) => write!(text, "{c} characters and {b} bytes omitted"),
     };
-    let _ = write!(text, "; full output: {output_path}] ...\n\n");
+    let Source {
+        session_id: id,
+        start,
+        end,
+        dropped,
+    } = *source;
+    let _ = write!(text, " from bytes {start}-{end} of the output");
+    let rest = match dropped {
+        Some((from, to)) => {
+            let _ = write!(
+                text,
+                " (bytes {from}-{to} were dropped from the log at its size cap and cannot be read)"
+            );
+            "reads any other range"
+        }
+        None => "reads any range of it",
+    };
+    let _ = write!(
+        text,
+        "; bash_output {{\"session_id\": \"{id}\", \"offset\": {start}, \"length\": \
+         {EXAMPLE_LENGTH}}} or {{\"session_id\": \"{id}\", \"line\": 1, \"lines\": \
+         {EXAMPLE_LINES}}} {rest}] ...\n\n"
+    );
     text.push_str(&parts.tail);
     Rendered {
         text,
@@ -117,12 +167,31 @@ pub struct Rendered {
 mod tests {
     use super::*;
 
+    /// Session `bg_000000000001`'s bytes `0..end`, nothing dropped.
+    fn whole(end: u64) -> Source<'static> {
+        Source {
+            session_id: "bg_000000000001",
+            start: 0,
+            end,
+            dropped: None,
+        }
+    }
+
+    /// The marker after the counts for [`whole`]`(end)`.
+    fn names(end: u64) -> String {
+        format!(
+            " from bytes 0-{end} of the output; bash_output {{\"session_id\": \
+             \"bg_000000000001\", \"offset\": 0, \"length\": 20000}} or {{\"session_id\": \
+             \"bg_000000000001\", \"line\": 1, \"lines\": 200}} reads any range of it] ..."
+        )
+    }
+
     /// `text` (plain: cleaning leaves it as it is) cut in the middle to
-    /// `max_chars` characters with the marker naming `path`.
-    fn truncate_middle(text: &str, max_chars: usize, path: &str) -> (String, bool) {
+    /// `max_chars` characters with the marker for [`whole`].
+    fn truncate_middle(text: &str, max_chars: usize) -> (String, bool) {
         let mut cap = Capture::new();
         cap.push(text.as_bytes());
-        let r = cap.render(max_chars, path);
+        let r = cap.render(max_chars, &whole(text.len() as u64));
         (r.text, r.truncated)
     }
 
@@ -131,10 +200,10 @@ mod tests {
         let text: String = (0..40_000)
             .map(|i| (b'a' + (i % 26) as u8) as char)
             .collect();
-        let (out, cut) = truncate_middle(&text, 30_000, "/s/bg_1/output.log");
+        let (out, cut) = truncate_middle(&text, 30_000);
         assert!(cut);
-        let marker = "\n\n... [10000 characters omitted; full output: /s/bg_1/output.log] ...\n\n";
-        let (head, tail) = out.split_once(marker).expect("marker present");
+        let marker = format!("\n\n... [10000 characters omitted{}\n\n", names(40_000));
+        let (head, tail) = out.split_once(&marker).expect("marker present");
         assert_eq!(head, &text[..15_000]);
         assert_eq!(tail, &text[25_000..]);
     }
@@ -143,11 +212,11 @@ mod tests {
     fn no_truncation_at_or_below_limit() {
         for n in [0, 1, MAX_CHARS - 1, MAX_CHARS] {
             let text = "x".repeat(n);
-            assert_eq!(truncate_middle(&text, MAX_CHARS, "p"), (text, false));
+            assert_eq!(truncate_middle(&text, MAX_CHARS), (text, false));
         }
-        let (out, cut) = truncate_middle(&"x".repeat(MAX_CHARS + 1), MAX_CHARS, "p");
+        let (out, cut) = truncate_middle(&"x".repeat(MAX_CHARS + 1), MAX_CHARS);
         assert!(cut);
-        assert!(out.contains("[1 characters omitted; full output: p]"));
+        assert!(out.contains("[1 characters omitted from bytes 0-29001 of the output; "));
         assert_eq!(out.chars().filter(|c| *c == 'x').count(), MAX_CHARS);
     }
 
@@ -157,11 +226,13 @@ mod tests {
             let text: String = std::iter::repeat_n(ch, 30_001)
                 .chain(std::iter::repeat_n('z', 3))
                 .collect();
-            let (out, cut) = truncate_middle(&text, 30_000, "log");
+            let (out, cut) = truncate_middle(&text, 30_000);
             assert!(cut);
-            let (head, tail) = out
-                .split_once("\n\n... [4 characters omitted; full output: log] ...\n\n")
-                .expect("marker");
+            let marker = format!(
+                "\n\n... [4 characters omitted{}\n\n",
+                names(text.len() as u64)
+            );
+            let (head, tail) = out.split_once(&marker).expect("marker");
             assert_eq!(head.chars().count(), 15_000);
             assert!(head.chars().all(|c| c == ch));
             assert_eq!(tail.chars().count(), 15_000);
@@ -172,10 +243,10 @@ mod tests {
 
     #[test]
     fn odd_limits_split_head_and_tail() {
-        let (out, _) = truncate_middle("abcdefghij", 5, "p");
+        let (out, _) = truncate_middle("abcdefghij", 5);
         assert_eq!(
             out,
-            "ab\n\n... [5 characters omitted; full output: p] ...\n\nhij"
+            format!("ab\n\n... [5 characters omitted{}\n\nhij", names(10))
         );
     }
 
@@ -187,7 +258,7 @@ mod tests {
         cap.push(&[0xc3]);
         cap.push(&[0xa9]);
         assert_eq!(cap.total(), 17);
-        let r = cap.render(MAX_CHARS, "p");
+        let r = cap.render(MAX_CHARS, &whole(17));
         assert_eq!(r.text, "ok\ncafé");
         assert!(!r.truncated);
     }
@@ -199,7 +270,7 @@ mod tests {
         cap.push(&[0xe6, 0x97]);
         assert_eq!(cap.hold_back_incomplete_end(), 2);
         assert_eq!(cap.total(), 5);
-        assert_eq!(cap.render(MAX_CHARS, "p").text, "ab日");
+        assert_eq!(cap.render(MAX_CHARS, &whole(5)).text, "ab日");
     }
 
     #[test]
@@ -213,13 +284,13 @@ mod tests {
         cap.push(b"LAST LINE\n");
         let total = 4 * chunk.len() as u64 + 10;
         assert_eq!(cap.total(), total);
-        let r = cap.render(MAX_CHARS, "/log");
+        let r = cap.render(MAX_CHARS, &whole(total));
         assert!(r.truncated);
         assert!(r.text.starts_with("0123456789abc"));
         assert!(r.text.ends_with("LAST LINE\n"));
-        assert!(r.text.contains(" bytes omitted; full output: /log] ..."));
+        assert!(r.text.contains(&format!(" bytes omitted{}", names(total))));
         let shown = r.text.chars().count();
-        assert!(shown <= MAX_CHARS + 120, "{shown}");
+        assert!(shown <= MAX_CHARS + 400, "{shown}");
         assert!(shown >= MAX_CHARS, "{shown}");
     }
 
@@ -230,10 +301,20 @@ mod tests {
         cap.skip(1_000_000);
         cap.push("é\nend\n".as_bytes()[1..].as_ref()); // begins mid-character
         assert_eq!(cap.total(), 6 + 1_000_000 + 6);
-        let r = cap.render(MAX_CHARS, "L");
+        let source = Source {
+            session_id: "bg_00000000000a",
+            start: 100,
+            end: 100 + cap.total(),
+            dropped: Some((106, 1_000_106)),
+        };
+        let r = cap.render(MAX_CHARS, &source);
         assert_eq!(
             r.text,
-            "start\n\n\n... [1000002 bytes omitted; full output: L] ...\n\nend\n"
+            "start\n\n\n... [1000002 bytes omitted from bytes 100-1000112 of the output (bytes \
+             106-1000106 were dropped from the log at its size cap and cannot be read); \
+             bash_output {\"session_id\": \"bg_00000000000a\", \"offset\": 100, \"length\": \
+             20000} or {\"session_id\": \"bg_00000000000a\", \"line\": 1, \"lines\": 200} \
+             reads any other range] ...\n\nend\n"
         );
     }
 

@@ -53,8 +53,8 @@ policy may refuse a command; the refusal text says how to get it allowed.
 Output: stdout and stderr through one pipe, in exactly the order the command wrote them, as in a \
 terminal. Colour and other terminal escape codes \
 are removed and progress-bar redraws (`\\r`) are collapsed to their final state. A result holds \
-at most 30000 characters: longer output is cut in the middle; the cut names the host path of the full, \
-byte-exact log (read it with a command such as `sed -n` or `tail` when you need the middle). \
+at most 30000 characters: longer output is cut in the middle; the cut says which bytes it covers \
+and the `bash_output` call (`offset`/`length` or `line`/`lines`) that reads any range of them. \
 The result ends with a status line: `[exit code N]`, `[killed by SIGNAL]`, \
 `[timed out after N ms; process group killed]` or `[failed to start: ...]`. A non-zero exit, \
 signal, timeout or refusal is reported as an error result.
@@ -82,14 +82,18 @@ const BASH_OUTPUT_DESCRIPTION: &str = "\
 Read the new output of a shell session (started with `bash` in the background, detached, \
 or interactive): everything written since the last read of that session, including by the \
 `bash` call that started it, cleaned and cut like `bash` output (at most 30000 characters, \
-middle omitted with the full log's path). Each byte is served once: a middle the result \
+middle omitted with a note naming the bytes it covers). Each byte is served once: a middle the result \
 omits is passed over for good (it stays in the log), and one call reads at most 128 MiB \
 (`[N more bytes of output not read yet ...]`: call again for the rest). Ends with a status \
 line: `[still running after ...]` or how it ended (`[exit code N]`, `[killed by SIGNAL]`, \
 ...), given once, with the read that reaches the end of the output; later reads of an ended \
 session say `(no new output; session ID ended earlier: exit code N)`. Set `wait_ms` to wait \
 up to that long for the session to end first, instead of calling repeatedly in a loop; the \
-call returns as soon as it ends.";
+call returns as soon as it ends. To read any part of the output again (the middle a result \
+omitted, the start of a long log), give `offset` (a byte offset, with `length`, default \
+20000) or `line` (1 is the first line, with `lines`, default 200): that reads the range \
+without moving the read cursor, cut like any result; bytes a capped log dropped are named, \
+not shown.";
 
 const KILL_SHELL_DESCRIPTION: &str = "\
 Stop a shell session: signals every process in its process group. By default SIGTERM, then \
@@ -235,7 +239,11 @@ mod tests {
                     "interactive",
                 ],
             ),
-            (BASH_OUTPUT, &["session_id"], &["session_id", "wait_ms"]),
+            (
+                BASH_OUTPUT,
+                &["session_id"],
+                &["session_id", "wait_ms", "offset", "length", "line", "lines"],
+            ),
             (KILL_SHELL, &["session_id"], &["session_id", "signal"]),
             (
                 WRITE_STDIN,
@@ -290,6 +298,22 @@ mod tests {
             w["properties"]["yield_ms"]["default"],
             crate::args::DEFAULT_WRITE_YIELD_MS
         );
+        let o = schema(BASH_OUTPUT);
+        for (field, max, default) in [
+            (
+                "length",
+                crate::args::MAX_RANGE_BYTES,
+                crate::args::DEFAULT_RANGE_BYTES,
+            ),
+            (
+                "lines",
+                crate::args::MAX_RANGE_LINES,
+                crate::args::DEFAULT_RANGE_LINES,
+            ),
+        ] {
+            assert_eq!(o["properties"][field]["maximum"], max, "{field}");
+            assert_eq!(o["properties"][field]["default"], default, "{field}");
+        }
         let k = schema(KILL_SHELL);
         assert_eq!(
             k["properties"]["signal"]["enum"].as_array().unwrap().len(),

@@ -4,7 +4,9 @@
 //! the same text and structured result as that binary (ARCHITECTURE.md,
 //! invariant "A released contract never changes; every supported version stays
 //! linked"), so a change of the built-in's contract changes
-//! nothing a model reads.
+//! nothing a model reads. One part of that text is the bash plugin's own
+//! words, not the contract's, and changed deliberately since 0.1.0: the
+//! words of a cut marker after its counts ([`marker_counts`]).
 
 use std::path::{Path, PathBuf};
 
@@ -62,15 +64,82 @@ fn mask_ids(s: &str) -> String {
     out
 }
 
+/// `s` with every cut marker's words after its counts replaced by `…`:
+/// `... [N characters omitted<words>] ...` reads `... [N characters omitted
+/// …] ...` (likewise `N bytes` and `N characters and M bytes`). Exactly that
+/// is left out of the comparison, and why: the counts say what a result
+/// shows and leaves out, which the output pipeline decides and a contract
+/// change must not change, so they are compared; the words after them say how
+/// to read the rest, which is the bash plugin's own text. Contract 0.1.0's
+/// plugin named the host path of the log there, which sandboxed commands
+/// cannot read; the plugin names the `bash_output` call that reads any range
+/// now (`plugins/bash/src/text.rs`, `with_marker`). Any other bracket, the
+/// result cap's `[N characters of this result omitted]` included, is kept.
+fn marker_counts(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("... [") {
+        let (before, marker) = rest.split_at(at + "... [".len());
+        out.push_str(before);
+        rest = marker;
+        let Some(counted) = marker.find(" omitted") else {
+            continue;
+        };
+        let words: Vec<&str> = marker[..counted].split(' ').collect();
+        let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+        let counts = match words.as_slice() {
+            [n, "characters" | "bytes"] => number(n),
+            [n, "characters", "and", m, "bytes"] => number(n) && number(m),
+            _ => false,
+        };
+        let Some(end) = marker.find("] ...") else {
+            continue;
+        };
+        if counts && counted < end {
+            out.push_str(&marker[..counted]);
+            out.push_str(" omitted …");
+            rest = &marker[end..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn marker_counts_keeps_the_counts_and_only_them() {
+    for (text, want) in [
+        (
+            "a\n\n... [5 characters omitted; full output: /s/x/output.log] ...\n\nb",
+            "a\n\n... [5 characters omitted …] ...\n\nb",
+        ),
+        (
+            "... [7 bytes omitted from bytes 0-9 of the output; bash_output {} reads it] ...",
+            "... [7 bytes omitted …] ...",
+        ),
+        (
+            "x... [3 characters and 40 bytes omitted (dropped)] ...y",
+            "x... [3 characters and 40 bytes omitted …] ...y",
+        ),
+        (
+            "\n\n... [12 characters of this result omitted] ...\n\n",
+            "\n\n... [12 characters of this result omitted] ...\n\n",
+        ),
+        ("... [a lot omitted; x] ...", "... [a lot omitted; x] ..."),
+    ] {
+        assert_eq!(marker_counts(text), want, "{text}");
+    }
+}
+
 /// What a model reads of `result`: its text and structured content, session
-/// ids masked, `elapsed_ms` dropped (it differs between any two runs).
+/// ids masked, `elapsed_ms` dropped (it differs between any two runs), the cut
+/// marker's words after its counts masked ([`marker_counts`]).
 fn seen(result: &ToolResult) -> (String, Value) {
     let mut structured = result.structured.clone().unwrap_or(Value::Null);
     if let Some(map) = structured.as_object_mut() {
         map.remove("elapsed_ms");
     }
     let structured: Value = serde_json::from_str(&mask_ids(&structured.to_string())).unwrap();
-    (mask_ids(&result.text()), structured)
+    (marker_counts(&mask_ids(&result.text())), structured)
 }
 
 /// A host with the built-in bash and the 0.1.0 bash fixture loaded beside it
@@ -91,6 +160,7 @@ async fn both() -> (tempfile::TempDir, tempfile::TempDir, Host) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_builtin_bash_answers_as_the_v0_1_0_binary() {
     let (_ws, _state, host) = both().await;
+    let mut cut = false;
     let corpus = [
         json!({"command": "true"}),
         json!({"command": "printf hello; exit 3"}),
@@ -107,7 +177,12 @@ async fn the_builtin_bash_answers_as_the_v0_1_0_binary() {
         let fixture = host.call_tool("bash_v1__bash", args.clone()).await.unwrap();
         assert_eq!(seen(&builtin), seen(&fixture), "{args}");
         assert_eq!(builtin.is_error, fixture.is_error, "{args}");
+        cut |= seen(&builtin).0.contains(" omitted …] ...");
     }
+    assert!(
+        cut,
+        "no result of the corpus was cut: the markers were never compared"
+    );
 }
 
 /// The built-in policy decides as the 0.1.0 policy binary: the same kind and
