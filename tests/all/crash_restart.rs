@@ -2,7 +2,9 @@
 //! `toolhost serve` dies while a foreground, a detached and a background command
 //! run; `serve --host-session ID` then replays a whole log (a torn last line is cut
 //! and noted), reports the open call and sessions interrupted, leaves no process of
-//! the old host alive, and continues tool-call ids above the old ones. An unknown
+//! the old host alive, and continues tool-call ids above the old ones; the bash
+//! tools then tell the old sessions as ended (interrupted by the restart, or as
+//! they ended before it), with the output their logs hold. An unknown
 //! `--host-session` is an error.
 
 use std::io::{BufRead, BufReader, Write};
@@ -72,8 +74,24 @@ impl Serve {
     }
 
     fn call(&mut self, id: u64, arguments: Value) {
+        self.tool(id, "bash", arguments);
+    }
+
+    fn tool(&mut self, id: u64, name: &str, arguments: Value) {
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-            "params":{"name":"bash","arguments":arguments}}));
+            "params":{"name":name,"arguments":arguments}}));
+    }
+
+    /// Calls tool `name` and returns its result's text and structured content.
+    fn result(&mut self, id: u64, name: &str, arguments: Value) -> (String, Value) {
+        self.tool(id, name, arguments);
+        let response = self.response(id);
+        let result = &response["result"];
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{response}"))
+            .to_string();
+        (text, result["structuredContent"].clone())
     }
 
     /// The response with `id` (responses come in any order), skipping notifications.
@@ -452,4 +470,101 @@ async fn permission_request_ids_continue_across_a_resume() {
             "perm_000000000004"
         ]
     );
+}
+
+/// After `kill -9` and `serve --host-session ID`, the earlier run's sessions
+/// are known again, ended, never unknown and never running: `list_shells`
+/// lists the background one that was running as interrupted and the one that
+/// had finished with its exit code; `bash_output` gives the output the log
+/// still holds and how it ended; `kill_shell` says it had ended already.
+#[test]
+fn the_bash_tools_tell_the_earlier_runs_sessions_as_ended() {
+    let (ws, state) = crate::support::dirs();
+    let mut serve = Serve::start(ws.path(), state.path(), &[]);
+    let (text, finished) = serve.result(1, "bash", json!({"command": "echo finished"}));
+    assert_eq!(text, "finished");
+    let (_, background) = serve.result(
+        2,
+        "bash",
+        json!({"command": "echo started; sleep 300", "run_in_background": true}),
+    );
+    let finished = finished["session_id"].as_str().unwrap().to_string();
+    let id = background["session_id"].as_str().unwrap().to_string();
+    let log = std::path::PathBuf::from(background["output_path"].as_str().unwrap());
+    poll("the background output", || {
+        (std::fs::read_to_string(&log).ok()? == "started\n").then_some(())
+    });
+    serve.child.kill().unwrap();
+    serve.child.wait().unwrap();
+    drop(serve);
+    let hosts = state.path().join("hosts");
+    let host_session = std::fs::read_dir(&hosts)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+
+    let mut serve = Serve::start(ws.path(), state.path(), &["--host-session", &host_session]);
+    let interrupted = "[interrupted: the host restarted while it ran (an earlier host process of \
+                       this host session ended); its processes were killed]";
+    let (text, listed) = serve.result(3, "list_shells", json!({}));
+    let rows: Vec<(&str, &str, &Value, &str, &Value, &Value)> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["session_id"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+                &r["exit_code"],
+                r["command"].as_str().unwrap(),
+                &r["output_bytes"],
+                &r["detached"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                finished.as_str(),
+                "exited",
+                &json!(0),
+                "echo finished",
+                &json!(9),
+                &json!(false)
+            ),
+            (
+                id.as_str(),
+                "killed",
+                &Value::Null,
+                "echo started; sleep 300",
+                &json!(8),
+                &json!(true)
+            ),
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        (&listed["total"], &listed["running"]),
+        (&json!(2), &json!(0))
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("  interrupted  "), "{text}");
+    let (text, read) = serve.result(4, "bash_output", json!({"session_id": id}));
+    assert_eq!(text, format!("started\n\n{interrupted}"));
+    assert_eq!(read["status"], "killed");
+    let (text, _) = serve.result(5, "kill_shell", json!({"session_id": id}));
+    assert_eq!(
+        text,
+        format!("Session {id} had already ended {interrupted}; nothing was signalled.")
+    );
+    serve.stdin.take();
+    poll("serve to exit", || serve.child.try_wait().unwrap());
 }

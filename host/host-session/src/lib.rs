@@ -65,5 +65,5 @@ pub use coalesce::{OUTPUT_WINDOW, OutputChunk};
 pub use error::HostSessionLogError;
 pub use load::MAX_LINE_BYTES;
 pub use memory::{MEMORY_BYTES, MEMORY_EVENTS};
-pub use recovery::{REJECTED_FILE, Recovery};
+pub use recovery::{EARLIER_SESSIONS_MAX, REJECTED_FILE, Recovery};
 pub use store::{EVENTS_FILE, HostSessionLog, hosts_dir, validate_host_session_id};

@@ -99,7 +99,7 @@ pub(crate) fn load(path: &Path, file: &mut File) -> Result<Loaded, HostSessionLo
         if (event.seq - 1).is_multiple_of(INDEX_STRIDE) {
             inner.index.push(offset);
         }
-        scan.note(&event.kind);
+        scan.note(event.ts_ms, &event.kind);
         offset += n as u64;
         inner.next_seq += 1;
         // Decoded above, so it is one JSON object in UTF-8.

@@ -1,6 +1,8 @@
 //! What a crashed host left behind, found on resume ([`Scan`], filled by
 //! [`load`](crate::load::load)) and closed ([`recover`]): its processes killed, each
-//! open call and session recorded as interrupted, as [`Recovery`] reports.
+//! open call and session recorded as interrupted, as [`Recovery`] reports; and
+//! the process sessions earlier runs started, for the session engine to know
+//! again (`Recovery::earlier_sessions`).
 
 use std::path::Path;
 
@@ -29,7 +31,18 @@ pub struct Recovery {
     /// mints ([`permission_request_number`](crate::permission_request_number);
     /// 0: none); new requests continue above it.
     pub last_permission_request: u64,
+    /// The process sessions the earlier runs of a resumed log started and did
+    /// not evict, oldest first, at most [`EARLIER_SESSIONS_MAX`] (the newest):
+    /// each with its command, owner, start, end (the ones left open recorded
+    /// as `interrupted` just now) and the middle its capped log dropped, for
+    /// `toolhost_process::Sessions::restore`. Empty for a new log.
+    pub earlier_sessions: Vec<toolhost_process::RestoredSession>,
 }
+
+/// Most sessions of earlier runs a resumed log gives back
+/// ([`Recovery::earlier_sessions`]): the newest 256, the host's bound on
+/// finished sessions kept in memory.
+pub const EARLIER_SESSIONS_MAX: usize = 256;
 
 /// Records what a crash left behind, as
 /// [`HostSessionLog::open`](crate::HostSessionLog::open) says, through `append` (the
@@ -52,6 +65,25 @@ pub(crate) fn recover(
     };
     if let Some(last) = &scan.last_session {
         toolhost_process::SessionId::reserve_through(last);
+    }
+    let mut earlier = scan.earlier;
+    if resumed {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        // What the restart records for each session left open (below).
+        for id in scan.open_sessions.keys() {
+            if let Some(s) = earlier.get_mut(id) {
+                s.end = Some(toolhost_process::RecordedEnd {
+                    status: "interrupted".into(),
+                    code: None,
+                    signal: None,
+                    summary: INTERRUPTED_SUMMARY.into(),
+                });
+                s.ended_ms = Some(now_ms);
+            }
+        }
+        recovery.earlier_sessions = earlier.into_values().collect();
     }
     if let Some((offset, len)) = scan.torn {
         append(HostEventKind::Omitted {
@@ -132,9 +164,7 @@ pub(crate) fn recover(
             status: "interrupted".into(),
             code: None,
             signal: None,
-            summary: "interrupted: the host process ended while it ran; its processes \
-                      were killed when the host session was resumed"
-                .into(),
+            summary: INTERRUPTED_SUMMARY.into(),
         });
         recovery.interrupted_sessions.push(session_id.clone());
     }
@@ -148,6 +178,10 @@ pub(crate) fn recover(
     }
     recovery
 }
+
+/// The `process_exited` summary of a session a resume closes.
+const INTERRUPTED_SUMMARY: &str = "interrupted: the host process ended while it ran; its \
+                                   processes were killed when the host session was resumed";
 
 /// A process session a log started and did not record as exited.
 struct OpenSession {
@@ -183,11 +217,15 @@ pub(crate) struct Scan {
     last_permission_request: u64,
     /// The highest session id seen.
     last_session: Option<toolhost_process::SessionId>,
+    /// Every process session started and not evicted, by id (ids grow with
+    /// time, so the first is the oldest), at most [`EARLIER_SESSIONS_MAX`].
+    earlier: std::collections::BTreeMap<String, toolhost_process::RestoredSession>,
 }
 
 impl Scan {
-    /// Notes what one event of the file opens or closes.
-    pub(crate) fn note(&mut self, kind: &HostEventKind) {
+    /// Notes what one event of the file, recorded at `ts_ms`, opens or closes.
+    pub(crate) fn note(&mut self, ts_ms: u64, kind: &HostEventKind) {
+        self.note_session(ts_ms, kind);
         if let Some(n) = kind.tool_call_id().and_then(crate::event::tool_call_number) {
             self.last_tool_call = self.last_tool_call.max(n);
         }
@@ -230,6 +268,87 @@ impl Scan {
             HostEventKind::ProcessExited { session_id, .. } => {
                 self.open_sessions.remove(session_id);
             }
+            _ => {}
+        }
+    }
+
+    /// Keeps what [`Recovery::earlier_sessions`] says of the session `kind`
+    /// is about.
+    fn note_session(&mut self, ts_ms: u64, kind: &HostEventKind) {
+        match kind {
+            HostEventKind::ProcessStarted {
+                session_id,
+                tool_call_id,
+                command,
+                pid,
+                sandbox,
+                actor,
+                ..
+            } => {
+                self.earlier.insert(
+                    session_id.clone(),
+                    toolhost_process::RestoredSession {
+                        id: session_id.clone(),
+                        command: command.clone(),
+                        tool_call_id: tool_call_id.clone(),
+                        plugin: actor.as_ref().and_then(|a| a.plugin.clone()),
+                        identity: actor.as_ref().map(|a| a.identity.clone()),
+                        pid: *pid,
+                        sandbox: sandbox.clone(),
+                        started_ms: ts_ms,
+                        ended_ms: None,
+                        end: None,
+                        detached: tool_call_id.is_none(),
+                        output_omitted: None,
+                    },
+                );
+                while self.earlier.len() > EARLIER_SESSIONS_MAX {
+                    self.earlier.pop_first();
+                }
+            }
+            HostEventKind::Detached { session_id, .. } => {
+                if let Some(s) = self.earlier.get_mut(session_id) {
+                    s.detached = true;
+                }
+            }
+            HostEventKind::ProcessExited {
+                session_id,
+                status,
+                code,
+                signal,
+                summary,
+                ..
+            } => {
+                if let Some(s) = self.earlier.get_mut(session_id) {
+                    s.ended_ms = Some(ts_ms);
+                    s.end = Some(toolhost_process::RecordedEnd {
+                        status: status.clone(),
+                        code: *code,
+                        signal: signal.clone(),
+                        summary: summary.clone(),
+                    });
+                }
+            }
+            HostEventKind::Omitted {
+                what,
+                session_id: Some(session_id),
+                offset,
+                len,
+                ..
+            } => match what.as_str() {
+                // Evicted from memory in its run: unknown then, and now.
+                "session" => {
+                    self.earlier.remove(session_id);
+                }
+                "output" => {
+                    if let (Some(s), Some(offset), Some(len)) =
+                        (self.earlier.get_mut(session_id), offset, len)
+                    {
+                        s.output_omitted = Some((*offset, *len));
+                    }
+                }
+                _ => {}
+            },
             _ => {}
         }
     }

@@ -69,6 +69,8 @@ pub use sessions::retention::{
 
 // Processes a host that died left running (found again from its event log).
 pub use sessions::survivors::{Survivor, SurvivorReport, kill_survivors, process_start_time};
+// The ended sessions of an earlier run of a host session, known again.
+pub use sessions::restore::{RecordedEnd, RestoredSession};
 
 // The host process itself: descriptors, limits, identity, process groups, cgroups.
 pub use fd_flags::{O_NOFOLLOW, set_nonblocking};

@@ -497,6 +497,9 @@ impl Host {
             .await
             .map_err(|e| StartError::Config(format!("starting the session engine: {e}")))?
             .map_err(|e| StartError::Config(e.to_string()))?;
+        // A resumed host session's earlier sessions are known again, ended
+        // (those its last run left running as interrupted by the restart).
+        sessions.restore(events.recovery().earlier_sessions.clone());
         let metrics = metrics.with_pool(crate::plugin::pool_use(&runtime));
         let permissions = Permissions::new(policy, workspace).with_metrics(metrics.clone());
         // Request ids never repeat within one log: a resumed one continues above its highest.

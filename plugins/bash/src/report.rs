@@ -106,6 +106,16 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
+/// Who the host names as having killed a session that an earlier run of its
+/// host session left running (the host's `KilledBy::HostRestart`).
+pub const HOST_RESTART: &str = "host-restart";
+
+/// True for a session the host's restart ended: it ran when an earlier host
+/// process of the host session ended.
+fn interrupted(ending: &Ending) -> bool {
+    matches!(&ending.reason, Reason::Killed(by) if by == HOST_RESTART)
+}
+
 /// The status line that ends a result, e.g. `[exit code 3]`.
 ///
 /// `timeout_ms` is the timeout the run was started with, when known (it names
@@ -123,6 +133,10 @@ pub fn status_line(ending: &Ending, timeout_ms: Option<u64>, elapsed_ms: u64) ->
                 duration(elapsed_ms)
             ),
         },
+        (Reason::Killed(_), None, None) if interrupted(ending) => "[interrupted: the host \
+            restarted while it ran (an earlier host process of this host session ended); its \
+            processes were killed]"
+            .into(),
         (Reason::Killed(by), _, Some(sig)) => format!("[killed by {sig}; requested by {by}]"),
         (Reason::Killed(by), Some(code), None) => {
             format!("[exit code {code} after a kill requested by {by}]")
@@ -314,6 +328,7 @@ fn short_state(row: &Row) -> String {
             (None, Some(s)) => s.clone(),
             (None, None) => "exited".into(),
         },
+        (Some(e), _) if interrupted(e) => "interrupted".into(),
         (_, status) => status.name().into(),
     }
 }
@@ -497,6 +512,27 @@ mod tests {
             signal: signal.map(str::to_owned),
             reason,
         }
+    }
+
+    #[test]
+    fn a_session_the_restart_ended_reads_interrupted() {
+        let e = ending(None, None, Reason::Killed(HOST_RESTART.into()));
+        assert_eq!(
+            status_line(&e, None, 0),
+            "[interrupted: the host restarted while it ran (an earlier host process of this host \
+             session ended); its processes were killed]"
+        );
+        let row = Row {
+            id: "bg_000000000001".into(),
+            status: Status::Killed,
+            ending: Some(e),
+            command: "sleep 300".into(),
+            elapsed_ms: 1,
+            output_bytes: 0,
+            detached: true,
+            output_path: String::new(),
+        };
+        assert_eq!(short_state(&row), "interrupted");
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub enum IoOperation {
     CreateOwnerFile,
     /// Starting the engine's spawner thread: the cause alone.
     StartSpawner,
+    /// A failure an earlier run of the host session recorded (`restore.rs`):
+    /// the cause alone, as recorded.
+    Recorded,
     /// Handing a start to the spawner thread: the cause alone.
     Spawner,
     /// `cannot set up the sandbox`.
@@ -174,7 +177,9 @@ impl fmt::Display for HostIoError {
         let path = self.path.as_deref().unwrap_or(Path::new("")).display();
         let cause = self.cause.as_deref();
         match &self.operation {
-            Op::StartSpawner | Op::Spawner => return f.write_str(cause.unwrap_or_default()),
+            Op::StartSpawner | Op::Spawner | Op::Recorded => {
+                return f.write_str(cause.unwrap_or_default());
+            }
             Op::WriteStdin {
                 session,
                 written,

@@ -20,7 +20,8 @@
 //!   `tree.rs` (whole process trees: cgroups or the subreaper), `reaper.rs`
 //!   (orphans the subreaper adopted, reaped), `proc_scan.rs` (`/proc`);
 //! - what outlives a host: `retention.rs` (the state dir's sweep), `survivors.rs`
-//!   (processes a dead host left).
+//!   (processes a dead host left), `restore.rs` (the ended sessions of an earlier
+//!   run of the host session, known again).
 
 pub(crate) mod caller;
 pub(crate) mod config;
@@ -38,6 +39,7 @@ pub(crate) mod process;
 pub(crate) mod program;
 pub(crate) mod reaper;
 pub(crate) mod request;
+pub(crate) mod restore;
 pub(crate) mod retention;
 pub(crate) mod session;
 pub(crate) mod shell;

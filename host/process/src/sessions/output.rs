@@ -193,6 +193,15 @@ impl OutputBuffer {
         self.text.shrink_to_fit();
     }
 
+    /// For a session of an earlier run (`restore.rs`): `total` bytes of
+    /// output, all read from the log file, `omitted` the middle it dropped.
+    pub(crate) fn restore(&mut self, total: u64, omitted: Option<OutputOmission>) {
+        self.release();
+        self.total = total;
+        self.omitted = omitted;
+        self.text_dropped = total > 0;
+    }
+
     /// Frees the raw head/tail bytes (reads then come from the log file).
     pub(crate) fn release(&mut self) {
         self.released = true;

@@ -104,6 +104,20 @@ pub(crate) struct SessionInit {
     pub(crate) tracking: String,
 }
 
+/// What a session of an earlier run is restored with ([`Session::restored`]).
+pub(crate) struct Restored {
+    pub(crate) started: Instant,
+    pub(crate) ended: Instant,
+    pub(crate) exit: ExitStatus,
+    /// The sandbox summary it ran under.
+    pub(crate) sandbox: String,
+    pub(crate) detached: bool,
+    /// Bytes of output its `output.log` spans (its length).
+    pub(crate) total: u64,
+    /// The middle its capped log dropped.
+    pub(crate) omitted: Option<OutputOmission>,
+}
+
 impl Session {
     /// Creates the session and records its `Started` event (seq 1).
     pub(crate) fn new(init: SessionInit) -> Arc<Session> {
@@ -151,6 +165,57 @@ impl Session {
                 sandbox: session.sandbox.clone(),
             };
             session.push_event(&mut st, SessionEventKind::Started(started));
+        }
+        session
+    }
+
+    /// A session an earlier run of the host session started and that ended
+    /// (`restore.rs`): registered as ended at once, its output read from
+    /// `output.log` as the disk holds it, no observer told. Its events are a
+    /// `Started` and an `Exited`.
+    pub(crate) fn restored(init: SessionInit, r: Restored) -> Arc<Session> {
+        let mut output = OutputBuffer::new(0);
+        output.restore(r.total, r.omitted);
+        let session = Arc::new(Session {
+            id: init.id,
+            owner: init.owner,
+            principal: init.principal,
+            started_by: init.started_by,
+            command: init.command,
+            tool_call_id: init.tool_call_id,
+            output_path: init.output_path,
+            started: r.started,
+            pid: init.pid,
+            group: init.group,
+            stdin_open: false,
+            stdin: Mutex::new(StdinQueue::new(None)),
+            read_cursor: tokio::sync::Mutex::new(0),
+            effective: None,
+            sandbox: r.sandbox,
+            tree: None,
+            tracking: init.tracking,
+            state: Mutex::new(State {
+                exit: Some(r.exit.clone()),
+                ended_at: Some(r.ended),
+                child_exited: true,
+                detached: r.detached,
+                kill_reason: None,
+                output,
+                events: EventBacklog::new(64 * 1024),
+                log_error: None,
+            }),
+            notify: watch::channel(0).0,
+            finished: watch::channel(true).0,
+            observer: None,
+        });
+        {
+            let mut st = session.lock();
+            let started = StartedInfo {
+                pid: init.pid,
+                sandbox: session.sandbox.clone(),
+            };
+            session.push_event(&mut st, SessionEventKind::Started(started));
+            session.push_event(&mut st, SessionEventKind::Exited(r.exit));
         }
         session
     }

@@ -80,6 +80,13 @@ pub enum KilledBy {
     },
     /// The embedder, for a reason of its own (a benchmark, a test): `embedder`.
     Embedder,
+    /// The host process of an earlier run of the host session ended while
+    /// the session ran, and the restart killed what was left of it
+    /// (`restore.rs`): `host-restart`.
+    HostRestart,
+    /// A kill an earlier run of the host session recorded, by the text it
+    /// recorded (`restore.rs`): that text.
+    Recorded(String),
 }
 
 impl Serialize for KilledBy {
@@ -100,6 +107,8 @@ impl fmt::Display for KilledBy {
             KilledBy::StartCancelled => "start-cancelled",
             KilledBy::OutputCap => "output-cap",
             KilledBy::Embedder => "embedder",
+            KilledBy::HostRestart => "host-restart",
+            KilledBy::Recorded(text) => text.as_str(),
             KilledBy::Leftovers {
                 processes,
                 refused_forks,

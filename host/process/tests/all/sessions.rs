@@ -1282,3 +1282,96 @@ async fn a_running_session_is_kept_when_sessions_is_a_symlink() {
         .await
         .unwrap();
 }
+
+/// Sessions of an earlier run of the host session come back ended and stay
+/// with their owners (`Sessions::restore`): a plugin's call for `alice` sees
+/// only hers, `admin` and the host see all, another plugin none; the output
+/// is what the log holds, a kill says it had ended, and a session the
+/// earlier run left running reads as killed by the host's restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restored_sessions_are_ended_and_keep_their_owners() {
+    let e = env();
+    let dir = e.state.path().join("sessions").join("bg_0000000000a1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("output.log"), "started\n").unwrap();
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let restored = |id: &str, identity: &str, end: Option<RecordedEnd>| RestoredSession {
+        id: id.into(),
+        command: format!("command of {identity}"),
+        tool_call_id: None,
+        plugin: Some("bash".into()),
+        identity: Some(identity.into()),
+        pid: 4_000_000,
+        sandbox: "workspace-write (recorded)".into(),
+        started_ms: now_ms - 5_000,
+        ended_ms: end.as_ref().map(|_| now_ms - 2_000),
+        end,
+        detached: true,
+        output_omitted: None,
+    };
+    let exited = RecordedEnd {
+        status: "exited".into(),
+        code: Some(0),
+        signal: None,
+        summary: "exited with code 0".into(),
+    };
+    e.sessions.restore(vec![
+        restored("bg_0000000000a1", "alice", None),
+        restored("bg_0000000000a2", "bob", Some(exited)),
+    ]);
+    let caller = |name: &str, admin| Caller::PluginFor {
+        plugin: "bash".into(),
+        principal: Principal {
+            name: name.into(),
+            admin,
+        },
+        tool_call_id: "tc_000000000001".into(),
+    };
+    let ids = |c: &Caller| -> Vec<String> {
+        e.sessions
+            .list(c)
+            .into_iter()
+            .map(|s| s.id.as_str().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&caller("alice", false)), ["bg_0000000000a1"]);
+    assert_eq!(ids(&caller("bob", false)), ["bg_0000000000a2"]);
+    assert_eq!(ids(&caller("carol", true)).len(), 2);
+    assert_eq!(ids(&HOST).len(), 2);
+    assert!(ids(&Caller::Plugin("other".into())).is_empty());
+    let alice = caller("alice", false);
+    let snap = e.sessions.check(&alice, "bg_0000000000a1").unwrap();
+    assert_eq!(snap.status, SessionStatus::Killed);
+    assert_eq!(
+        snap.exit.as_ref().unwrap().reason,
+        EndReason::Killed(KilledBy::HostRestart)
+    );
+    assert_eq!(
+        (snap.command.as_str(), snap.output_bytes, snap.detached),
+        ("command of alice", 8, true)
+    );
+    assert_eq!(snap.sandbox, "workspace-write (recorded)");
+    assert!((5_000..60_000).contains(&snap.elapsed_ms), "{snap:?}");
+    let bob = e.sessions.check(&HOST, "bg_0000000000a2").unwrap();
+    assert_eq!((bob.status, bob.elapsed_ms), (SessionStatus::Exited, 3_000));
+    assert_eq!(bob.output_bytes, 0);
+    let r = e
+        .sessions
+        .read_new_output(&alice, "bg_0000000000a1", MAX_READ_BYTES)
+        .await
+        .unwrap();
+    assert_eq!((r.offset, r.data.as_slice()), (0, &b"started\n"[..]));
+    assert!(matches!(
+        e.sessions
+            .kill(&alice, "bg_0000000000a1", None, KilledBy::Plugin)
+            .await,
+        Err(SessionError::SessionExited(_))
+    ));
+    assert!(matches!(
+        e.sessions.check(&caller("bob", false), "bg_0000000000a1"),
+        Err(SessionError::UnknownSession(_))
+    ));
+}
