@@ -344,6 +344,73 @@ fn the_terminal_prompt_is_withdrawn_when_its_call_times_out() {
     assert!(!ws.path().join("late").exists(), "{text}");
 }
 
+/// A `toolhost call` started as a background job of an interactive shell
+/// (its own process group, not the terminal's foreground one), with `stty
+/// tostop` set, is never stopped by job control (SIGTTIN, SIGTTOU): the TTY
+/// approver does not ask, says why, rejects, and nothing runs; the job ends by
+/// itself, exit 1.
+#[test]
+fn a_call_in_a_background_job_never_stops_and_says_it_cannot_ask() {
+    use std::io::Read;
+    let (ws, state) = dirs();
+    let job = state.path().join("job.sh");
+    std::fs::write(
+        &job,
+        "set -m\nstty tostop\n\
+         \"$TOOLHOST\" call bash '{\"command\":\"touch from-background\"}' \
+         --workspace \"$WS\" --state-dir \"$STATE\" &\n\
+         wait $!\necho \"job exited $?\"\n",
+    )
+    .unwrap();
+    let mut child = Command::new("script")
+        .args([
+            "-q",
+            "-e",
+            "-c",
+            &format!("bash {}", job.display()),
+            "/dev/null",
+        ])
+        .env("TOOLHOST", env!("CARGO_BIN_EXE_toolhost"))
+        .env("WS", ws.path())
+        .env("STATE", state.path())
+        .env_remove("TOOLHOST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux script");
+    // Nothing is typed: stdin stays open (and unused) until the job is over.
+    let keys = child.stdin.take().unwrap();
+    let mut screen = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let _ = screen.read_to_end(&mut seen);
+        let _ = tx.send(seen);
+    });
+    let seen = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(seen) => seen,
+        Err(_) => {
+            let _ = child.kill();
+            panic!("the background job did not end in 60 s: job control stopped the host");
+        }
+    };
+    drop(keys);
+    let _ = child.wait();
+    let text = String::from_utf8_lossy(&seen).replace('\r', "");
+    assert!(text.contains("job exited 1\n"), "{text}");
+    assert!(
+        text.contains(
+            "toolhost runs in a background job of its terminal (not in the terminal's \
+             foreground process group), where reading an answer would stop it. Permission \
+             request #1 was rejected and nothing ran."
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("[1] allow once"), "asked anyway: {text}");
+    assert!(!ws.path().join("from-background").exists(), "{text}");
+}
+
 #[test]
 fn a_restarted_host_never_reuses_a_session_id_or_its_log() {
     let (ws, state) = dirs();

@@ -76,7 +76,10 @@ pub use sessions::restore::{RecordedEnd, RestoredSession};
 pub use fd_flags::{O_NOFOLLOW, set_nonblocking};
 pub use fd_limit::{FdLimit, raise_fd_limit};
 pub use peer::{TcpClient, current_uid, tcp_client};
-pub use terminal::{InputWait, Withdraw, discard_typed_input, input_wait};
+pub use terminal::{
+    InputWait, Withdraw, discard_typed_input, ignore_terminal_stops, in_terminal_foreground,
+    input_wait,
+};
 
 // What the host creates in its state dir: private to the host user.
 pub use private_fs::{

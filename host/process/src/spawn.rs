@@ -638,7 +638,10 @@ fn child_steps(args: &ChildArgs<'_>) -> io::Result<()> {
             }
         }
         // The host's handlers live in its memory and must not run here; ignored
-        // signals stay ignored except SIGPIPE, which Rust ignores for itself.
+        // signals stay ignored except SIGPIPE, which Rust ignores for itself,
+        // and SIGTTOU and SIGTTIN when the host ignores them for itself
+        // (`terminal::ignore_terminal_stops`).
+        let own_stops = crate::terminal::terminal_stops_ignored();
         for sig in 1..=libc::SIGRTMAX() {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;
@@ -648,7 +651,9 @@ fn child_steps(args: &ChildArgs<'_>) -> io::Result<()> {
                 continue;
             }
             let ignored = current.sa_sigaction == libc::SIG_IGN;
-            if current.sa_sigaction != libc::SIG_DFL && (!ignored || sig == libc::SIGPIPE) {
+            let own = sig == libc::SIGPIPE
+                || (own_stops && (sig == libc::SIGTTOU || sig == libc::SIGTTIN));
+            if current.sa_sigaction != libc::SIG_DFL && (!ignored || own) {
                 let mut default: libc::sigaction = std::mem::zeroed();
                 default.sa_sigaction = libc::SIG_DFL;
                 libc::sigaction(sig, &default, std::ptr::null_mut());
