@@ -547,8 +547,9 @@ fn a_serve_that_cannot_start_records_failed_with_the_reason_never_running() {
     }
 }
 
-/// `call --json` prints a JSON result when the host fails the call (here the
-/// plugin traps): `is_error`, the reason as the text, and which failure.
+/// `call --json` prints a JSON result when the host fails the call (the
+/// plugin traps, it hits a limit): `is_error`, the reason as the text, and
+/// which failure. The plugin's first use compiles it, which stderr says.
 #[test]
 fn call_json_prints_a_result_when_the_plugin_traps() {
     let dir = crate::runtime_support::hostile_dir(None);
@@ -584,4 +585,51 @@ fn call_json_prints_a_result_when_the_plugin_traps() {
             "failure": {"kind": "trap", "reason": reason},
         })
     );
+    // Its first use compiled it, and said so on stderr.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "toolhost: compiling plugin `hostile` for this machine (its first use; Python and \
+             JS plugins take 15-20 s; later starts load it from the cache)...\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("toolhost: compiled plugin `hostile` in "),
+        "{stderr}"
+    );
+    // A limit: the same shape, naming which limit; the plugin now comes from
+    // the cache, without a word about compiling.
+    let out = toolhost(
+        ws.path(),
+        state.path(),
+        &[
+            "call",
+            "recurse",
+            "{}",
+            "--json",
+            "--plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        crate::support::describe(&out)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reason = result["text"].as_str().unwrap();
+    assert!(reason.contains("stack limit"), "{result}");
+    assert_eq!(
+        result,
+        serde_json::json!({
+            "text": reason,
+            "structured": null,
+            "is_error": true,
+            "failure": {"kind": "limit", "reason": reason},
+        })
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("compil"), "{stderr}");
 }

@@ -154,6 +154,27 @@ struct RuntimeInner {
     options: EngineOptions,
     /// See [`Runtime::plugin_state`].
     plugin_state: OnceLock<Box<dyn Any + Send + Sync>>,
+    /// See [`Runtime::report_compiles`].
+    compile_progress: OnceLock<CompileProgress>,
+}
+
+/// Told when [`Runtime::compile_plugin`] compiles a component the cache does
+/// not hold (a Python or JS plugin takes 15-20 s on first use): `plugin` and
+/// `None` before the compile, then `plugin` and how long it took. Whoever
+/// serves the host says so where its user looks (`toolhost call` and `serve`
+/// on stderr); the runtime knows no front door. Called on the loading thread;
+/// must return quickly.
+#[derive(Clone)]
+pub struct CompileProgress(pub Arc<CompileProgressFn>);
+
+/// What a [`CompileProgress`] calls: the plugin's id, then `None` (starting)
+/// or how long the compile took.
+pub type CompileProgressFn = dyn Fn(&str, Option<std::time::Duration>) + Send + Sync;
+
+impl std::fmt::Debug for CompileProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompileProgress(..)")
+    }
 }
 
 impl Drop for RuntimeInner {
@@ -220,6 +241,7 @@ impl Runtime {
                 stop,
                 options,
                 plugin_state: OnceLock::new(),
+                compile_progress: OnceLock::new(),
             }),
         })
     }
@@ -285,6 +307,36 @@ impl Runtime {
             tracing::warn!(path = %path.display(), "could not write the compiled cache: {e:#}");
         }
         Ok((component, CompileSource::Compiled))
+    }
+
+    /// Reports every compile [`Runtime::compile_plugin`] does from now on to
+    /// `progress` (the first call wins; later ones are ignored).
+    pub fn report_compiles(&self, progress: CompileProgress) {
+        let _ = self.inner.compile_progress.set(progress);
+    }
+
+    /// [`Runtime::compile`] of plugin `plugin`'s `bytes`, told to the
+    /// [`CompileProgress`] set with [`Runtime::report_compiles`] when it is
+    /// not in the cache and not a built-in plugin (before and after the
+    /// compile).
+    ///
+    /// Errors: as [`Runtime::compile`].
+    pub fn compile_plugin(&self, plugin: &str, bytes: &[u8]) -> Result<(Component, CompileSource)> {
+        // The built-in plugins compile in about a second: not worth a word.
+        let progress =
+            self.inner.compile_progress.get().filter(|_| {
+                crate::builtin::known_sha256(bytes).is_none() && !self.is_cached(bytes)
+            });
+        let Some(CompileProgress(progress)) = progress else {
+            return self.compile(bytes);
+        };
+        progress(plugin, None);
+        let began = std::time::Instant::now();
+        let compiled = self.compile(bytes);
+        if compiled.is_ok() {
+            progress(plugin, Some(began.elapsed()));
+        }
+        compiled
     }
 
     /// Whether [`Runtime::compile`] would load `bytes` from the on-disk cache

@@ -19,7 +19,7 @@ use crate::catalog::{
 };
 use crate::contract::v0_2_0::ContentBlock;
 use crate::contract::v0_2_0::client::CallClient;
-use crate::engine::{EngineOptions, Runtime};
+use crate::engine::{CompileProgress, EngineOptions, Runtime};
 use crate::event_bridge::LogObserver;
 use crate::manifest::{Manifest, ManifestError};
 use crate::metrics::{CallOutcome, Metrics, ToolMetrics};
@@ -68,6 +68,9 @@ pub struct HostConfig {
     /// (the one-shot CLI); `toolhost serve` opens a persisted one with
     /// [`HostSessionLog::open`].
     pub events: Option<Arc<HostSessionLog>>,
+    /// Told of each plugin [`Host::new`] compiles because the compiled-code
+    /// cache does not hold it yet ([`CompileProgress`]); `None`: nobody.
+    pub compile_progress: Option<CompileProgress>,
 }
 
 impl HostConfig {
@@ -81,7 +84,8 @@ impl HostConfig {
     /// - `engine`: [`EngineOptions::default`] (pooling, 128 instance slots);
     /// - the policy plugin's built-in rules (`policy_rules` empty);
     /// - no third-party plugins, no plugins dir;
-    /// - an in-memory event log (`events` `None`).
+    /// - an in-memory event log (`events` `None`);
+    /// - no compile progress reported (`compile_progress` `None`).
     pub fn new(workspace: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Self {
         HostConfig {
             sessions: SessionsConfig::new(workspace, state_dir),
@@ -90,6 +94,7 @@ impl HostConfig {
             plugins: Vec::new(),
             plugins_dir: None,
             events: None,
+            compile_progress: None,
         }
     }
 
@@ -476,6 +481,9 @@ impl Host {
             .unwrap_or_default() as u64;
         let runtime = Runtime::with_options(Some(state_dir.join("compiled")), config.engine)
             .map_err(|e| StartError::Config(format!("{e:#}")))?;
+        if let Some(progress) = config.compile_progress.clone() {
+            runtime.report_compiles(progress);
+        }
         let policy = Arc::new(PolicyPlugin::load(
             &runtime,
             builtin::POLICY_ID,

@@ -79,7 +79,7 @@ pub use contract::v0_1_0::tool_plugin::exports::toolhost::plugin::tool::ToolCall
 
 // Plugins: loading, calling, their limits, the built-in ones, and the engine under them.
 pub use builtin::{BASH, BASH_ID, POLICY, POLICY_ID, bash_manifest, policy_limits};
-pub use engine::{Allocation, CompileSource, EngineOptions, Runtime, sha256_hex};
+pub use engine::{Allocation, CompileProgress, CompileSource, EngineOptions, Runtime, sha256_hex};
 pub use inspect::{InspectOptions, Inspection, Progress, inspect, inspect_with};
 pub use plugin::{
     CallError, Completions, LoadError, MAX_COMPLETIONS, MAX_CONTENT_BLOCKS, MAX_DESCRIPTION_BYTES,

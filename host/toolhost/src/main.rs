@@ -919,6 +919,26 @@ fn host_config_text(args: HostArgs, child_nofile: Option<u64>) -> Result<HostCon
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
     sessions.read_denied = toolhost_process::default_read_denied(home.as_deref());
+    // A plugin's first compile (15-20 s for Python or JS) is said on stderr,
+    // not sat through in silence.
+    config.compile_progress = Some(toolhost_runtime::CompileProgress(Arc::new(
+        |plugin: &str, took: Option<std::time::Duration>| match took {
+            None => {
+                errln!(
+                    "toolhost: compiling plugin `{}` for this machine (its first use; Python \
+                     and JS plugins take 15-20 s; later starts load it from the cache)...",
+                    escape(plugin)
+                );
+            }
+            Some(took) => {
+                errln!(
+                    "toolhost: compiled plugin `{}` in {:.1} s",
+                    escape(plugin),
+                    took.as_secs_f64()
+                );
+            }
+        },
+    )));
     Ok(config)
 }
 

@@ -497,7 +497,7 @@ fn prepare(
             ),
         });
     }
-    let (component, source) = runtime.compile(bytes).map_err(invalid)?;
+    let (component, source) = runtime.compile_plugin(id, bytes).map_err(invalid)?;
     let linker = linker(runtime, world).map_err(invalid)?;
     let pre = linker
         .instantiate_pre(&component)
