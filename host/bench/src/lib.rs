@@ -1,4 +1,4 @@
-//! toolhost's benchmarks: figures P1–P10, L1 and P12 of `BENCHMARKS.md`, each measured
+//! toolhost's benchmarks: figures P1–P10, L1, P12 and P13 of `BENCHMARKS.md`, each measured
 //! against a baseline in the same run, interleaved. `main.rs` runs every figure in its own
 //! child process (so one figure's threads and memory never colour another's) and
 //! prints one table; `benches/micro.rs` runs P1, P3 and P7 under criterion.
@@ -17,11 +17,12 @@ pub mod scale;
 pub mod serve_startup;
 pub mod startup;
 pub mod stats;
+pub mod tracing_cost;
 pub mod wakeup;
 
 /// The figure ids, in table order.
-pub const FIGURES: [&str; 12] = [
-    "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "L1", "P12",
+pub const FIGURES: [&str; 13] = [
+    "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "L1", "P12", "P13",
 ];
 
 /// How big a run is: `quick` (under a minute on 2 cores) or full (the real figures).
@@ -55,7 +56,7 @@ pub fn run_helper(id: &str, sessions: usize) -> Option<anyhow::Result<String>> {
     }
 }
 
-/// Runs figure `id` (`P1` … `P10`, `L1`, `P12`) in this process and returns its rows.
+/// Runs figure `id` (`P1` … `P10`, `L1`, `P12`, `P13`) in this process and returns its rows.
 ///
 /// Errors: an unknown id, or whatever the figure's setup or checks hit.
 pub fn run_figure(id: &str, mode: Mode) -> anyhow::Result<Vec<report::Row>> {
@@ -76,6 +77,10 @@ pub fn run_figure(id: &str, mode: Mode) -> anyhow::Result<Vec<report::Row>> {
             mode.pick(30, 300),
             mode.pick((1, 2), (2, 5)),
             !mode.quick,
+        )),
+        "P13" => runtime.block_on(tracing_cost::run(
+            mode.pick(200, 2_000),
+            mode.pick(200, 1_000),
         )),
         other => anyhow::bail!("unknown figure `{other}` (expected one of {FIGURES:?})"),
     }

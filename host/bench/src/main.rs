@@ -1,4 +1,4 @@
-//! `toolhost-bench`: runs figures P1–P10, L1 (load) and P12 (example plugins) and
+//! `toolhost-bench`: runs figures P1–P10, L1 (load), P12 (example plugins) and P13 (tracing) and
 //! prints one table (see BENCHMARKS.md). `cargo run --release -p toolhost-bench [-- --quick]`.
 
 use std::process::{Command, ExitCode, Stdio};
