@@ -230,6 +230,28 @@ async fn scopes_are_enforced_and_each_call_records_who_made_it() {
     assert_eq!(reply.status, 200);
     let r = reply.message(&json!("b-1")).await;
     assert_eq!(text(&r).trim_end(), "by-bob", "{r}");
+    // A 2026-07-28 request that names no client has none in the log (not
+    // the server's own MCP library).
+    let body = json!({"jsonrpc":"2.0","id":"b-2","method":"tools/call","params":{
+        "name":"bash","arguments":{"command":"echo unnamed"},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                 "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let mut reply = send(
+        &addr,
+        "POST",
+        "/mcp",
+        &post_headers(&[
+            ("authorization", &bob_auth),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "bash"),
+        ]),
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let r = reply.message(&json!("b-2")).await;
+    assert_eq!(text(&r).trim_end(), "unnamed", "{r}");
     // `GET /metrics` needs `metrics`: carol and bob lack it, alice has it.
     let metrics = send(
         &addr,
@@ -271,7 +293,7 @@ async fn scopes_are_enforced_and_each_call_records_who_made_it() {
         .iter()
         .filter(|e| e["kind"] == "tool_call_started")
         .collect();
-    assert_eq!(started.len(), 2, "{started:?}");
+    assert_eq!(started.len(), 3, "{started:?}");
     let actor = |e: &Value| {
         let mut a = e["actor"].clone();
         let remote = a["remote"].as_str().unwrap().to_string();
@@ -291,11 +313,15 @@ async fn scopes_are_enforced_and_each_call_records_who_made_it() {
         json!({"identity":"bob","transport":"http","remote":"127.0.0.1:PORT",
                "client":{"name":"modern-client","version":"9.1"},"plugin":"bash"})
     );
+    assert_eq!(
+        actor(started[2]),
+        json!({"identity":"bob","transport":"http","remote":"127.0.0.1:PORT","plugin":"bash"})
+    );
     let processes: Vec<&Value> = events
         .iter()
         .filter(|e| e["kind"] == "process_started")
         .collect();
-    assert_eq!(processes.len(), 2, "{processes:?}");
+    assert_eq!(processes.len(), 3, "{processes:?}");
     for (p, s) in processes.iter().zip(&started) {
         assert_eq!(p["tool_call_id"], s["tool_call_id"]);
         assert_eq!(p["actor"], s["actor"]);

@@ -716,8 +716,9 @@ fn reload_tokens(tokens: Option<&Tokens>) {
             );
         }
         Err(e) => {
+            // Once on stderr: the warning is the log line (JSON with
+            // `--log-format json`), no second plain copy.
             tracing::warn!("SIGHUP: keeping the identities in force: {e}");
-            crate::errln!("toolhost: SIGHUP: keeping the identities in force: {e}");
         }
     }
 }
@@ -782,7 +783,8 @@ pub(crate) struct Who {
 /// The [`Who`] of a request: on HTTP the [`Authenticated`] the door put in
 /// its extensions, on stdio (no HTTP parts) the one stdio identity. The
 /// client is the request's own `_meta` `io.modelcontextprotocol/clientInfo`
-/// (MCP 2026-07-28), else its session's `initialize` `clientInfo`; each of
+/// (MCP 2026-07-28), else, for a legacy request, its session's `initialize`
+/// `clientInfo` (a modern request without one has no client); each of
 /// its strings escaped and cut ([`toolhost_runtime::echo_name`]).
 pub(crate) fn who(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Who {
     let parts = context.extensions.get::<http::request::Parts>();
@@ -801,10 +803,18 @@ pub(crate) fn who(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> 
             None,
         ),
     };
+    // A modern request stands alone: its client is what its own `_meta`
+    // names, or none (rmcp's peer info for it is a stand-in that names
+    // rmcp itself, not the client).
+    let modern = super::era::is_modern(context);
     let client = context
         .meta
         .client_info()
-        .or_else(|| context.peer.peer_info().map(|p| p.client_info.clone()))
+        .or_else(|| {
+            (!modern)
+                .then(|| context.peer.peer_info().map(|p| p.client_info.clone()))
+                .flatten()
+        })
         .filter(|c| !c.name.is_empty())
         .map(|c| toolhost_runtime::ClientInfo {
             name: toolhost_runtime::echo_name(&c.name),
