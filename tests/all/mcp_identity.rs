@@ -504,6 +504,71 @@ async fn sighup_rereads_the_tokens_file_and_keeps_sessions_and_jobs() {
     assert!(serve.wait_exit(Duration::from_secs(20)).success());
 }
 
+/// A tokens file in a directory of its own is hidden from commands with its
+/// directory: a new file renamed over it (a rotation) while a command runs
+/// is as hidden from that command as the old one was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rotated_tokens_file_stays_hidden_from_a_command_already_running() {
+    let (ws, state) = dirs();
+    let secrets = tempfile::tempdir().unwrap();
+    let tokens = write_file(secrets.path(), "tokens.toml", &four_identities(), 0o600);
+    let serve = serve_with_tokens(ws.path(), state.path(), &tokens);
+    let addr = serve.addr.clone();
+    let alice = open_session(&addr, &[("authorization", &bearer(ALICE))]).await;
+    let path = tokens.display().to_string();
+    let command = format!("while ! test -e go; do sleep 0.02; done; cat {path}; echo end");
+    let started = call(
+        &addr,
+        &alice,
+        ALICE,
+        1,
+        "bash",
+        json!({"command": command, "run_in_background": true}),
+    )
+    .await;
+    let id = session_id(&started);
+    // The rotation: a new file renamed over the old one, then SIGHUP.
+    let before = serve.stderr.lock().unwrap().len();
+    let next = format!(
+        "[[token]]\nname = \"alice\"\ntoken = \"{ALICE}\"\n\n\
+         [[token]]\nname = \"dave\"\ntoken = \"{DAVE}\"\n"
+    );
+    let staged = write_file(secrets.path(), "tokens.toml.new", &next, 0o600);
+    std::fs::rename(&staged, &tokens).unwrap();
+    sighup(&serve);
+    wait_stderr(&serve, before, "toolhost: re-read");
+    std::fs::write(ws.path().join("go"), "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut output = String::new();
+    for n in 2.. {
+        let r = call(
+            &addr,
+            &alice,
+            ALICE,
+            n,
+            "bash_output",
+            json!({"session_id": id, "wait_ms": 2000}),
+        )
+        .await;
+        output.push_str(&text(&r));
+        if output.contains("end") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no end: {output}");
+    }
+    assert!(
+        output.contains(&format!("cat: {path}: Permission denied")),
+        "{output}"
+    );
+    assert!(
+        !output.contains(DAVE) && !output.contains(ALICE),
+        "{output}"
+    );
+    // No warning: the directory is the token's own.
+    let stderr = serve.stderr.lock().unwrap().join("\n");
+    assert!(!stderr.contains("only the file is hidden"), "{stderr}");
+}
+
 #[test]
 fn a_token_file_other_users_can_read_is_refused() {
     let (ws, state) = dirs();

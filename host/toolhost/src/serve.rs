@@ -127,18 +127,23 @@ pub(crate) async fn serve(
     let host = match host_config_text(args, child_nofile) {
         Ok(mut config) => {
             config.events = Some(log.clone());
-            // What authenticates clients is no command's to read.
-            config
-                .sessions
-                .read_denied
-                .extend(
-                    secrets
-                        .into_iter()
-                        .map(|path| toolhost_process::DeniedRead {
-                            path,
-                            origin: "host: token file".to_owned(),
-                        }),
+            // What authenticates clients is no command's to read, also once
+            // it is rotated (docs/operations.md#identities).
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from);
+            for path in secrets {
+                let (masks, warning) = token_masks(
+                    path,
+                    &config.sessions.workspace,
+                    &config.sessions.state_dir,
+                    home.as_deref(),
                 );
+                if let Some(warning) = warning {
+                    errln!("toolhost: warning: {}", toolhost_runtime::escape(&warning));
+                }
+                config.sessions.read_denied.extend(masks);
+            }
             Host::new(config).await.map_err(|e| e.to_string())
         }
         Err(e) => Err(e),
@@ -328,4 +333,63 @@ fn stop_triggers(
         }
     });
     rx
+}
+
+/// Directories too widely shared to hide from commands for a token file in
+/// them: masking one would take away what commands commonly read.
+const SHARED_DIRS: &[&str] = &[
+    "/", "/tmp", "/var/tmp", "/dev/shm", "/etc", "/run", "/var", "/usr", "/home", "/root",
+];
+
+/// The denied reads that keep token file `path` (absolute, not resolved)
+/// from every command: the file, and the directory that holds it, when that
+/// directory is the token's own (it holds neither the workspace, nor the
+/// state dir, nor the host user's `home`, and is not one of
+/// [`SHARED_DIRS`]; a file in the state dir, hidden as a whole, needs no
+/// more). The directory's mask matters for rotation: a file
+/// renamed over `path` (how a token file is replaced atomically, and how
+/// a Kubernetes Secret moves on update) is a new file that a command
+/// started before the rename would see through a mask of the old one.
+/// Where the directory cannot be masked, the second value is a warning that
+/// says so.
+fn token_masks(
+    path: PathBuf,
+    workspace: &std::path::Path,
+    state_dir: &std::path::Path,
+    home: Option<&std::path::Path>,
+) -> (Vec<toolhost_process::DeniedRead>, Option<String>) {
+    let deny = |path: PathBuf| toolhost_process::DeniedRead {
+        path,
+        origin: "host: token file".to_owned(),
+    };
+    let resolved = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let dir = path.parent().map(resolved);
+    let own_dir = dir.as_ref().filter(|dir| {
+        !SHARED_DIRS
+            .iter()
+            .any(|shared| dir.as_path() == std::path::Path::new(shared))
+            && ![Some(workspace), Some(state_dir), home]
+                .into_iter()
+                .flatten()
+                .any(|inside| resolved(inside).starts_with(dir))
+    });
+    let in_state_dir = dir
+        .as_ref()
+        .is_some_and(|dir| dir.starts_with(resolved(state_dir)));
+    match own_dir {
+        Some(dir) => (vec![deny(path.clone()), deny(dir.clone())], None),
+        // The state dir is hidden from commands as a whole (docs/sandbox.md).
+        None if in_state_dir => (vec![deny(path)], None),
+        None => {
+            let warning = format!(
+                "the token file {} is in a directory commands must still read ({}), so only \
+                 the file is hidden from them: a file renamed over it while a command runs \
+                 is readable by that command; keep token files in a directory of their own \
+                 (docs/operations.md#identities)",
+                path.display(),
+                dir.map(|d| d.display().to_string()).unwrap_or_default()
+            );
+            (vec![deny(path)], Some(warning))
+        }
+    }
 }
