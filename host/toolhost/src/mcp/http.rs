@@ -390,6 +390,33 @@ impl HttpServer {
     }
 }
 
+/// One check of [`Front::check_peer`], run on the peer-check thread.
+type PeerCheck = Box<dyn FnOnce() + Send>;
+
+/// The peer-check thread's queue: one thread for the process, started at
+/// the first connection, checking one connection at a time (a thread per
+/// check would give the allocator an arena per thread).
+fn peer_checks() -> &'static std::sync::mpsc::Sender<PeerCheck> {
+    static QUEUE: std::sync::OnceLock<std::sync::mpsc::Sender<PeerCheck>> =
+        std::sync::OnceLock::new();
+    QUEUE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<PeerCheck>();
+        let started = std::thread::Builder::new()
+            .name("toolhost-peer-check".into())
+            .spawn(move || {
+                while let Ok(check) = rx.recv() {
+                    // A check that panics fails its connection (its answer
+                    // channel drops), never the thread.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(check));
+                }
+            });
+        if let Err(e) = started {
+            tracing::warn!("cannot start the peer-check thread: {e}");
+        }
+        tx
+    })
+}
+
 /// Which identity made each legacy session: the name of the identity whose
 /// `initialize` rmcp answered with the session's `Mcp-Session-Id` (module
 /// docs, step 4). Entries of sessions rmcp no longer has are dropped as new
@@ -583,7 +610,12 @@ impl Front {
     async fn check_peer(&self, local: SocketAddr, remote: SocketAddr) -> Option<String> {
         let host = self.host.clone();
         let anonymous = self.tokens.is_none();
-        let checked = tokio::task::spawn_blocking(move || {
+        // On the one peer-check thread, not the runtime's small blocking
+        // pool: there the host's own workspace reads (a start's `.git`
+        // check) have deadlines, and many connections at once would hold
+        // them up.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let check = move || {
             let client = match toolhost_process::tcp_client(local, remote) {
                 Ok(client) => client,
                 Err(e) => return Some(format!("its socket cannot be looked up: {e}")),
@@ -599,8 +631,13 @@ impl Front {
                 }
                 None => anonymous.then(|| "the kernel lists no client socket for it".to_string()),
             }
-        })
-        .await;
+        };
+        let checked = match peer_checks().send(Box::new(move || {
+            let _ = tx.send(check());
+        })) {
+            Ok(()) => rx.await.map_err(|e| e.to_string()),
+            Err(_) => Err("the peer-check thread is gone".to_string()),
+        };
         let why = checked.unwrap_or_else(|e| Some(format!("the check failed: {e}")))?;
         tracing::warn!(%remote, "refused an HTTP connection: {why}");
         Some(why)
