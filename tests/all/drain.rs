@@ -104,6 +104,29 @@ fn lifecycle(events: &[Value]) -> Vec<(u64, String, String)> {
         .collect()
 }
 
+/// Asserts the state and message of every lifecycle event of the host
+/// session in `state`, in order (its seqs contiguous, [`lifecycle`]).
+fn assert_states(state: &Path, expected: &[(&str, &str)]) {
+    let events = toolhost_test_support::host_log::events(state).unwrap();
+    let life = lifecycle(&events);
+    let got: Vec<(&str, &str)> = life
+        .iter()
+        .map(|(_, s, m)| (s.as_str(), m.as_str()))
+        .collect();
+    assert_eq!(got, expected);
+}
+
+/// Waits at most [`STOP_AFTER_DRAIN_MAX`] for `try_wait` to tell an exit,
+/// and asserts it was 0.
+fn exits_0(mut try_wait: impl FnMut() -> Option<std::process::ExitStatus>) {
+    let mut status = None;
+    wait_until("serve exited", STOP_AFTER_DRAIN_MAX, || {
+        status = try_wait();
+        status.is_some()
+    });
+    assert!(status.unwrap().success(), "{status:?}");
+}
+
 fn life(seq: u64, state: &str, message: &str) -> (u64, String, String) {
     (seq, state.to_string(), message.to_string())
 }
@@ -450,27 +473,23 @@ async fn a_second_sigterm_during_the_drain_stops_at_once() {
     let took = again_at.elapsed();
     assert!(status.success(), "{status:?}");
     eprintln!("second SIGTERM to exit: {took:?}");
-    let events = toolhost_test_support::host_log::events(state.path()).unwrap();
-    let life = lifecycle(&events);
-    assert_eq!(
-        life.iter()
-            .map(|(_, s, m)| (s.as_str(), m.as_str()))
-            .collect::<Vec<_>>(),
-        [
+    assert_states(
+        state.path(),
+        &[
             ("running", "serving MCP over HTTP"),
             (
                 "draining",
-                "SIGTERM: draining 1 call in progress (at most 20s); new calls are refused"
+                "SIGTERM: draining 1 call in progress (at most 20s); new calls are refused",
             ),
             (
                 "draining",
-                "SIGTERM again: cancelling 1 call still running (tc_000000000001)"
+                "SIGTERM again: cancelling 1 call still running (tc_000000000001)",
             ),
             (
                 "stopped",
-                "SIGTERM, then SIGTERM during the drain: stopped at once, 1 call cancelled (tc_000000000001)"
+                "SIGTERM, then SIGTERM during the drain: stopped at once, 1 call cancelled (tc_000000000001)",
             ),
-        ]
+        ],
     );
     // No cgroup of this host is left behind.
     for dir in &cgroups {
@@ -578,29 +597,20 @@ async fn on_stdio_a_new_call_during_the_drain_gets_the_refusal_and_the_running_o
     );
     // It exits by itself, stdin still open.
     let mut client = Arc::try_unwrap(client).ok().unwrap();
-    let mut status = None;
-    wait_until("serve exited", STOP_AFTER_DRAIN_MAX, || {
-        status = client.try_wait().unwrap();
-        status.is_some()
-    });
-    assert!(status.unwrap().success(), "{status:?}");
-    let events = toolhost_test_support::host_log::events(state.path()).unwrap();
-    let life = lifecycle(&events);
-    assert_eq!(
-        life.iter()
-            .map(|(_, s, m)| (s.as_str(), m.as_str()))
-            .collect::<Vec<_>>(),
-        [
+    exits_0(|| client.try_wait().unwrap());
+    assert_states(
+        state.path(),
+        &[
             ("running", "serving MCP on stdio"),
             (
                 "draining",
-                "SIGTERM: draining 1 call in progress (at most 20s); new calls are refused"
+                "SIGTERM: draining 1 call in progress (at most 20s); new calls are refused",
             ),
             (
                 "stopped",
-                "SIGTERM: stopped after the drain, nothing left running"
+                "SIGTERM: stopped after the drain, nothing left running",
             ),
-        ]
+        ],
     );
 }
 
@@ -684,33 +694,24 @@ async fn a_stop_request_drains_and_a_second_one_stops_at_once() {
                "isError": true})
     );
     let mut client = Arc::try_unwrap(client).ok().unwrap();
-    let mut status = None;
-    wait_until("serve exited", STOP_AFTER_DRAIN_MAX, || {
-        status = client.try_wait().unwrap();
-        status.is_some()
-    });
-    assert!(status.unwrap().success(), "{status:?}");
-    let events = toolhost_test_support::host_log::events(state.path()).unwrap();
-    let life = lifecycle(&events);
-    assert_eq!(
-        life.iter()
-            .map(|(_, s, m)| (s.as_str(), m.as_str()))
-            .collect::<Vec<_>>(),
-        [
+    exits_0(|| client.try_wait().unwrap());
+    assert_states(
+        state.path(),
+        &[
             ("running", "serving MCP on stdio"),
             (
                 "draining",
-                "a stop request: draining 1 call in progress (at most 20s); new calls are refused"
+                "a stop request: draining 1 call in progress (at most 20s); new calls are refused",
             ),
             (
                 "draining",
-                "a stop request again: cancelling 1 call still running (tc_000000000001)"
+                "a stop request again: cancelling 1 call still running (tc_000000000001)",
             ),
             (
                 "stopped",
-                "a stop request, then a stop request during the drain: stopped at once, 1 call cancelled (tc_000000000001)"
+                "a stop request, then a stop request during the drain: stopped at once, 1 call cancelled (tc_000000000001)",
             ),
-        ]
+        ],
     );
 }
 
@@ -759,12 +760,7 @@ async fn a_call_waiting_for_its_2026_answer_is_drained_through_its_retry() {
     assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
     assert_eq!(done["result"]["isError"], json!(false), "{done}");
     assert!(ws.path().join("answered").exists());
-    let mut status = None;
-    wait_until("serve exited", STOP_AFTER_DRAIN_MAX, || {
-        status = client.try_wait().unwrap();
-        status.is_some()
-    });
-    assert!(status.unwrap().success(), "{status:?}");
+    exits_0(|| client.try_wait().unwrap());
     let events = toolhost_test_support::host_log::events(state.path()).unwrap();
     let life = lifecycle(&events);
     assert_eq!(

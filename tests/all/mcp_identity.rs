@@ -101,6 +101,40 @@ fn listed(response: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A 2026-07-28 `tools/call` of `bash` running `command` as request `id`
+/// with `auth`, naming `client` in `_meta` when given; the JSON-RPC
+/// response (the HTTP status asserted 200).
+async fn modern_bash(
+    addr: &str,
+    auth: &str,
+    id: &str,
+    command: &str,
+    client: Option<Value>,
+) -> Value {
+    let mut meta = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities":{}});
+    if let Some(client) = client {
+        meta["io.modelcontextprotocol/clientInfo"] = client;
+    }
+    let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
+        "name":"bash","arguments":{"command":command},"_meta":meta}});
+    let mut reply = send(
+        addr,
+        "POST",
+        "/mcp",
+        &post_headers(&[
+            ("authorization", auth),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "bash"),
+        ]),
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    reply.message(&json!(id)).await
+}
+
 fn serve_with_tokens(ws: &Path, state: &Path, tokens: &Path) -> HttpServe {
     let policy = allow_all_policy(state);
     HttpServe::start(
@@ -209,48 +243,12 @@ async fn scopes_are_enforced_and_each_call_records_who_made_it() {
     // bob (a digest in the file, `call` only) calls as a 2026-07-28 client
     // naming itself in `_meta`.
     let bob_auth = bearer(BOB);
-    let body = json!({"jsonrpc":"2.0","id":"b-1","method":"tools/call","params":{
-        "name":"bash","arguments":{"command":"echo by-bob"},
-        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-                 "io.modelcontextprotocol/clientCapabilities":{},
-                 "io.modelcontextprotocol/clientInfo":{"name":"modern-client","version":"9.1"}}}});
-    let mut reply = send(
-        &addr,
-        "POST",
-        "/mcp",
-        &post_headers(&[
-            ("authorization", &bob_auth),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "bash"),
-        ]),
-        body.to_string(),
-    )
-    .await;
-    assert_eq!(reply.status, 200);
-    let r = reply.message(&json!("b-1")).await;
+    let client = json!({"name":"modern-client","version":"9.1"});
+    let r = modern_bash(&addr, &bob_auth, "b-1", "echo by-bob", Some(client)).await;
     assert_eq!(text(&r).trim_end(), "by-bob", "{r}");
     // A 2026-07-28 request that names no client has none in the log (not
     // the server's own MCP library).
-    let body = json!({"jsonrpc":"2.0","id":"b-2","method":"tools/call","params":{
-        "name":"bash","arguments":{"command":"echo unnamed"},
-        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-                 "io.modelcontextprotocol/clientCapabilities":{}}}});
-    let mut reply = send(
-        &addr,
-        "POST",
-        "/mcp",
-        &post_headers(&[
-            ("authorization", &bob_auth),
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "bash"),
-        ]),
-        body.to_string(),
-    )
-    .await;
-    assert_eq!(reply.status, 200);
-    let r = reply.message(&json!("b-2")).await;
+    let r = modern_bash(&addr, &bob_auth, "b-2", "echo unnamed", None).await;
     assert_eq!(text(&r).trim_end(), "unnamed", "{r}");
     // `GET /metrics` needs `metrics`: carol and bob lack it, alice has it.
     let metrics = send(
